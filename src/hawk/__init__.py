@@ -1,0 +1,20 @@
+"""hawk: a small kernel language for stepping many independent samples.
+
+``@hawk.kernel`` reads an annotated Python function (never running it) into a typed IR that
+every eagle backend compiles; ``hawk.reference`` runs that IR with NumPy as the ground truth.
+"""
+
+from . import ir, reference
+from .annotations import Mutable, Out, Param, Scalar, Terminated, Vec3, dot, length, vec3
+from .errors import CompileError
+from .ir import DType, Program, Role
+from .kernel import Kernel, kernel
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "kernel", "Kernel", "CompileError",
+    "Scalar", "Param", "Mutable", "Terminated", "Vec3", "Out",
+    "vec3", "dot", "length",
+    "Program", "DType", "Role", "ir", "reference",
+]  # fmt: skip

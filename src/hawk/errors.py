@@ -1,0 +1,58 @@
+"""The one error hawk raises for a kernel it cannot compile, pointing at the user's source."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["CompileError", "Loc"]
+
+
+@dataclass(frozen=True)
+class Loc:
+    """Where an IR node came from: the user's file, line and columns, and the line's text."""
+
+    file: str
+    line: int
+    col: int = 0
+    end_col: int | None = None
+    text: str = ""
+    function: str = ""
+
+    def render(self) -> str:
+        where = f'  File "{self.file}", line {self.line}'
+        if self.function:
+            where += f", in {self.function}"
+        if not self.text:
+            return where
+        stripped = self.text.lstrip()
+        indent = len(self.text) - len(stripped)
+        start = max(self.col - indent, 0)
+        end = self.end_col - indent if self.end_col is not None else len(stripped)
+        width = max(end - start, 1)
+        return f"{where}\n    {stripped.rstrip()}\n    {' ' * start}{'^' * width}"
+
+
+class CompileError(Exception):
+    """A kernel uses something hawk does not support, or uses it wrongly.
+
+    The message names the construct; ``loc`` points at the user's file and line, and ``str()``
+    shows that line with a caret under the offending part, the way Python's own SyntaxError does.
+    """
+
+    def __init__(self, message: str, loc: Loc | None = None):
+        self.message = message
+        self.loc = loc
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        if self.loc is None:
+            return self.message
+        return f"{self.message}\n{self.loc.render()}"
+
+    @property
+    def filename(self) -> str | None:
+        return self.loc.file if self.loc else None
+
+    @property
+    def lineno(self) -> int | None:
+        return self.loc.line if self.loc else None

@@ -1,0 +1,689 @@
+"""Lowering a kernel's Python AST into the hawk IR for one dtype signature.
+
+Typing and lowering happen in one walk over the AST, by abstract interpretation: each expression
+evaluates to a typed value (a scalar SSA value, a 3-vector of them, or a weak Python literal), so
+the type of every operand is known when its op is emitted and no later pass needs to re-derive it.
+Kept in one walk because the body is straight-line code with no loops or calls to user functions:
+there is no fixed point to compute, and a separate typed AST would only duplicate this file.
+
+Every unsupported construct, unknown name or type mismatch raises ``CompileError`` at the node
+that caused it, so the message points at the user's line.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import math
+import operator
+import types
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import annotations as hawk_annotations
+from .errors import CompileError
+from .ir import MATH_FUNCTIONS, DType, Op, OpKind, Parameter, Program, Role, Store
+from .source import KernelSource
+from .typing_rules import WEAK_DEFAULTS, literal_dtype, promote
+
+__all__ = ["lower"]
+
+
+# -- values an expression can evaluate to -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class S:
+    """A scalar SSA value."""
+
+    id: int
+    dtype: DType
+
+
+@dataclass(frozen=True)
+class Lit:
+    """A weak Python literal, not yet given a type."""
+
+    value: bool | int | float
+
+
+@dataclass(frozen=True)
+class V:
+    """A 3-vector: three scalar values of one dtype."""
+
+    comps: tuple[S, S, S]
+
+    @property
+    def dtype(self) -> DType:
+        return self.comps[0].dtype
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A module or function named in the body (``math``, ``math.sqrt``, ``hawk.dot``, ``min``)."""
+
+    kind: str  # "module" or "function"
+    name: str
+
+
+@dataclass(frozen=True)
+class Undefined:
+    """A name with no value on some path; reading it is an error that says why."""
+
+    reason: str
+
+
+Value = S | Lit | V
+
+
+def describe(value) -> str:
+    if isinstance(value, S):
+        return value.dtype.value
+    if isinstance(value, V):
+        return f"Vec3 of {value.dtype.value}"
+    if isinstance(value, Lit):
+        return type(value.value).__name__
+    return "a function" if isinstance(value, Ref) and value.kind == "function" else "a module"
+
+
+# -- names the body may use ----------------------------------------------------------------------
+
+_MATH_BY_OBJECT = {getattr(math, name): name for name in MATH_FUNCTIONS}
+_HELPERS = {
+    hawk_annotations.vec3: "vec3", hawk_annotations.Vec3: "vec3",
+    hawk_annotations.dot: "dot", hawk_annotations.length: "length",
+    builtins.min: "min", builtins.max: "max", builtins.abs: "abs", builtins.float: "float",
+}  # fmt: skip
+_MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf}
+_HAWK_FUNCTIONS = {"vec3", "dot", "length", "Vec3"}
+_COMPONENTS = {"x": 0, "y": 1, "z": 2}
+
+_BINOPS = {
+    ast.Add: (OpKind.ADD, operator.add, "+"), ast.Sub: (OpKind.SUB, operator.sub, "-"),
+    ast.Mult: (OpKind.MUL, operator.mul, "*"), ast.Div: (OpKind.DIV, operator.truediv, "/"),
+    ast.FloorDiv: (OpKind.FLOORDIV, operator.floordiv, "//"),
+    ast.Mod: (OpKind.MOD, operator.mod, "%"),
+}  # fmt: skip
+_CMPOPS = {
+    ast.Lt: OpKind.LT, ast.LtE: OpKind.LE, ast.Gt: OpKind.GT,
+    ast.GtE: OpKind.GE, ast.Eq: OpKind.EQ, ast.NotEq: OpKind.NE,
+}  # fmt: skip
+_CMP_SYMBOLS = {OpKind.LT: "<", OpKind.LE: "<=", OpKind.GT: ">", OpKind.GE: ">=",
+                OpKind.EQ: "==", OpKind.NE: "!="}  # fmt: skip
+
+_CONSTRUCT_NAMES = {
+    ast.For: "a `for` loop", ast.While: "a `while` loop", ast.Return: "`return`",
+    ast.FunctionDef: "a nested function", ast.Lambda: "`lambda`", ast.With: "`with`",
+    ast.Try: "`try`", ast.Raise: "`raise`", ast.Assert: "`assert`", ast.Import: "`import`",
+    ast.ImportFrom: "`import`", ast.Global: "`global`", ast.Nonlocal: "`nonlocal`",
+    ast.Delete: "`del`", ast.ListComp: "a list comprehension", ast.GeneratorExp: "a generator",
+    ast.List: "a list", ast.Dict: "a dict", ast.Set: "a set", ast.JoinedStr: "an f-string",
+    ast.Await: "`await`", ast.Yield: "`yield`", ast.NamedExpr: "`:=`", ast.Starred: "`*`",
+    ast.AnnAssign: "an annotated assignment", ast.Match: "`match`", ast.Break: "`break`",
+    ast.Continue: "`continue`", ast.Slice: "a slice", ast.ClassDef: "a class",
+}  # fmt: skip
+
+
+def construct_name(node: ast.AST) -> str:
+    return _CONSTRUCT_NAMES.get(type(node), f"`{type(node).__name__}`")
+
+
+# -- the walk ------------------------------------------------------------------------------------
+
+
+class Lowering:
+    """One lowering of one kernel body under one dtype signature."""
+
+    def __init__(self, source: KernelSource, params: tuple[Parameter, ...], options):
+        self.src = source
+        self.params = {p.name: p for p in params}
+        self.param_list = params
+        self.options = options
+        self.ops: list[Op] = []
+        self._interned: dict[tuple, int] = {}
+        self.env: dict[str, object] = {}
+        self.initial: dict[str, object] = {}
+        self.node: ast.AST = source.tree
+        for p in params:
+            self.env[p.name] = self._initial_value(p)
+        self.initial = dict(self.env)
+
+    # emitting
+
+    def emit(self, kind: OpKind, dtype: DType, args=(), attr=None) -> S:
+        key = (kind, dtype, args, attr)
+        interned = kind in (OpKind.CONST, OpKind.LOAD)
+        if interned and key in self._interned:
+            return S(self._interned[key], dtype)
+        self.ops.append(Op(kind, dtype, tuple(args), attr, self.src.loc(self.node)))
+        if interned:
+            self._interned[key] = len(self.ops) - 1
+        return S(len(self.ops) - 1, dtype)
+
+    def const(self, value, dtype: DType) -> S:
+        return self.emit(OpKind.CONST, dtype, attr=dtype.numpy.type(value).item())
+
+    def cast(self, value, dtype: DType) -> S:
+        """A scalar (or literal) converted to ``dtype``."""
+        if isinstance(value, Lit):
+            return self.const(value.value, dtype)
+        if value.dtype is dtype:
+            return value
+        return self.emit(OpKind.CAST, dtype, (value.id,))
+
+    def error(self, message: str, node: ast.AST | None = None) -> CompileError:
+        return self.src.error(message, node or self.node)
+
+    def _initial_value(self, p: Parameter):
+        if p.role is Role.OUT:
+            return Undefined(f"Out parameter {p.name!r} is write-only: assign it before reading it")
+        if p.role is Role.TERMINATED:
+            return self.const(False, DType.BOOL)
+        if p.is_vector:
+            return V(tuple(self.emit(OpKind.LOAD, p.dtype, attr=(p.name, k)) for k in range(3)))
+        return self.emit(OpKind.LOAD, p.dtype, attr=(p.name, None))
+
+    # statements
+
+    def run(self) -> Program:
+        body = self.src.tree.body
+        for i, stmt in enumerate(body):
+            is_docstring = (i == 0 and isinstance(stmt, ast.Expr)
+                            and isinstance(stmt.value, ast.Constant)
+                            and isinstance(stmt.value.value, str))  # fmt: skip
+            if not is_docstring:
+                self.statement(stmt)
+        return self._finish()
+
+    def statement(self, node: ast.stmt) -> None:
+        self.node = node
+        handler = {
+            ast.Assign: self.assign_statement, ast.AugAssign: self.augassign_statement,
+            ast.If: self.if_statement, ast.Pass: lambda node: None, ast.Expr: self.expr_statement,
+        }.get(type(node))  # fmt: skip
+        if handler is None:
+            raise self.error(f"{construct_name(node)} is not supported in a hawk kernel", node)
+        handler(node)
+
+    def expr_statement(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Constant) and node.value.value is Ellipsis:
+            return
+        raise self.error("an expression statement has no effect in a hawk kernel (nothing may "
+                         "be called for its side effects); assign its value to a name", node)
+
+    def assign_statement(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+                if len(target.elts) != len(node.value.elts):
+                    raise self.error(f"cannot unpack {len(node.value.elts)} values into "
+                                     f"{len(target.elts)} names", node)
+        if isinstance(node.value, ast.Tuple):
+            values = tuple(self.expr(e) for e in node.value.elts)
+        else:
+            values = self.expr(node.value)
+        for target in node.targets:
+            self.assign(target, values)
+
+    def assign(self, target: ast.expr, value) -> None:
+        if isinstance(target, ast.Tuple):
+            if isinstance(value, V):
+                value = value.comps
+            if not isinstance(value, tuple):
+                raise self.error(f"cannot unpack {describe(value)} into {len(target.elts)} names",
+                                 target)
+            if len(value) != len(target.elts):
+                raise self.error(f"cannot unpack {len(value)} values into {len(target.elts)} "
+                                 "names", target)
+            for t, v in zip(target.elts, value, strict=True):
+                self.assign(t, v)
+            return
+        if isinstance(value, tuple):
+            raise self.error("a tuple can only be unpacked into as many names "
+                             "(e.g. `a, b = b, a`)", target)
+        if isinstance(target, ast.Name):
+            self.bind(target.id, value, target)
+        elif isinstance(target, ast.Attribute | ast.Subscript):
+            base = target.value
+            if not isinstance(base, ast.Name):
+                raise self.error("only a component of a named vector can be assigned", target)
+            vector = self.load_name(base)
+            if not isinstance(vector, V):
+                raise self.error(f"{base.id!r} is {describe(vector)}, not a Vec3: it has no "
+                                 "components to assign", target)
+            k = self.component_index(target)
+            comps = list(vector.comps)
+            comps[k] = self.cast(self.scalar(value, target), vector.dtype)
+            self.bind(base.id, V(tuple(comps)), target)
+        else:
+            raise self.error(f"cannot assign to {construct_name(target)}", target)
+
+    def bind(self, name: str, value, node: ast.AST) -> None:
+        param = self.params.get(name)
+        if param is not None:
+            value = self.check_store(param, value, node)
+        self.env[name] = value
+
+    def check_store(self, param: Parameter, value, node: ast.AST):
+        """A value that may be written back to ``param``: the right shape and a compatible type."""
+        if not param.role.written:
+            wrapped = "Vec3" if param.is_vector else "Scalar"
+            hint = ("declare it Mutable[" + wrapped + "] to update it"
+                    if param.role is Role.SCALAR else "a Param is one read-only value for all")
+            raise self.error(f"cannot assign to read-only parameter {param.name!r} "
+                             f"({param.role.value}); {hint}", node)
+        if isinstance(value, Ref):
+            raise self.error(f"cannot assign {describe(value)} to {param.name!r}", node)
+        if param.role is Role.TERMINATED:
+            if isinstance(value, V) or self.dtype_of(value) is not DType.BOOL:
+                raise self.error(f"{param.name!r} (Terminated) must be assigned a bool, e.g. "
+                                 f"`{param.name} = t >= t_end`; got {describe(value)}", node)
+            return self.cast(value, DType.BOOL)
+        if param.is_vector != isinstance(value, V):
+            want = "a Vec3" if param.is_vector else "a scalar"
+            raise self.error(f"{param.name!r} is {param.role.value}[{'Vec3' if param.is_vector else 'Scalar'}]"
+                             f" and must be assigned {want}, not {describe(value)}", node)
+        dtype = self.dtype_of(value)
+        if dtype is DType.BOOL or (dtype.is_float and not param.dtype.is_float):
+            raise self.error(f"cannot store {describe(value)} into {param.name!r} "
+                             f"({param.dtype.value})", node)
+        if isinstance(value, Lit):
+            return self.cast(value, param.dtype)
+        return value
+
+    def augassign_statement(self, node: ast.AugAssign) -> None:
+        load = ast.copy_location(
+            type(node.target)(**{**vars(node.target), "ctx": ast.Load()}), node.target)
+        value = self.binop(node.op, self.expr(load), self.expr(node.value), node)
+        self.assign(node.target, value)
+
+    def if_statement(self, node: ast.If) -> None:
+        condition = self.condition(node.test, "if")
+        before = dict(self.env)
+        for stmt in node.body:
+            self.statement(stmt)
+        then_env, self.env = self.env, dict(before)
+        for stmt in node.orelse:
+            self.statement(stmt)
+        else_env = self.env
+        self.node = node
+        merged = {}
+        for name in then_env.keys() | else_env.keys():
+            a, b = then_env.get(name), else_env.get(name)
+            if a is b:
+                merged[name] = a
+            elif a is None or b is None or isinstance(a, Undefined) or isinstance(b, Undefined):
+                merged[name] = Undefined(f"{name!r} is assigned on only one branch of the `if` at "
+                                         f"line {node.lineno}; assign it on both, or before the if")
+            else:
+                merged[name] = self.select(condition, a, b, f"{name!r}")
+        self.env = merged
+
+    # expressions
+
+    def expr(self, node: ast.expr):
+        saved, self.node = self.node, node
+        handler = {
+            ast.Constant: self.constant, ast.Name: self.load_name, ast.BinOp: self.binop_expr,
+            ast.UnaryOp: self.unaryop, ast.BoolOp: self.boolop, ast.Compare: self.compare,
+            ast.IfExp: self.ifexp, ast.Call: self.call, ast.Attribute: self.attribute,
+            ast.Subscript: self.subscript,
+        }.get(type(node))  # fmt: skip
+        if handler is None:
+            raise self.error(f"{construct_name(node)} is not supported in a hawk kernel", node)
+        value = handler(node)
+        self.node = saved
+        return value
+
+    def constant(self, node: ast.Constant):
+        if isinstance(node.value, bool | int | float):
+            return Lit(node.value)
+        raise self.error(f"a {type(node.value).__name__} constant is not supported in a hawk "
+                         "kernel (only numbers and True/False)", node)
+
+    def load_name(self, node: ast.Name):
+        if node.id in self.env:
+            value = self.env[node.id]
+            if isinstance(value, Undefined):
+                raise self.error(value.reason, node)
+            return value
+        if node.id in self.src.names:
+            return self.global_value(node.id, self.src.names[node.id], node)
+        builtin = getattr(builtins, node.id, None)
+        if builtin in _HELPERS:
+            return Ref("function", _HELPERS[builtin])
+        raise self.error(f"unknown name {node.id!r}: not a parameter, a local assigned "
+                         "earlier, or a global number, math function or hawk helper", node)
+
+    def global_value(self, name: str, value, node: ast.AST):
+        if isinstance(value, types.ModuleType):
+            if value is math:
+                return Ref("module", "math")
+            if value.__name__ == "hawk":
+                return Ref("module", "hawk")
+        if isinstance(value, bool | int | float | np.bool_ | np.integer | np.floating):
+            return Lit(value.item() if isinstance(value, np.generic) else value)
+        try:
+            if value in _MATH_BY_OBJECT:
+                return Ref("function", _MATH_BY_OBJECT[value])
+            if value in _HELPERS:
+                return Ref("function", _HELPERS[value])
+        except TypeError:  # unhashable
+            pass
+        raise self.error(f"global {name!r} is a {type(value).__name__}, which a hawk kernel "
+                         "cannot use (only numbers, `math`, math functions and hawk helpers)",
+                         node)
+
+    def attribute(self, node: ast.Attribute):
+        base = self.expr(node.value)
+        if isinstance(base, Ref) and base.kind == "module":
+            if base.name == "math" and node.attr in MATH_FUNCTIONS:
+                return Ref("function", node.attr)
+            if base.name == "math" and node.attr in _MATH_CONSTANTS:
+                return Lit(_MATH_CONSTANTS[node.attr])
+            if base.name == "hawk" and node.attr in _HAWK_FUNCTIONS:
+                return Ref("function", "vec3" if node.attr == "Vec3" else node.attr)
+            raise self.error(f"{base.name}.{node.attr} is not supported in a hawk kernel", node)
+        if isinstance(base, V):
+            return base.comps[self.component_index(node)]
+        raise self.error(f"attribute {node.attr!r} of {describe(base)} is not supported "
+                         "(only .x, .y, .z of a Vec3)", node)
+
+    def subscript(self, node: ast.Subscript):
+        base = self.expr(node.value)
+        if not isinstance(base, V):
+            raise self.error(f"indexing {describe(base)} is not supported (only a Vec3 with a "
+                             "constant 0, 1 or 2)", node)
+        return base.comps[self.component_index(node)]
+
+    def component_index(self, node: ast.Attribute | ast.Subscript) -> int:
+        if isinstance(node, ast.Attribute):
+            if node.attr not in _COMPONENTS:
+                raise self.error(f"a Vec3 has components .x, .y and .z, not .{node.attr}", node)
+            return _COMPONENTS[node.attr]
+        index = node.slice
+        if not (isinstance(index, ast.Constant) and type(index.value) is int
+                and -3 <= index.value < 3):  # fmt: skip
+            raise self.error("a Vec3 index must be a constant 0, 1 or 2", node)
+        return index.value % 3
+
+    def binop_expr(self, node: ast.BinOp):
+        return self.binop(node.op, self.expr(node.left), self.expr(node.right), node)
+
+    def binop(self, op: ast.operator, a, b, node: ast.AST):
+        if isinstance(op, ast.Pow):
+            return self.power(a, b, node)
+        if type(op) not in _BINOPS:
+            raise self.error(f"the operator {construct_name(op)} is not supported", node)
+        kind, fold, symbol = _BINOPS[type(op)]
+        if isinstance(a, V) or isinstance(b, V):
+            if kind not in (OpKind.ADD, OpKind.SUB, OpKind.MUL, OpKind.DIV):
+                raise self.error(f"{symbol} is not defined for Vec3 operands", node)
+            a_c = a.comps if isinstance(a, V) else (a, a, a)
+            b_c = b.comps if isinstance(b, V) else (b, b, b)
+            return V(tuple(self.arith(kind, x, y, symbol, fold, node)
+                           for x, y in zip(a_c, b_c, strict=True)))
+        return self.arith(kind, a, b, symbol, fold, node)
+
+    def arith(self, kind: OpKind, a, b, symbol: str, fold, node: ast.AST):
+        a, b = self.scalar(a, node), self.scalar(b, node)
+        if isinstance(a, Lit) and isinstance(b, Lit) and not isinstance(a.value, bool) \
+                and not isinstance(b.value, bool):
+            try:
+                return Lit(fold(a.value, b.value))
+            except ZeroDivisionError:
+                raise self.error(f"division by zero in the constant expression {symbol}",
+                                 node) from None
+        dtype = self.common_type(a, b, symbol, node)
+        if kind is OpKind.DIV and not dtype.is_float:
+            dtype = DType.FLOAT64
+        return self.emit(kind, dtype, (self.cast(a, dtype).id, self.cast(b, dtype).id))
+
+    def power(self, a, b, node: ast.AST):
+        if isinstance(a, V) or isinstance(b, V):
+            raise self.error("** is not defined for Vec3 operands", node)
+        a, b = self.scalar(a, node), self.scalar(b, node)
+        if isinstance(b, Lit) and type(b.value) is int and 2 <= b.value <= 4:
+            if isinstance(a, Lit):
+                return Lit(a.value**b.value)
+            self.common_type(a, b, "**", node)
+            result = a
+            for _ in range(b.value - 1):  # left to right: ((a * a) * a)
+                result = self.emit(OpKind.MUL, a.dtype, (result.id, a.id))
+            return result
+        return self.math_call("pow", [a, b], node)
+
+    def unaryop(self, node: ast.UnaryOp):
+        value = self.expr(node.operand)
+        if isinstance(node.op, ast.UAdd):
+            return value
+        if isinstance(node.op, ast.USub):
+            if isinstance(value, V):
+                return V(tuple(self.emit(OpKind.NEG, c.dtype, (c.id,)) for c in value.comps))
+            value = self.scalar(value, node)
+            if isinstance(value, Lit) and not isinstance(value.value, bool):
+                return Lit(-value.value)
+            if self.dtype_of(value) is DType.BOOL:
+                raise self.error("unary - is not defined for bool", node)
+            return self.emit(OpKind.NEG, value.dtype, (value.id,))
+        if isinstance(node.op, ast.Not):
+            value = self.boolean(value, "not", node)
+            if isinstance(value, Lit):
+                return Lit(not value.value)
+            return self.emit(OpKind.NOT, DType.BOOL, (value.id,))
+        raise self.error(f"the operator {construct_name(node.op)} is not supported", node)
+
+    def boolop(self, node: ast.BoolOp):
+        word = "and" if isinstance(node.op, ast.And) else "or"
+        kind = OpKind.AND if word == "and" else OpKind.OR
+        values = [self.boolean(self.expr(v), word, v) for v in node.values]
+        result = self.cast(values[0], DType.BOOL)
+        for v in values[1:]:
+            result = self.emit(kind, DType.BOOL, (result.id, self.cast(v, DType.BOOL).id))
+        return result
+
+    def compare(self, node: ast.Compare):
+        result, left = None, self.expr(node.left)
+        for op, right_node in zip(node.ops, node.comparators, strict=True):
+            right = self.expr(right_node)
+            if type(op) not in _CMPOPS:
+                raise self.error(f"the comparison {construct_name(op)} is not supported", node)
+            kind = _CMPOPS[type(op)]
+            a, b = self.scalar(left, node), self.scalar(right, node)
+            symbol = _CMP_SYMBOLS[kind]
+            if kind in (OpKind.EQ, OpKind.NE) and DType.BOOL in (self.dtype_of(a), self.dtype_of(b)):
+                if self.dtype_of(a) is not self.dtype_of(b):
+                    raise self.error(f"cannot compare {describe(a)} {symbol} {describe(b)}", node)
+                dtype = DType.BOOL
+            else:
+                dtype = self.common_type(a, b, symbol, node)
+            test = self.emit(kind, DType.BOOL, (self.cast(a, dtype).id, self.cast(b, dtype).id))
+            result = test if result is None else self.emit(OpKind.AND, DType.BOOL,
+                                                            (result.id, test.id))
+            left = right
+        return result
+
+    def ifexp(self, node: ast.IfExp):
+        condition = self.condition(node.test, "a conditional expression")
+        return self.select(condition, self.expr(node.body), self.expr(node.orelse),
+                           "the two branches of the conditional expression", node)
+
+    def condition(self, node: ast.expr, where: str) -> S:
+        value = self.expr(node)
+        if isinstance(value, V) or self.dtype_of(value) is not DType.BOOL:
+            raise self.error(f"the condition of {where} must be a bool (a comparison such as "
+                             f"`x > 0`), not {describe(value)}", node)
+        return self.cast(value, DType.BOOL)
+
+    def select(self, condition: S, a, b, what: str, node: ast.AST | None = None):
+        if isinstance(a, V) != isinstance(b, V) or isinstance(a, Ref) or isinstance(b, Ref):
+            raise self.error(f"{what} is {describe(a)} on one path and {describe(b)} on the "
+                             "other", node)
+        if isinstance(a, V):
+            dtype = self.common_type(a.comps[0], b.comps[0], "if/else", node)
+            return V(tuple(self.select(condition, x, y, what, node)
+                           for x, y in zip(a.comps, b.comps, strict=True)))
+        if DType.BOOL in (self.dtype_of(a), self.dtype_of(b)):
+            if self.dtype_of(a) is not self.dtype_of(b):
+                raise self.error(f"{what} is {describe(a)} on one path and {describe(b)} on the "
+                                 "other", node)
+            dtype = DType.BOOL
+        else:
+            dtype = self.common_type(a, b, "if/else", node)
+        a, b = self.cast(a, dtype), self.cast(b, dtype)
+        if a.id == b.id:
+            return a
+        return self.emit(OpKind.SELECT, dtype, (condition.id, a.id, b.id))
+
+    def call(self, node: ast.Call):
+        func = self.expr(node.func)
+        if not (isinstance(func, Ref) and func.kind == "function"):
+            raise self.error(f"calling {ast.unparse(node.func)!r} is not supported: only math "
+                             "functions, min/max/abs/float and hawk.vec3/dot/length", node)
+        if node.keywords:
+            raise self.error(f"{func.name}() takes no keyword arguments in a hawk kernel", node)
+        args = [self.expr(a) for a in node.args]
+        name = func.name
+        if name in MATH_FUNCTIONS:
+            if len(args) != MATH_FUNCTIONS[name]:
+                raise self.error(f"math.{name}() takes {MATH_FUNCTIONS[name]} argument(s), "
+                                 f"got {len(args)}", node)
+            return self.math_call(name, [self.scalar(a, node) for a in args], node)
+        if name in ("min", "max"):
+            if len(args) < 2:
+                raise self.error(f"{name}() needs at least two arguments in a hawk kernel", node)
+            kind = OpKind.MIN if name == "min" else OpKind.MAX
+            result = self.scalar(args[0], node)
+            for arg in args[1:]:
+                arg = self.scalar(arg, node)
+                dtype = self.common_type(result, arg, f"{name}()", node)
+                result = self.emit(kind, dtype, (self.cast(result, dtype).id,
+                                                 self.cast(arg, dtype).id))
+            return result
+        expected = {"abs": 1, "float": 1, "length": 1, "dot": 2, "vec3": 3}[name]
+        if len(args) != expected:
+            raise self.error(f"{name}() takes {expected} argument(s), got {len(args)}", node)
+        if name == "abs":
+            value = self.number(self.scalar(args[0], node), "abs()", node)
+            if isinstance(value, Lit):
+                return Lit(abs(value.value))
+            return self.emit(OpKind.ABS, value.dtype, (value.id,))
+        if name == "float":
+            value = self.number(self.scalar(args[0], node), "float()", node)
+            return Lit(float(value.value)) if isinstance(value, Lit) else self.cast(
+                value, value.dtype if value.dtype.is_float else DType.FLOAT64)
+        if name == "vec3":
+            comps = [self.number(self.scalar(a, node), "vec3()", node) for a in args]
+            dtype = DType.FLOAT64
+            strong = [c.dtype for c in comps if isinstance(c, S)]
+            if strong:
+                dtype = strong[0]
+                for d in strong[1:]:
+                    dtype = promote(dtype, d)
+                if not dtype.is_float:
+                    dtype = DType.FLOAT64
+            return V(tuple(self.cast(c, dtype) for c in comps))
+        vectors = [a for a in args if isinstance(a, V)]
+        if len(vectors) != len(args):
+            raise self.error(f"hawk.{name}() takes Vec3 arguments", node)
+        a = vectors[0]
+        b = vectors[1] if name == "dot" else a
+        total = None
+        for x, y in zip(a.comps, b.comps, strict=True):
+            term = self.arith(OpKind.MUL, x, y, "*", operator.mul, node)
+            total = term if total is None else self.arith(OpKind.ADD, total, term, "+",
+                                                          operator.add, node)
+        return total if name == "dot" else self.math_call("sqrt", [total], node)
+
+    def math_call(self, name: str, args: list, node: ast.AST) -> S:
+        args = [self.number(a, f"math.{name}()", node) for a in args]
+        strong = [a.dtype for a in args if isinstance(a, S) and a.dtype.is_float]
+        dtype = strong[0] if strong else DType.FLOAT64
+        for d in strong[1:]:
+            dtype = promote(dtype, d)
+        return self.emit(OpKind.CALL, dtype, tuple(self.cast(a, dtype).id for a in args), name)
+
+    # typing helpers
+
+    def scalar(self, value, node: ast.AST):
+        if isinstance(value, S | Lit):
+            return value
+        raise self.error(f"expected a scalar here, got {describe(value)}", node)
+
+    def number(self, value, where: str, node: ast.AST):
+        if isinstance(value, V) or self.dtype_of(value) is DType.BOOL:
+            raise self.error(f"{where} takes numbers, not {describe(value)}", node)
+        return value
+
+    def boolean(self, value, word: str, node: ast.AST):
+        if isinstance(value, V) or self.dtype_of(value) is not DType.BOOL:
+            raise self.error(f"`{word}` takes bools (comparisons such as `x > 0`), not "
+                             f"{describe(value)}", node)
+        return value
+
+    def dtype_of(self, value) -> DType:
+        if isinstance(value, Lit):
+            return WEAK_DEFAULTS[type(value.value)]
+        if isinstance(value, Ref):
+            raise self.error(f"{describe(value)} ({value.name}) is not a value; call it")
+        return value.dtype
+
+    def common_type(self, a, b, symbol: str, node: ast.AST) -> DType:
+        if isinstance(a, Lit) and isinstance(b, Lit):
+            dtype = promote(self.dtype_of(a), self.dtype_of(b))
+        elif isinstance(a, Lit):
+            dtype = literal_dtype(a.value, b.dtype)
+        elif isinstance(b, Lit):
+            dtype = literal_dtype(b.value, a.dtype)
+        else:
+            dtype = promote(a.dtype, b.dtype)
+        if dtype is None or (dtype is DType.BOOL and symbol not in ("if/else",)):
+            raise self.error(f"unsupported operand types for {symbol}: {describe(a)} and "
+                             f"{describe(b)} (bools do not mix with numbers; write "
+                             "`1.0 if flag else 0.0`)", node)
+        return dtype
+
+    # the end of the step
+
+    def _finish(self) -> Program:
+        self.node = self.src.tree
+        stores, terminated = [], None
+        for p in self.param_list:
+            value = self.env[p.name]
+            if value is self.initial[p.name]:
+                continue
+            if isinstance(value, Undefined):
+                raise self.error(value.reason)
+            if p.role is Role.TERMINATED:
+                terminated = value.id
+            elif p.is_vector:
+                stores += [Store(p.name, k, self.cast(c, p.dtype).id)
+                           for k, c in enumerate(value.comps)]
+            else:
+                stores.append(Store(p.name, None, self.cast(value, p.dtype).id))
+        return self._without_dead_ops(stores, terminated)
+
+    def _without_dead_ops(self, stores: list[Store], terminated: int | None) -> Program:
+        live = set()
+        pending = [s.value for s in stores] + ([terminated] if terminated is not None else [])
+        while pending:
+            i = pending.pop()
+            if i not in live:
+                live.add(i)
+                pending.extend(self.ops[i].args)
+        renumber = {old: new for new, old in enumerate(sorted(live))}
+        ops = tuple(Op(op.kind, op.dtype, tuple(renumber[a] for a in op.args), op.attr, op.loc)
+                    for i, op in enumerate(self.ops) if i in live)
+        return Program(
+            name=self.src.name,
+            params=self.param_list,
+            ops=ops,
+            stores=tuple(Store(s.param, s.component, renumber[s.value]) for s in stores),
+            terminated=renumber[terminated] if terminated is not None else None,
+            options=self.options,
+        )
+
+
+def lower(source: KernelSource, params: tuple[Parameter, ...], options=()) -> Program:
+    """The hawk IR of ``source``'s body for parameters of the given dtypes."""
+    return Lowering(source, params, options).run()

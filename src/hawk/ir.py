@@ -1,0 +1,215 @@
+"""The hawk IR: one flat, typed, scalar SSA program per kernel specialisation.
+
+A kernel body is lowered (see ``frontend``) into a list of ``Op``s, each producing exactly one
+scalar value of a known ``DType`` from earlier ops. The lowering has already removed everything a
+backend would otherwise have to understand:
+
+- vectors are split into their three components (a ``Vec3`` parameter is three loads);
+- ``if``/``else`` blocks and ``a if c else b`` become ``SELECT`` ops (the body is branch-free, so
+  one sample's step is a dataflow graph, which suits SIMD lanes and GPU threads alike);
+- ``x ** 2`` with a small integer literal exponent becomes repeated multiplication;
+- types are resolved: every constant is materialised with its final dtype and every mixed
+  operation has an explicit ``CAST``.
+
+What a step means, for one sample that is not yet terminated: evaluate the ops in order, where
+``LOAD`` reads a parameter's value at the start of the step; then write each ``Store`` back
+(``accumulate`` kernels add into ``Out`` buffers instead), and set the terminated flag to the
+value named by ``Program.terminated``. A terminated sample is left untouched. The NumPy reference
+executor (``hawk.reference``) is the executable definition of this paragraph.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from enum import Enum
+
+import numpy as np
+
+from .errors import Loc
+
+__all__ = ["DType", "Role", "OpKind", "Op", "Parameter", "Store", "Program", "MATH_FUNCTIONS"]
+
+
+class DType(Enum):
+    BOOL = "bool"
+    INT64 = "int64"
+    FLOAT32 = "float32"
+    FLOAT64 = "float64"
+
+    @property
+    def numpy(self) -> np.dtype:
+        return np.dtype(self.value)
+
+    @property
+    def is_float(self) -> bool:
+        return self in (DType.FLOAT32, DType.FLOAT64)
+
+    @property
+    def is_number(self) -> bool:
+        return self is not DType.BOOL
+
+    @classmethod
+    def from_numpy(cls, dtype) -> DType:
+        return cls(np.dtype(dtype).name)
+
+
+class Role(Enum):
+    """How a kernel parameter is bound and whether the step may change it."""
+
+    SCALAR = "Scalar"  # per-sample, read-only
+    PARAM = "Param"  # one value for every sample, read-only
+    MUTABLE = "Mutable"  # per-sample state, read at step start, written at step end
+    TERMINATED = "Terminated"  # per-sample done flag
+    OUT = "Out"  # per-sample output, write-only
+
+    @property
+    def per_sample(self) -> bool:
+        return self is not Role.PARAM
+
+    @property
+    def written(self) -> bool:
+        return self in (Role.MUTABLE, Role.TERMINATED, Role.OUT)
+
+
+class OpKind(Enum):
+    # leaves
+    CONST = "const"  # attr: the Python value
+    LOAD = "load"  # attr: (parameter name, component index or None)
+    # conversions
+    CAST = "cast"
+    # arithmetic (operands already of the result dtype)
+    NEG = "neg"
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    DIV = "div"
+    FLOORDIV = "floordiv"
+    MOD = "mod"
+    ABS = "abs"
+    MIN = "min"  # b if b < a else a  (Python's min(a, b))
+    MAX = "max"  # b if b > a else a  (Python's max(a, b))
+    # comparisons (operands of one dtype, result bool)
+    LT = "lt"
+    LE = "le"
+    GT = "gt"
+    GE = "ge"
+    EQ = "eq"
+    NE = "ne"
+    # boolean logic (both operands always evaluated: the body has no side effects)
+    AND = "and"
+    OR = "or"
+    NOT = "not"
+    SELECT = "select"  # args: (condition, if_true, if_false)
+    # math library call; attr: the function name, one of MATH_FUNCTIONS
+    CALL = "call"
+
+
+#: math functions a kernel may call, with their arity. All take and return floats.
+MATH_FUNCTIONS = {
+    "sqrt": 1, "exp": 1, "log": 1, "sin": 1, "cos": 1, "tan": 1, "tanh": 1,
+    "fabs": 1, "floor": 1, "ceil": 1, "atan2": 2, "pow": 2, "hypot": 2,
+}  # fmt: skip
+
+BINARY_OPS = {
+    OpKind.ADD, OpKind.SUB, OpKind.MUL, OpKind.DIV, OpKind.FLOORDIV, OpKind.MOD,
+    OpKind.MIN, OpKind.MAX, OpKind.AND, OpKind.OR,
+}  # fmt: skip
+COMPARISONS = {OpKind.LT, OpKind.LE, OpKind.GT, OpKind.GE, OpKind.EQ, OpKind.NE}
+
+
+@dataclass(frozen=True)
+class Op:
+    """One SSA value: ``kind`` applied to the values ``args`` (indices of earlier ops)."""
+
+    kind: OpKind
+    dtype: DType
+    args: tuple[int, ...] = ()
+    attr: object = None
+    loc: Loc | None = field(default=None, compare=False)
+
+    def __str__(self) -> str:
+        args = ", ".join(f"%{a}" for a in self.args)
+        attr = f" {self.attr!r}" if self.attr is not None else ""
+        return f"{self.kind.value}{attr}({args}) : {self.dtype.value}"
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A kernel parameter: its name, role, vector width (1 or 3) and element dtype."""
+
+    name: str
+    role: Role
+    width: int = 1
+    dtype: DType = DType.FLOAT64
+
+    @property
+    def is_vector(self) -> bool:
+        return self.width > 1
+
+    def shape(self, n: int) -> tuple[int, ...]:
+        """The array shape this parameter is bound to for ``n`` samples (vectors are SoA)."""
+        if self.role is Role.PARAM:
+            return ()
+        return (self.width, n) if self.is_vector else (n,)
+
+    def __str__(self) -> str:
+        kind = "Vec3" if self.is_vector else "Scalar"
+        if self.role is Role.SCALAR:
+            annotation = kind
+        elif self.role in (Role.PARAM, Role.TERMINATED):
+            annotation = self.role.value
+        else:
+            annotation = f"{self.role.value}[{kind}]"
+        return f"{self.name}: {annotation} {self.dtype.value}"
+
+
+@dataclass(frozen=True)
+class Store:
+    """At the end of a step, write value ``value`` to component ``component`` of ``param``."""
+
+    param: str
+    component: int | None
+    value: int
+
+
+@dataclass(frozen=True)
+class Program:
+    """One kernel specialised for one dtype signature: the unit every backend compiles."""
+
+    name: str
+    params: tuple[Parameter, ...]
+    ops: tuple[Op, ...]
+    stores: tuple[Store, ...]
+    terminated: int | None  # the new flag's value, or None if the kernel never sets it
+    options: tuple[tuple[str, object], ...] = ()
+
+    def param(self, name: str) -> Parameter:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    @property
+    def accumulate(self) -> bool:
+        return bool(dict(self.options).get("accumulate", False))
+
+    @property
+    def terminated_param(self) -> Parameter | None:
+        return next((p for p in self.params if p.role is Role.TERMINATED), None)
+
+    def __str__(self) -> str:
+        lines = [f"kernel {self.name}({', '.join(str(p) for p in self.params)})"]
+        if self.options:
+            lines.append("  options " + ", ".join(f"{k}={v!r}" for k, v in self.options))
+        lines += [f"  %{i} = {op}" for i, op in enumerate(self.ops)]
+        for s in self.stores:
+            comp = "" if s.component is None else f"[{s.component}]"
+            lines.append(f"  store {s.param}{comp} <- %{s.value}")
+        if self.terminated is not None:
+            lines.append(f"  terminated <- %{self.terminated}")
+        return "\n".join(lines)
+
+    def digest(self) -> str:
+        """A content hash of the program: the key every compilation cache uses."""
+        return hashlib.sha256(str(self).encode()).hexdigest()

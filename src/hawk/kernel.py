@@ -1,0 +1,101 @@
+"""``@hawk.kernel``: a Python function read once into a kernel object, specialised per dtypes."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+
+import numpy as np
+
+from .ir import DType, Parameter, Program, Role
+from .frontend import lower
+from .source import KernelSource
+
+__all__ = ["kernel", "Kernel", "KERNEL_OPTIONS"]
+
+#: every option ``@hawk.kernel(...)`` accepts, with its type and meaning
+KERNEL_OPTIONS = {
+    "accumulate": (bool, "writes to Out parameters add into the buffer instead of overwriting"),
+}
+
+
+class Kernel:
+    """A hawk kernel: the parsed function, its parameters, and its IR per dtype signature.
+
+    Decorating reads and checks the whole body once (for float64 arrays), so a mistake is
+    reported where the kernel is defined, not where it is first run. ``specialize`` gives the IR
+    for other dtypes (float32, int64 inputs), cached like Numba's dispatcher.
+
+    Attributes:
+        name: the function's name.
+        params: the parameters in order, with their default dtypes.
+        options: the kernel options, e.g. ``{"accumulate": True}``.
+        program: the IR for the default signature (every number float64).
+    """
+
+    def __init__(self, func, options: Mapping[str, object] | None = None):
+        options = dict(options or {})
+        for key, value in options.items():
+            if key not in KERNEL_OPTIONS:
+                raise TypeError(f"@hawk.kernel got an unknown option {key!r}; known options: "
+                                f"{', '.join(KERNEL_OPTIONS)}")
+            kind, _ = KERNEL_OPTIONS[key]
+            if not isinstance(value, kind):
+                raise TypeError(f"@hawk.kernel option {key!r} must be a {kind.__name__}, "
+                                f"got {value!r}")
+        self.func = func
+        self.name = func.__name__
+        self.options = options
+        self.source = KernelSource(func)
+        self.params = tuple(
+            Parameter(d.name, d.annotation.role, d.annotation.width,
+                      DType.BOOL if d.annotation.role is Role.TERMINATED else DType.FLOAT64)
+            for d in self.source.params
+        )
+        self._programs: dict[tuple, Program] = {}
+        self.program = self.specialize({})
+        functools.update_wrapper(self, func)
+
+    def param(self, name: str) -> Parameter:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def specialize(self, dtypes: Mapping[str, object]) -> Program:
+        """The IR for the given parameter dtypes (numpy dtypes or names; missing: float64)."""
+        params = []
+        for p in self.params:
+            dtype = dtypes.get(p.name, p.dtype)
+            dtype = dtype if isinstance(dtype, DType) else DType.from_numpy(np.dtype(dtype))
+            if p.role is Role.TERMINATED and dtype is not DType.BOOL:
+                raise TypeError(f"{p.name!r} is the Terminated flag and must be bool, "
+                                f"got {dtype.value}")
+            params.append(Parameter(p.name, p.role, p.width, dtype))
+        key = tuple(params)
+        if key not in self._programs:
+            options = tuple(sorted(self.options.items()))
+            self._programs[key] = lower(self.source, tuple(params), options)
+        return self._programs[key]
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"hawk kernel {self.name!r} is not called directly; run it with "
+                        f"eagle.simulate({self.name}, ...) or "
+                        f"eagle.until_done(eagle.deploy({self.name}), ...)")
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{d.name}: {d.annotation!r}" for d in self.source.params)
+        opts = "".join(f", {k}={v!r}" for k, v in self.options.items())
+        return f"<hawk.Kernel {self.name}({params}){opts}>"
+
+
+def kernel(func=None, /, **options):
+    """Turn an annotated Python function into a hawk kernel.
+
+    Use bare (``@hawk.kernel``) or with options (``@hawk.kernel(accumulate=True)``).
+    """
+    if func is None:
+        return lambda f: Kernel(f, options)
+    if not callable(func):
+        raise TypeError(f"@hawk.kernel decorates a function, got {func!r}")
+    return Kernel(func, options)

@@ -1,0 +1,140 @@
+"""The NumPy reference executor: the executable definition of what a hawk program means.
+
+It runs one step for every sample at once, on NumPy arrays, op by op, and is written to be
+obviously right rather than fast. Every backend is tested against it.
+
+Arithmetic uses NumPy's IEEE operations on arrays of the op's dtype, which are exact (correctly
+rounded) for ``+ - * /`` and ``sqrt``. Math library functions are evaluated element by element
+with Python's ``math`` module, i.e. the platform's C library, the same one compiled CPU code
+calls, so the CPU backend can match the reference bit for bit even for ``sin`` or ``exp``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from .ir import OpKind, Program, Role
+
+__all__ = ["step", "run"]
+
+_ARITHMETIC = {
+    OpKind.ADD: np.add, OpKind.SUB: np.subtract, OpKind.MUL: np.multiply,
+    OpKind.DIV: np.divide, OpKind.FLOORDIV: np.floor_divide, OpKind.MOD: np.mod,
+    OpKind.LT: np.less, OpKind.LE: np.less_equal, OpKind.GT: np.greater,
+    OpKind.GE: np.greater_equal, OpKind.EQ: np.equal, OpKind.NE: np.not_equal,
+    OpKind.AND: np.logical_and, OpKind.OR: np.logical_or,
+}  # fmt: skip
+
+_EXACT_UFUNCS = {"sqrt": np.sqrt, "fabs": np.fabs, "floor": np.floor, "ceil": np.ceil}
+
+
+def _libm(name: str, dtype: np.dtype, args: list[np.ndarray]) -> np.ndarray:
+    if name in _EXACT_UFUNCS:
+        return _EXACT_UFUNCS[name](*args)
+    if name == "hypot":  # math.hypot is CPython's own algorithm; np.hypot calls the C library's
+        return np.hypot(*args)
+    func = getattr(math, name)
+
+    def safe(*xs):
+        try:
+            return func(*xs)
+        except (ValueError, OverflowError):  # C returns nan/inf where Python raises
+            return _c_semantics(name, *xs)
+
+    result = np.frompyfunc(safe, len(args), 1)(*np.broadcast_arrays(*args))
+    return np.asarray(result, dtype=np.float64).astype(dtype)
+
+
+def _c_semantics(name: str, *xs: float) -> float:
+    """What the C library returns where Python's math raises instead."""
+    with np.errstate(all="ignore"):
+        x = np.float64(xs[0])
+        if name == "pow":
+            return float(np.float64(x) ** np.float64(xs[1]))
+        return float(getattr(np, {"log": "log", "exp": "exp"}.get(name, name))(x))
+
+
+def _evaluate(program: Program, arrays: Mapping[str, np.ndarray], n: int) -> list[np.ndarray]:
+    values: list[np.ndarray] = []
+    for op in program.ops:
+        dtype = op.dtype.numpy
+        a = [values[i] for i in op.args]
+        if op.kind is OpKind.CONST:
+            v = np.full(n, op.attr, dtype=dtype)
+        elif op.kind is OpKind.LOAD:
+            name, component = op.attr
+            source = np.asarray(arrays[name])
+            if source.ndim == 0:
+                v = np.full(n, source, dtype=dtype)
+            else:
+                v = np.array(source if component is None else source[component], dtype=dtype)
+        elif op.kind is OpKind.CAST:
+            v = a[0].astype(dtype)
+        elif op.kind is OpKind.NEG:
+            v = np.negative(a[0])
+        elif op.kind is OpKind.ABS:
+            v = np.abs(a[0])
+        elif op.kind is OpKind.NOT:
+            v = np.logical_not(a[0])
+        elif op.kind is OpKind.MIN:
+            v = np.where(a[1] < a[0], a[1], a[0])
+        elif op.kind is OpKind.MAX:
+            v = np.where(a[1] > a[0], a[1], a[0])
+        elif op.kind is OpKind.SELECT:
+            v = np.where(a[0], a[1], a[2])
+        elif op.kind is OpKind.CALL:
+            v = _libm(op.attr, dtype, a)
+        else:
+            v = _ARITHMETIC[op.kind](a[0], a[1])
+        values.append(np.asarray(v, dtype=dtype))
+    return values
+
+
+def step(program: Program, arrays: Mapping[str, np.ndarray], terminated: np.ndarray | None = None,
+         ) -> int:
+    """Advance every live sample of ``arrays`` by one step, in place; return how many were live.
+
+    ``arrays`` maps each parameter name to its NumPy array (``(n,)`` or ``(3, n)``) or, for a
+    ``Param``, a scalar. ``terminated`` is the flag array (taken from ``arrays`` when None).
+    """
+    flag_param = program.terminated_param
+    if terminated is None and flag_param is not None:
+        terminated = arrays[flag_param.name]
+    n = _sample_count(program, arrays, terminated)
+    alive = np.ones(n, dtype=bool) if terminated is None else ~terminated
+    with np.errstate(all="ignore"):
+        values = _evaluate(program, arrays, n)
+    for store in program.stores:
+        target = arrays[store.param]
+        target = target if store.component is None else target[store.component]
+        new = values[store.value].astype(target.dtype)
+        if program.accumulate and program.param(store.param).role is Role.OUT:
+            target[alive] += new[alive]
+        else:
+            target[alive] = new[alive]
+    if terminated is not None and program.terminated is not None:
+        terminated[alive] = values[program.terminated][alive]
+    return int(np.count_nonzero(alive))
+
+
+def run(program: Program, arrays: Mapping[str, np.ndarray], max_steps: int) -> int:
+    """Step until every sample is terminated or ``max_steps`` steps; return the steps taken."""
+    for steps in range(max_steps):
+        if step(program, arrays) == 0:
+            return steps
+    return max_steps
+
+
+def _sample_count(program: Program, arrays, terminated) -> int:
+    if terminated is not None:
+        return len(terminated)
+    for p in program.params:
+        if p.role.per_sample and p.name in arrays:
+            return np.shape(arrays[p.name])[-1]
+    raise ValueError("cannot tell the number of samples: the kernel has no per-sample parameter")
+
+
+

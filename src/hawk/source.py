@@ -1,0 +1,111 @@
+"""Reading a kernel function's source: its AST, its parameters, and where each node came from.
+
+The function itself is never called or ``exec``'d: hawk reads its text with ``inspect.getsource``
+and ``ast``, the way a compiler reads a file. Globals and closure values are looked up only when
+the body names them (``math``, ``hawk``, numeric constants).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import textwrap
+from dataclasses import dataclass
+
+from .annotations import Annotation
+from .errors import CompileError, Loc
+from .ir import Role
+
+__all__ = ["KernelSource", "ANNOTATION_NAMES"]
+
+ANNOTATION_NAMES = ("Scalar, Param, Terminated, Vec3, Mutable[Scalar], Mutable[Vec3], "
+                    "Out[Scalar] or Out[Vec3]")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ParamDecl:
+    name: str
+    annotation: Annotation
+    loc: Loc
+
+
+class KernelSource:
+    """A kernel function's parsed definition and the names it may refer to."""
+
+    def __init__(self, func):
+        self.func = func
+        self.name = func.__name__
+        self.file = inspect.getsourcefile(func) or func.__code__.co_filename
+        try:
+            raw = inspect.getsource(func)
+        except (OSError, TypeError) as exc:
+            raise CompileError(
+                f"cannot read the source of {self.name!r} ({exc}); a hawk kernel must be "
+                "defined in a file (or notebook cell) whose source Python can find"
+            ) from None
+        first_line = raw.splitlines()[0]
+        self.indent = len(first_line) - len(first_line.lstrip())
+        tree = ast.parse(textwrap.dedent(raw))
+        ast.increment_lineno(tree, func.__code__.co_firstlineno - 1)
+        self.tree = tree.body[0]
+        if not isinstance(self.tree, ast.FunctionDef):
+            raise CompileError(f"@hawk.kernel needs a plain function, got {type(self.tree).__name__}",
+                               self.loc(self.tree))
+        closure = inspect.getclosurevars(func).nonlocals if func.__closure__ else {}
+        self.names = {**func.__globals__, **closure}
+        self.params = self._read_params()
+
+    def loc(self, node: ast.AST) -> Loc:
+        line = getattr(node, "lineno", self.tree.lineno)
+        text = linecache.getline(self.file, line).rstrip("\n")
+        col = getattr(node, "col_offset", 0) + self.indent
+        end = getattr(node, "end_col_offset", None)
+        if end is not None and getattr(node, "end_lineno", line) == line:
+            end += self.indent
+        else:
+            end = None
+        return Loc(self.file, line, col, end, text, self.name)
+
+    def error(self, message: str, node: ast.AST) -> CompileError:
+        return CompileError(message, self.loc(node))
+
+    def _read_params(self) -> tuple[ParamDecl, ...]:
+        args = self.tree.args
+        for extra, what in ((args.vararg, "*args"), (args.kwarg, "**kwargs")):
+            if extra is not None:
+                raise self.error(f"{what} is not supported in a hawk kernel's parameters", extra)
+        if args.kwonlyargs or args.posonlyargs:
+            node = (args.kwonlyargs or args.posonlyargs)[0]
+            raise self.error("keyword-only and positional-only parameters are not supported; "
+                             "list every parameter plainly", node)
+        if args.defaults:
+            raise self.error("default values are not supported: every parameter is bound when "
+                             "the kernel runs", args.defaults[0])
+        hints = self.func.__annotations__
+        decls, seen_terminated = [], None
+        for arg in args.args:
+            if arg.annotation is None:
+                raise self.error(f"parameter {arg.arg!r} has no annotation; expected one of "
+                                 f"{ANNOTATION_NAMES}", arg)
+            hint = hints.get(arg.arg)
+            if isinstance(hint, str):  # `from __future__ import annotations`
+                hint = self._evaluate_annotation(hint, arg)
+            if not isinstance(hint, Annotation):
+                raise self.error(f"parameter {arg.arg!r} has an unknown annotation "
+                                 f"{ast.unparse(arg.annotation)!r}; expected one of "
+                                 f"{ANNOTATION_NAMES}", arg.annotation)
+            if hint.role is Role.TERMINATED:
+                if seen_terminated:
+                    raise self.error(f"parameter {arg.arg!r}: a kernel has at most one Terminated "
+                                     f"flag (already {seen_terminated!r})", arg)
+                seen_terminated = arg.arg
+            decls.append(ParamDecl(arg.arg, hint, self.loc(arg)))
+        return tuple(decls)
+
+    def _evaluate_annotation(self, text: str, arg: ast.arg):
+        try:
+            return eval(text, dict(self.names))  # noqa: S307 -- an annotation, as typing would
+        except Exception:
+            raise self.error(f"parameter {arg.arg!r}: cannot resolve annotation {text!r}; "
+                             f"expected one of {ANNOTATION_NAMES}", arg.annotation) from None
