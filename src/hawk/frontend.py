@@ -280,9 +280,9 @@ class Lowering:
                                  f"`{param.name} = t >= t_end`; got {describe(value)}", node)
             return self.cast(value, DType.BOOL)
         if param.is_vector != isinstance(value, V):
-            want = "a Vec3" if param.is_vector else "a scalar"
-            raise self.error(f"{param.name!r} is {param.role.value}[{'Vec3' if param.is_vector else 'Scalar'}]"
-                             f" and must be assigned {want}, not {describe(value)}", node)
+            want, kind = ("a Vec3", "Vec3") if param.is_vector else ("a scalar", "Scalar")
+            raise self.error(f"{param.name!r} is {param.role.value}[{kind}] and must be assigned "
+                             f"{want}, not {describe(value)}", node)
         dtype = self.dtype_of(value)
         if dtype is DType.BOOL or (dtype.is_float and not param.dtype.is_float):
             raise self.error(f"cannot store {describe(value)} into {param.name!r} "
@@ -491,8 +491,9 @@ class Lowering:
             kind = _CMPOPS[type(op)]
             a, b = self.scalar(left, node), self.scalar(right, node)
             symbol = _CMP_SYMBOLS[kind]
-            if kind in (OpKind.EQ, OpKind.NE) and DType.BOOL in (self.dtype_of(a), self.dtype_of(b)):
-                if self.dtype_of(a) is not self.dtype_of(b):
+            a_type, b_type = self.dtype_of(a), self.dtype_of(b)
+            if kind in (OpKind.EQ, OpKind.NE) and DType.BOOL in (a_type, b_type):
+                if a_type is not b_type:
                     raise self.error(f"cannot compare {describe(a)} {symbol} {describe(b)}", node)
                 dtype = DType.BOOL
             else:
@@ -520,7 +521,6 @@ class Lowering:
             raise self.error(f"{what} is {describe(a)} on one path and {describe(b)} on the "
                              "other", node)
         if isinstance(a, V):
-            dtype = self.common_type(a.comps[0], b.comps[0], "if/else", node)
             return V(tuple(self.select(condition, x, y, what, node)
                            for x, y in zip(a.comps, b.comps, strict=True)))
         if DType.BOOL in (self.dtype_of(a), self.dtype_of(b)):

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .ir import DType, Parameter, Program, Role
 from .frontend import lower
+from .ir import DType, Parameter, Program, Role
 from .source import KernelSource
 
 __all__ = ["kernel", "Kernel", "KERNEL_OPTIONS"]

@@ -50,7 +50,8 @@ class KernelSource:
         ast.increment_lineno(tree, func.__code__.co_firstlineno - 1)
         self.tree = tree.body[0]
         if not isinstance(self.tree, ast.FunctionDef):
-            raise CompileError(f"@hawk.kernel needs a plain function, got {type(self.tree).__name__}",
+            kind = type(self.tree).__name__
+            raise CompileError(f"@hawk.kernel needs a plain function, got {kind}",
                                self.loc(self.tree))
         closure = inspect.getclosurevars(func).nonlocals if func.__closure__ else {}
         self.names = {**func.__globals__, **closure}
