@@ -152,7 +152,7 @@ class Lowering:
     # emitting
 
     def emit(self, kind: OpKind, dtype: DType, args=(), attr=None) -> S:
-        key = (kind, dtype, args, attr)
+        key = (kind, dtype, args, repr(attr))  # repr: 0.0 == -0.0 but they are different
         interned = kind in (OpKind.CONST, OpKind.LOAD)
         if interned and key in self._interned:
             return S(self._interned[key], dtype)
@@ -162,7 +162,11 @@ class Lowering:
         return S(len(self.ops) - 1, dtype)
 
     def const(self, value, dtype: DType) -> S:
-        return self.emit(OpKind.CONST, dtype, attr=dtype.numpy.type(value).item())
+        try:
+            attr = dtype.numpy.type(value).item()
+        except OverflowError:
+            raise self.error(f"the constant {value!r} does not fit in {dtype.value}") from None
+        return self.emit(OpKind.CONST, dtype, attr=attr)
 
     def cast(self, value, dtype: DType) -> S:
         """A scalar (or literal) converted to ``dtype``."""
@@ -218,12 +222,15 @@ class Lowering:
                 if len(target.elts) != len(node.value.elts):
                     raise self.error(f"cannot unpack {len(node.value.elts)} values into "
                                      f"{len(target.elts)} names", node)
-        if isinstance(node.value, ast.Tuple):
-            values = tuple(self.expr(e) for e in node.value.elts)
-        else:
-            values = self.expr(node.value)
+        values = self.tuple_or_expr(node.value)
         for target in node.targets:
             self.assign(target, values)
+
+    def tuple_or_expr(self, node: ast.expr):
+        """An assignment's right-hand side: a value, or a (nested) tuple of values."""
+        if isinstance(node, ast.Tuple):
+            return tuple(self.tuple_or_expr(e) for e in node.elts)
+        return self.expr(node)
 
     def assign(self, target: ast.expr, value) -> None:
         if isinstance(target, ast.Tuple):
@@ -402,10 +409,16 @@ class Lowering:
                 raise self.error(f"a Vec3 has components .x, .y and .z, not .{node.attr}", node)
             return _COMPONENTS[node.attr]
         index = node.slice
+        if isinstance(index, ast.Slice):
+            raise self.error("slicing a Vec3 is not supported; use its components .x, .y, .z "
+                             "or a constant index 0, 1 or 2", node)
+        negative = isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub)
+        if negative:  # p[-1] parses as -(1)
+            index = index.operand
         if not (isinstance(index, ast.Constant) and type(index.value) is int
-                and -3 <= index.value < 3):  # fmt: skip
+                and -3 <= (value := -index.value if negative else index.value) < 3):
             raise self.error("a Vec3 index must be a constant 0, 1 or 2", node)
-        return index.value % 3
+        return value % 3
 
     def binop_expr(self, node: ast.BinOp):
         return self.binop(node.op, self.expr(node.left), self.expr(node.right), node)
@@ -443,9 +456,20 @@ class Lowering:
         if isinstance(a, V) or isinstance(b, V):
             raise self.error("** is not defined for Vec3 operands", node)
         a, b = self.scalar(a, node), self.scalar(b, node)
+        if isinstance(a, Lit) and isinstance(b, Lit) and not isinstance(a.value, bool) \
+                and not isinstance(b.value, bool):
+            huge = isinstance(b.value, int) and b.value > 1024  # no 10 ** 10 ** 9 bigints
+            try:  # a constant expression, folded as Python would (2 ** 70 stays an int)
+                folded = None if huge else a.value**b.value
+            except ZeroDivisionError:
+                raise self.error("division by zero in the constant expression **",
+                                 node) from None
+            except OverflowError:
+                folded = None
+            if isinstance(folded, int | float):
+                return Lit(folded)
+            return self.math_call("pow", [a, b], node)  # overflow, complex: what C pow gives
         if isinstance(b, Lit) and type(b.value) is int and 2 <= b.value <= 4:
-            if isinstance(a, Lit):
-                return Lit(a.value**b.value)
             self.common_type(a, b, "**", node)
             result = a
             for _ in range(b.value - 1):  # left to right: ((a * a) * a)

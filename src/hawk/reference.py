@@ -132,8 +132,8 @@ def _sample_count(program: Program, arrays, terminated) -> int:
     if terminated is not None:
         return len(terminated)
     for p in program.params:
-        if p.role.per_sample and p.name in arrays:
-            return np.shape(arrays[p.name])[-1]
+        if p.role.per_sample and p.name in arrays and np.ndim(arrays[p.name]) > 0:
+            return np.shape(arrays[p.name])[-1]  # (a Scalar bound to a number broadcasts)
     raise ValueError("cannot tell the number of samples: the kernel has no per-sample parameter")
 
 

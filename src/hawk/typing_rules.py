@@ -13,11 +13,17 @@ in a float32 kernel. Otherwise:
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from .ir import DType
 
 __all__ = ["promote", "literal_dtype", "WEAK_DEFAULTS"]
 
 WEAK_DEFAULTS = {bool: DType.BOOL, int: DType.INT64, float: DType.FLOAT64}
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 _RANK = {DType.INT64: 0, DType.FLOAT32: 1, DType.FLOAT64: 2}
 
@@ -36,6 +42,8 @@ def literal_dtype(value, other: DType) -> DType | None:
     if isinstance(value, bool) or other is DType.BOOL:
         both_bool = isinstance(value, bool) and other is DType.BOOL
         return DType.BOOL if both_bool else None
+    if other is DType.FLOAT32 and abs(value) > _FLOAT32_MAX and math.isfinite(value):
+        return DType.FLOAT64  # float32 cannot hold it
     if isinstance(value, int):
         return other
     return other if other.is_float else DType.FLOAT64

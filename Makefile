@@ -1,0 +1,30 @@
+# Everything starts from nothing: `make demo` and `make test` create .venv and install into it.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: venv demo test lint bench clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test,cuda,docs]'
+	touch $(STAMP)
+
+# The seed example (the spec's main cell, on the CPU) and the CPU benchmark.
+demo: venv
+	$(PY) examples/seed.py
+	$(PY) benchmarks/cpu_loop.py --quick
+
+test: venv
+	$(PY) -m ruff check src tests benchmarks examples docs
+	$(PY) -m pytest -q
+
+bench: venv
+	$(PY) benchmarks/cpu_loop.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,38 @@
+"""eagle: advance many independent samples step by step until each is done.
+
+``deploy`` compiles a hawk kernel for a device, ``until_done`` binds it to arrays, and
+``Runner.run()`` crosses into the device (or the host team) once and returns when every sample
+is done or ``max_steps`` is reached.
+"""
+
+from .errors import (
+    BackendUnavailable,
+    BindingError,
+    BindingTypeError,
+    BindingValueError,
+    CaptureError,
+    CudaError,
+    EagleError,
+)
+from .loop import repeat_while
+from .plan import Plan, deploy
+from .runner import Report, Runner, simulate, until_done
+from .threads import get_num_threads, set_num_threads
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "deploy", "until_done", "simulate", "repeat_while", "Plan", "Runner", "Report",
+    "set_num_threads", "get_num_threads",
+    "EagleError", "BindingError", "BindingTypeError", "BindingValueError", "BackendUnavailable",
+    "CudaError", "CaptureError",
+]  # fmt: skip
+
+
+def _apply_environment() -> None:
+    from .threads import apply_environment
+
+    apply_environment()
+
+
+_apply_environment()

@@ -1,0 +1,251 @@
+"""Checking every binding against the kernel's parameters before anything runs.
+
+``bind`` either returns a complete, consistent set of arrays for one launch signature or raises
+an error that names the parameter and what was expected. It never writes to a user's array, so a
+refused call leaves every array as it was.
+"""
+
+from __future__ import annotations
+
+import difflib
+import numbers
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hawk import Kernel
+from hawk.ir import DType, Parameter, Role
+
+from .arrays import as_host_array, device_of, is_array_like
+from .errors import BindingTypeError, BindingValueError
+
+__all__ = ["Bound", "bind", "check_max_steps", "check_steps_per_launch"]
+
+_ARRAY_DTYPES = {np.dtype(t) for t in ("bool", "int64", "float32", "float64")}
+_INT64 = np.iinfo(np.int64)
+
+
+@dataclass
+class Bound:
+    """The validated bindings of one run: host arrays, uniform values and the dtype signature."""
+
+    n: int
+    device: str
+    arrays: dict[str, np.ndarray]  # per-sample parameters, (n,) or (3, n)
+    uniforms: dict[str, np.generic]  # Param values, typed
+    flags: np.ndarray  # the Terminated array (the user's, or allocated here)
+    dtypes: dict[str, DType] = field(default_factory=dict)
+
+
+def _describe(p: Parameter) -> str:
+    kind = "Vec3" if p.is_vector else "Scalar"
+    if p.role is Role.SCALAR:
+        return kind
+    if p.role in (Role.PARAM, Role.TERMINATED):
+        return p.role.value
+    return f"{p.role.value}[{kind}]"
+
+
+def _shape_text(p: Parameter) -> str:
+    return "(3, n)" if p.is_vector else "(n,)"
+
+
+def check_max_steps(max_steps, name: str = "max_steps") -> int:
+    if isinstance(max_steps, bool) or not isinstance(max_steps, numbers.Integral):
+        raise BindingTypeError(f"{name} must be a positive int, got {type(max_steps).__name__} "
+                               f"{max_steps!r}")
+    if not 1 <= int(max_steps) <= _INT64.max // 2:
+        raise BindingValueError(f"{name} must be between 1 and {_INT64.max // 2}, "
+                                f"got {max_steps}")
+    return int(max_steps)
+
+
+def check_steps_per_launch(steps_per_launch) -> int | None:
+    if steps_per_launch is None:
+        return None
+    return check_max_steps(steps_per_launch, "steps_per_launch")
+
+
+def bind(kernel: Kernel, bindings: dict, device: str | None, caller: str = "until_done") -> Bound:
+    """Validate ``bindings`` for ``kernel``; see the module docstring."""
+    params = {p.name: p for p in kernel.params}
+    unknown = [name for name in bindings if name not in params]
+    if unknown:
+        name = unknown[0]
+        close = difflib.get_close_matches(name, params, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise BindingTypeError(f"{caller}() got an unknown binding {name!r}{hint}; "
+                               f"{kernel.name}'s parameters are {', '.join(params)}")
+    for p in kernel.params:
+        if p.name not in bindings and p.role is not Role.TERMINATED:
+            raise BindingTypeError(f"{caller}() is missing a binding for {p.name!r} "
+                                   f"({_describe(p)}): pass {_expected(p)}")
+
+    arrays, scalars, devices = {}, {}, {}
+    for p in kernel.params:
+        if p.name not in bindings:
+            continue
+        value = bindings[p.name]
+        if p.role is Role.PARAM:
+            scalars[p.name] = _uniform(p, value)
+        elif is_array_like(value):
+            devices[p.name] = device_of(value)
+            arrays[p.name] = value
+        elif p.role is Role.SCALAR and _is_number(value):
+            scalars[p.name] = value
+        else:
+            raise BindingTypeError(f"{p.name!r} ({_describe(p)}) must be {_expected(p)}, got "
+                                   f"{type(value).__name__}")
+    device = _common_device(devices, device)
+    arrays = {name: as_host_array(value) for name, value in arrays.items()}
+    n = _sample_count(kernel, arrays)
+
+    checked = {}
+    for name, array in arrays.items():
+        checked[name] = _check_array(params[name], array, n)
+    _check_aliasing(kernel, checked)
+
+    float_types = {a.dtype for a in checked.values() if a.dtype.kind == "f"}
+    working_float = np.dtype("float32") if float_types == {np.dtype("float32")} else np.dtype(
+        "float64")
+    uniforms = {}
+    for name, value in scalars.items():
+        p = params[name]
+        if p.role is Role.SCALAR:  # a number broadcast to every sample (read-only, so a copy)
+            dtype = _number_dtype(value, working_float)
+            checked[name] = np.full(p.shape(n), value, dtype=dtype)
+        else:
+            uniforms[name] = value if isinstance(value, np.generic) else _number_dtype(
+                value, working_float).type(value)
+
+    flag_param = next((p for p in kernel.params if p.role is Role.TERMINATED), None)
+    if flag_param is not None and flag_param.name in checked:
+        flags = checked[flag_param.name]
+    else:
+        flags = np.zeros(n, dtype=bool)
+        if flag_param is not None:
+            checked[flag_param.name] = flags
+    dtypes = {name: DType.from_numpy(a.dtype) for name, a in checked.items()}
+    dtypes.update({name: DType.from_numpy(v.dtype) for name, v in uniforms.items()})
+    return Bound(n, device, checked, uniforms, flags, dtypes)
+
+
+def _expected(p: Parameter) -> str:
+    if p.role is Role.PARAM:
+        return "one number (a Python or NumPy scalar) shared by every sample"
+    if p.role is Role.TERMINATED:
+        return "a writable bool array of shape (n,) (or omit it and eagle allocates one)"
+    if p.role is Role.SCALAR:
+        return f"an array of shape {_shape_text(p)} or a number that every sample shares"
+    return f"a writable, contiguous array of shape {_shape_text(p)}"
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, numbers.Number | np.generic) and not isinstance(value, complex)
+
+
+def _number_dtype(value, working_float: np.dtype) -> np.dtype:
+    if isinstance(value, bool | np.bool_):
+        return np.dtype(bool)
+    if isinstance(value, numbers.Integral):
+        return np.dtype(np.int64)
+    return working_float
+
+
+def _uniform(p: Parameter, value):
+    if is_array_like(value) or isinstance(value, list | tuple):
+        shape = getattr(value, "shape", None)
+        what = f"an array of shape {tuple(shape)}" if shape is not None else type(value).__name__
+        raise BindingTypeError(f"{p.name!r} is a Param (one value for every sample) but got "
+                               f"{what}; declare it Scalar to bind one value per sample")
+    if not _is_number(value) or isinstance(value, complex | np.complexfloating):
+        raise BindingTypeError(f"{p.name!r} (Param) must be a real number, got "
+                               f"{type(value).__name__} {value!r}")
+    if isinstance(value, np.generic):
+        if value.dtype.kind in "iu":
+            if not _INT64.min <= int(value) <= _INT64.max:
+                raise BindingValueError(f"{p.name!r} (Param) = {value} does not fit in int64")
+            return np.int64(value)
+        if value.dtype not in _ARRAY_DTYPES:
+            raise BindingTypeError(f"{p.name!r} (Param) has dtype {value.dtype}; use one of "
+                                   "bool, int64, float32, float64")
+        return value
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        if not _INT64.min <= value <= _INT64.max:
+            raise BindingValueError(f"{p.name!r} (Param) = {value} does not fit in int64")
+    return value
+
+
+def _common_device(devices: dict[str, str], requested: str | None) -> str:
+    found = sorted(set(devices.values()))
+    if len(found) > 1:
+        where = ", ".join(f"{name} on {dev}" for name, dev in devices.items())
+        raise BindingValueError(f"the arrays live on different devices ({where}); put them on "
+                                "one device")
+    found_device = found[0] if found else "cpu"
+    if requested is not None and requested != found_device and found:
+        name = next(iter(devices))
+        raise BindingValueError(f"{name!r} lives on {found_device} but the plan is for "
+                                f"{requested}; move the arrays or deploy for {found_device}")
+    return requested or found_device
+
+
+def _sample_count(kernel: Kernel, arrays: dict[str, np.ndarray]) -> int:
+    counts = {}
+    for p in kernel.params:
+        if p.name in arrays:
+            array = arrays[p.name]
+            if array.ndim == 0:
+                raise BindingValueError(f"{p.name!r} ({_describe(p)}) is a 0-d array; pass "
+                                        f"{_expected(p)}")
+            counts[p.name] = array.shape[-1]
+    if not counts:
+        raise BindingValueError(f"cannot tell the number of samples: bind at least one of "
+                                f"{kernel.name}'s per-sample parameters to an array")
+    if len(set(counts.values())) > 1:
+        listing = ", ".join(f"{name} has {count}" for name, count in counts.items())
+        raise BindingValueError(f"the arrays disagree on the number of samples ({listing})")
+    n = next(iter(counts.values()))
+    if n == 0:
+        raise BindingValueError(f"the arrays hold no samples ({next(iter(counts))!r} has "
+                                "length 0); an ensemble needs at least one sample")
+    return n
+
+
+def _check_array(p: Parameter, array: np.ndarray, n: int) -> np.ndarray:
+    expected = p.shape(n)
+    if array.shape != expected:
+        hint = ""
+        if p.is_vector and array.shape == (n, 3):
+            hint = "; vectors are stored SoA as (3, n): pass np.ascontiguousarray(a.T)"
+        raise BindingValueError(f"{p.name!r} ({_describe(p)}) must have shape "
+                                f"{_shape_text(p).replace('n', str(n))}, got {array.shape}{hint}")
+    if p.role is Role.TERMINATED:
+        if array.dtype != np.bool_:
+            raise BindingTypeError(f"{p.name!r} (Terminated) must be a bool array, got "
+                                   f"{array.dtype}")
+    elif array.dtype not in _ARRAY_DTYPES:
+        raise BindingTypeError(f"{p.name!r} ({_describe(p)}) has dtype {array.dtype}; use one of "
+                               "float64, float32, int64, bool")
+    if p.role.written:
+        if not array.flags.writeable:
+            raise BindingValueError(f"{p.name!r} ({_describe(p)}) is read-only; eagle updates it "
+                                    "in place, so pass a writable array")
+        if not array.flags.c_contiguous:
+            raise BindingValueError(f"{p.name!r} ({_describe(p)}) is not contiguous; eagle "
+                                    "updates it in place, so pass np.ascontiguousarray(...) and "
+                                    "read the results from that array")
+        if p.role is not Role.TERMINATED and array.dtype == np.bool_:
+            raise BindingTypeError(f"{p.name!r} ({_describe(p)}) is a bool array; state must be "
+                                   "numeric")
+        return array
+    return np.ascontiguousarray(array)  # read-only: a contiguous copy is as good as a view
+
+
+def _check_aliasing(kernel: Kernel, arrays: dict[str, np.ndarray]) -> None:
+    written = [p.name for p in kernel.params if p.role.written and p.name in arrays]
+    for name in written:
+        for other, array in arrays.items():
+            if other != name and np.may_share_memory(arrays[name], array):
+                raise BindingValueError(f"{name!r} and {other!r} share memory; every array a "
+                                        "kernel writes must be its own (pass a copy)")

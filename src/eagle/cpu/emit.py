@@ -1,0 +1,183 @@
+"""The CPU emitter: a hawk program as the source of one Numba function that runs a launch.
+
+The generated function advances every live sample by up to ``nsteps`` steps and returns how many
+samples are still live and how many steps the slowest one took. Its shape was chosen by
+measurement (see ``benchmarks/peer_numba.py``, the hand-written version of the same loop):
+
+- samples are cut into blocks of ``BLOCK`` lanes, and blocks are dealt to threads in cyclic
+  order (``prange`` over threads, then ``range(tid, nblocks, nthreads)``), because ``prange``
+  alone gives each thread one contiguous piece and spread configurations then finish unevenly;
+- inside a block the step loop is outside and the lane loop innermost, branch-free and over
+  arrays, so LLVM vectorises it: a finished lane is frozen by a select, never by a branch;
+- ``UNROLL`` steps are written out per lane visit so a lane's state stays in registers, with a
+  one-step tail for the remainder so ``nsteps`` is honoured exactly;
+- a block leaves its step loop once none of its lanes is live.
+
+No fastmath and no FMA contraction: results equal the NumPy reference executor bit for bit.
+"""
+
+from __future__ import annotations
+
+from hawk.ir import DType, OpKind, Program, Role
+
+from ..codegen import ExpressionRenderer
+
+__all__ = ["emit_launch", "argument_names", "BLOCK", "UNROLL"]
+
+BLOCK = 1024
+UNROLL = 4
+
+_NUMPY_TYPES = {DType.BOOL: "np.bool_", DType.INT64: "np.int64",
+                DType.FLOAT32: "np.float32", DType.FLOAT64: "np.float64"}  # fmt: skip
+# Exact or rounding-free functions go through NumPy's scalar versions (floor/ceil return floats,
+# as in C); the rest through math, which Numba lowers to the C library's functions.
+_FUNCTIONS = {"sqrt": "math.sqrt", "exp": "math.exp", "log": "math.log", "sin": "math.sin",
+              "cos": "math.cos", "tan": "math.tan", "tanh": "math.tanh", "fabs": "abs",
+              "floor": "np.floor", "ceil": "np.ceil", "atan2": "math.atan2",
+              "pow": "math.pow", "hypot": "math.hypot"}  # fmt: skip
+
+
+class NumbaRenderer(ExpressionRenderer):
+    formats = {
+        **ExpressionRenderer.formats,
+        OpKind.FLOORDIV: "({0} // {1})", OpKind.MOD: "({0} % {1})", OpKind.ABS: "abs({0})",
+        OpKind.AND: "({0} & {1})", OpKind.OR: "({0} | {1})", OpKind.NOT: "(not {0})",
+    }  # fmt: skip
+
+    def literal(self, value, dtype: DType) -> str:
+        if dtype is DType.BOOL:
+            return repr(bool(value))
+        if dtype is DType.INT64:
+            return f"np.int64({int(value)})"
+        text = self.float_text(value)
+        if text in ("nan", "inf", "-inf"):
+            text = f"np.{text}" if text != "-inf" else "-np.inf"
+        return f"{_NUMPY_TYPES[dtype]}({text})"
+
+    def cast(self, arg: str, dtype: DType) -> str:
+        return f"{_NUMPY_TYPES[dtype]}({arg})"
+
+    def call(self, name: str, args: list[str], dtype: DType) -> str:
+        return f"{_NUMPY_TYPES[dtype]}({_FUNCTIONS[name]}({', '.join(args)}))"
+
+
+def argument_names(program: Program) -> list[str]:
+    """The generated function's arguments after ``nsteps, nthreads, flags``: one per scalar
+    parameter and one per vector component (``p_0, p_1, p_2``), in parameter order."""
+    names = []
+    for p in program.params:
+        if p.role is Role.TERMINATED:
+            continue
+        names += [f"{p.name}_{k}" for k in range(p.width)] if p.is_vector else [p.name]
+    return names
+
+
+def _array_name(param: str, component: int | None) -> str:
+    return param if component is None else f"{param}_{component}"
+
+
+class _LaneLoop:
+    """Writes the lane loop of a block: load a lane, take ``steps`` steps, store it back."""
+
+    def __init__(self, program: Program):
+        self.program = program
+        self.renderer = NumbaRenderer()
+        # Mutable state and Out values live in local variables for the whole visit.
+        self.state = {(s.param, s.component) for s in program.stores}
+        self.outputs = {(s.param, s.component) for s in program.stores
+                        if program.param(s.param).role is Role.OUT}
+
+    def local(self, key) -> str:
+        return "s_" + _array_name(*key)
+
+    def lines(self, steps: int) -> list[str]:
+        p = self.program
+        out = ["for i in range(lo, hi):", "    done = flags[i]", "    lane_steps = 0"]
+        reads = sorted({op.attr for op in p.ops if op.kind is OpKind.LOAD} | self.state,
+                       key=str)
+        for name, component in reads:
+            param = p.param(name)
+            if param.role is not Role.PARAM:
+                    out.append(f"    {self.local((name, component))} = "
+                           f"{_array_name(name, component)}[i]")
+        for k in range(steps):
+            out += [f"    {line}" for line in self.step(k)]
+        for key in sorted(self.state, key=str):
+            out.append(f"    {_array_name(*key)}[i] = {self.local(key)}")
+        out += ["    flags[i] = done", "    live += not done",
+                "    visit = max(visit, lane_steps)"]
+        return out
+
+    def step(self, k: int) -> list[str]:
+        p, names, lines = self.program, [], [f"alive = not done"]  # noqa: F541
+        for i, op in enumerate(p.ops):
+            if op.kind is OpKind.LOAD:
+                name, component = op.attr
+                if p.param(name).role is Role.PARAM:
+                    names.append(name)
+                else:
+                    names.append(self.local((name, component)))
+                continue
+            var = f"v{i}_{k}"
+            lines.append(f"{var} = {self.renderer.render(op, [names[a] for a in op.args])}")
+            names.append(var)
+        for store in p.stores:
+            key = (store.param, store.component)
+            local, value = self.local(key), names[store.value]
+            if key in self.outputs and p.accumulate:
+                value = f"({local} + {value})"
+            lines.append(f"{local} = {value} if alive else {local}")
+        if p.terminated is not None:
+            lines.append(f"done = {names[p.terminated]} if alive else done")
+        lines.append("lane_steps += alive")
+        return lines
+
+
+def emit_launch(program: Program, function_name: str = "launch") -> str:
+    """The Python source of a module defining ``function_name``, the launch of ``program``."""
+    lane_loop = _LaneLoop(program)
+    args = ", ".join(["nsteps", "nthreads", "flags", *argument_names(program)])
+    full, tail = lane_loop.lines(UNROLL), lane_loop.lines(1)
+    body = [
+        f"def {function_name}({args}):",
+        "    n = flags.shape[0]",
+        f"    nblocks = (n + {BLOCK - 1}) // {BLOCK}",
+        "    live_by_thread = np.zeros(nthreads, np.int64)",
+        "    steps_by_thread = np.zeros(nthreads, np.int64)",
+        "    for tid in prange(nthreads):",
+        "        thread_live = 0",
+        "        thread_steps = 0",
+        "        for b in range(tid, nblocks, nthreads):",
+        f"            lo = b * {BLOCK}",
+        f"            hi = min(lo + {BLOCK}, n)",
+        "            taken = 0",
+        "            block_steps = 0",
+        "            live = 1",
+        "            while taken < nsteps and live > 0:",
+        "                live = 0",
+        "                visit = 0",
+        f"                if nsteps - taken >= {UNROLL}:",
+        *[f"                    {line}" for line in full],
+        f"                    taken += {UNROLL}",
+        "                else:",
+        *[f"                    {line}" for line in tail],
+        "                    taken += 1",
+        "                block_steps += visit",
+        "            thread_live += live",
+        "            thread_steps = max(thread_steps, block_steps)",
+        "        live_by_thread[tid] = thread_live",
+        "        steps_by_thread[tid] = thread_steps",
+        "    return live_by_thread.sum(), steps_by_thread.max()",
+    ]
+    header = [
+        f'"""Generated by eagle from hawk kernel {program.name!r}. Do not edit."""',
+        "import math",
+        "import numpy as np",
+        "from numba import njit, prange",
+        "",
+        "nan, inf = np.nan, np.inf",
+        "",
+        "",
+        '@njit(parallel=True, nogil=True, error_model="numpy", cache=True)',
+    ]
+    return "\n".join(header + body) + "\n"

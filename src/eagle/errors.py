@@ -1,0 +1,38 @@
+"""eagle's errors: one hierarchy, each message naming what was wrong and where."""
+
+from __future__ import annotations
+
+__all__ = ["EagleError", "BindingError", "BindingTypeError", "BindingValueError", "CudaError",
+           "CaptureError", "BackendUnavailable"]  # fmt: skip
+
+
+class EagleError(Exception):
+    """Base of every error eagle raises on its own account."""
+
+
+class BindingError(EagleError):
+    """A binding passed to ``until_done``/``simulate`` does not fit the kernel's parameter."""
+
+
+class BindingTypeError(BindingError, TypeError):
+    """A binding is missing, unknown, or of the wrong kind or dtype."""
+
+
+class BindingValueError(BindingError, ValueError):
+    """A binding has the right kind but a wrong shape, sample count, layout or value."""
+
+
+class BackendUnavailable(EagleError, RuntimeError):
+    """The requested device cannot be used here; the message says what is missing."""
+
+
+class CudaError(EagleError, RuntimeError):
+    """A CUDA call failed; ``name`` is the CUDA error's name and ``call`` the failing call."""
+
+    def __init__(self, name: str, call: str, detail: str = ""):
+        self.name, self.call = name, call
+        super().__init__(f"{call} failed with {name}" + (f": {detail}" if detail else ""))
+
+
+class CaptureError(EagleError, RuntimeError):
+    """Something inside a captured step broke a rule of graph capture (allocate, synchronize)."""

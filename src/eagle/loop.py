@@ -1,0 +1,42 @@
+"""``repeat_while``: the one loop primitive beneath ``until_done``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["repeat_while"]
+
+
+def repeat_while(condition, body, *, max_iterations: int | None = None) -> int:
+    """Run ``body()`` again and again while ``condition[0]`` is nonzero; return the iterations.
+
+    It means exactly this Python loop::
+
+        iterations = 0
+        while condition[0] and (max_iterations is None or iterations < max_iterations):
+            body()          # launches work that updates condition[0]
+            iterations += 1
+        return iterations
+
+    ``condition`` is a one-element integer array that ``body``'s launches update. On the CPU the
+    loop above is what runs (a host loop). On a GPU the same loop is recorded once as a CUDA graph
+    whose conditional WHILE node reads ``condition`` on the device, so no iteration returns to
+    the host; results are identical on every device.
+    """
+    if not callable(body):
+        raise TypeError(f"repeat_while(condition, body): body must be callable, got "
+                        f"{type(body).__name__}")
+    flag = np.asarray(condition)
+    if flag.shape not in ((1,), ()) or flag.dtype.kind not in "biu":
+        raise TypeError("repeat_while(condition, body): condition must be a one-element integer "
+                        f"or bool array, got shape {flag.shape} dtype {flag.dtype}")
+    if max_iterations is not None and (isinstance(max_iterations, bool)
+                                       or not isinstance(max_iterations, int)
+                                       or max_iterations < 0):  # fmt: skip
+        raise ValueError(f"max_iterations must be a non-negative int or None, got "
+                         f"{max_iterations!r}")
+    iterations = 0
+    while flag.reshape(-1)[0] and (max_iterations is None or iterations < max_iterations):
+        body()
+        iterations += 1
+    return iterations

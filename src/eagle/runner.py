@@ -1,0 +1,187 @@
+"""``until_done``, ``Runner`` and ``Report``: running a plan until every sample is done."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+import hawk
+
+from .bindings import bind, check_max_steps, check_steps_per_launch
+from .interrupts import deferred_interrupts
+from .loop import repeat_while
+from .plan import Plan, deploy
+from .threads import get_num_threads
+
+__all__ = ["Runner", "Report", "until_done", "simulate"]
+
+# The CPU's adaptive launch size: start small, double while a launch is quicker than half the
+# target, halve when slower than twice it. Bounding a launch in time keeps Ctrl-C responsive.
+_FIRST_STEPS_PER_LAUNCH = 16
+_TARGET_LAUNCH_S = 0.025
+_MAX_STEPS_PER_LAUNCH = 1 << 20
+
+
+@dataclass(frozen=True)
+class Report:
+    """What one ``Runner.run()`` call did.
+
+    Attributes:
+        build_s: one-time cost of this call (compiling or loading the kernel, capturing the
+            graph); 0 on every later call of the same runner.
+        launches: kernel launches during this call.
+        steps: steps taken by the slowest sample during this call.
+        done: samples whose terminated flag is set, after this call.
+        n: samples in all.
+        truncated: ``max_steps`` was reached with samples still running.
+        wall_s: wall-clock time of this call, build included.
+        device: where it ran (``"cpu"``, ``"cuda:0"``).
+        mode: how the loop ran (``"host-loop"`` on the CPU, ``"graph-while"`` on a GPU).
+        threads: host threads used (CPU).
+        steps_per_launch: the launch size last used.
+    """
+
+    build_s: float
+    launches: int
+    steps: int
+    done: int
+    n: int
+    truncated: bool
+    wall_s: float
+    device: str
+    mode: str
+    threads: int
+    steps_per_launch: int
+
+    def __str__(self) -> str:
+        state = "truncated at max_steps" if self.truncated else f"{self.done}/{self.n} done"
+        return (f"{state} after {self.steps} steps in {self.launches} launches on {self.device} "
+                f"({self.mode}, {self.threads} threads): {self.wall_s * 1e3:.2f} ms, "
+                f"build {self.build_s * 1e3:.2f} ms")
+
+
+class Runner:
+    """A plan bound to arrays, ready to run until every sample is done or ``max_steps``.
+
+    The arrays are the user's and are updated in place. The runner keeps the step counter
+    (steps taken since construction or ``reset()``) that ``max_steps`` bounds.
+    """
+
+    def __init__(self, plan: Plan, bound, max_steps: int, steps_per_launch: int | None):
+        self.plan = plan
+        self.bound = bound
+        self.device = plan.resolve_device(bound.device)
+        self.max_steps = max_steps
+        self.fixed_steps_per_launch = steps_per_launch
+        self.steps_per_launch = steps_per_launch or _FIRST_STEPS_PER_LAUNCH
+        self.steps = 0
+        self.launches = 0
+        self.live: int | None = None  # unknown until the first launch
+        self._compiled = None
+        self._arguments = None
+
+    @property
+    def n(self) -> int:
+        return self.bound.n
+
+    @property
+    def finished(self) -> bool:
+        return self.live == 0 or self.steps >= self.max_steps
+
+    def run(self) -> Report:
+        """Step every live sample until all are done or ``max_steps``; return a ``Report``.
+
+        Means::
+
+            while any(not terminated) and steps < max_steps:
+                k = min(steps_per_launch, max_steps - steps)
+                launch(k)        # every live sample takes up to k steps
+                steps += k       # (the steps the slowest live sample took)
+
+        Each launch crosses into compiled code once. A run that is interrupted (Ctrl-C) stops at
+        a launch boundary with the counters matching the arrays; ``run()`` again continues.
+        """
+        start = time.perf_counter()
+        build_s = 0.0
+        if self._compiled is None:
+            self._compiled = self.plan.compile(self.bound)
+            self._arguments = self._compiled.arguments(self.bound)
+            build_s = time.perf_counter() - start
+        launches0, steps0 = self.launches, self.steps
+        threads = get_num_threads()
+        condition = np.array([0 if self.finished else 1], dtype=np.int64)
+        with deferred_interrupts() as interrupts:
+
+            def one_launch():
+                k = min(self.steps_per_launch, self.max_steps - self.steps)
+                t0 = time.perf_counter()
+                live, taken = self._compiled.launch(k, threads, self._arguments)
+                self._record(k, live, taken, time.perf_counter() - t0)
+                condition[0] = not self.finished
+                interrupts.check()
+
+            repeat_while(condition, one_launch)
+        return Report(
+            build_s=build_s,
+            launches=self.launches - launches0,
+            steps=self.steps - steps0,
+            done=self.n - (self.live if self.live is not None else self.n),
+            n=self.n,
+            truncated=bool(self.live) and self.steps >= self.max_steps,
+            wall_s=time.perf_counter() - start,
+            device=self.device,
+            mode="host-loop",
+            threads=threads,
+            steps_per_launch=self.steps_per_launch,
+        )
+
+    def _record(self, k: int, live: int, taken: int, seconds: float) -> None:
+        self.launches += 1
+        self.steps += taken
+        self.live = live
+        if self.fixed_steps_per_launch is None and taken == k:
+            if seconds < _TARGET_LAUNCH_S / 2:
+                self.steps_per_launch = min(2 * self.steps_per_launch, _MAX_STEPS_PER_LAUNCH)
+            elif seconds > 2 * _TARGET_LAUNCH_S:
+                self.steps_per_launch = max(1, self.steps_per_launch // 2)
+
+    def reset(self) -> None:
+        """Clear the terminated flags and the step counters; the state arrays are the user's
+        to re-initialise."""
+        self.bound.flags[...] = False
+        self.steps = 0
+        self.launches = 0
+        self.live = None
+
+    def __repr__(self) -> str:
+        return (f"<eagle.Runner {self.plan.kernel.name} n={self.n} on {self.device}, "
+                f"{self.steps}/{self.max_steps} steps>")
+
+
+def until_done(plan: Plan | hawk.Kernel, /, max_steps: int, steps_per_launch: int | None = None,
+               **bindings) -> Runner:
+    """Bind ``plan``'s kernel to arrays and return a ``Runner`` (nothing runs yet).
+
+    Every binding is checked first (missing, unknown, shape, dtype, device, layout, aliasing);
+    a bad one raises ``TypeError``/``ValueError`` naming the parameter, with no array touched.
+    A kernel is accepted in place of a plan and deployed for the arrays' device.
+    """
+    if isinstance(plan, hawk.Kernel):
+        plan = deploy(plan)
+    if not isinstance(plan, Plan):
+        raise TypeError(f"until_done() takes a plan from eagle.deploy(kernel), got "
+                        f"{type(plan).__name__}")
+    max_steps = check_max_steps(max_steps)
+    steps_per_launch = check_steps_per_launch(steps_per_launch)
+    bound = bind(plan.kernel, bindings, plan.device)
+    return Runner(plan, bound, max_steps, steps_per_launch)
+
+
+def simulate(kernel: hawk.Kernel, /, max_steps: int, device: str | None = None,
+             steps_per_launch: int | None = None, **bindings) -> Report:
+    """``deploy`` + ``until_done`` + ``run`` in one call; the arrays are updated in place."""
+    runner = until_done(deploy(kernel, device), max_steps=max_steps,
+                        steps_per_launch=steps_per_launch, **bindings)
+    return runner.run()

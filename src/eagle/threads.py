@@ -1,0 +1,36 @@
+"""The size of the host team: how many threads the CPU backend runs a launch on."""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["set_num_threads", "get_num_threads"]
+
+ENV_VAR = "EAGLE_NUM_THREADS"
+
+
+def set_num_threads(k: int) -> None:
+    """Run CPU launches on ``k`` threads (at most the cores Numba started with)."""
+    import numba
+
+    limit = numba.config.NUMBA_NUM_THREADS
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= limit:
+        raise ValueError(f"set_num_threads(k) needs an int from 1 to {limit} (the threads Numba "
+                         f"started with; raise NUMBA_NUM_THREADS before import for more), got {k!r}")
+    numba.set_num_threads(k)
+
+
+def get_num_threads() -> int:
+    """The threads the next CPU launch will use (``$EAGLE_NUM_THREADS`` sets the default)."""
+    import numba
+
+    return numba.get_num_threads()
+
+
+def apply_environment() -> None:
+    value = os.environ.get(ENV_VAR)
+    if value:
+        try:
+            set_num_threads(int(value))
+        except ValueError as exc:
+            raise ValueError(f"${ENV_VAR}={value!r}: {exc}") from None

@@ -1,0 +1,47 @@
+"""Running one kernel both through eagle and through the NumPy reference executor."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+import eagle
+from eagle.bindings import bind
+from hawk import reference
+
+
+def bits(a: np.ndarray) -> np.ndarray:
+    """An array's raw bytes, so equality is bit-for-bit (NaNs and signed zeros included)."""
+    return np.ascontiguousarray(a).view(np.uint8)
+
+
+def assert_bitwise_equal(actual: dict, expected: dict) -> None:
+    for name in expected:
+        a, e = np.asarray(actual[name]), np.asarray(expected[name])
+        assert a.dtype == e.dtype, name
+        if not np.array_equal(bits(a), bits(e)):
+            bad = np.flatnonzero((bits(a) != bits(e)).reshape(a.shape[-1], -1).any(axis=1)
+                                 if a.ndim == 1 else np.ones(1))
+            raise AssertionError(f"{name} differs from the reference at samples {bad[:5]}: "
+                                 f"{a.reshape(-1)[bad[:3]]} vs {e.reshape(-1)[bad[:3]]}")
+
+
+def reference_run(kernel, bindings: dict, max_steps: int) -> tuple[dict, int]:
+    """The final arrays and the steps taken, by the reference executor."""
+    bound = bind(kernel, copy.deepcopy(bindings), "cpu")
+    program = kernel.specialize(bound.dtypes)
+    arrays = {**bound.arrays, **bound.uniforms}
+    steps = 0
+    while steps < max_steps and reference.step(program, arrays, bound.flags):
+        steps += 1
+    return arrays, steps
+
+
+def eagle_run(kernel, bindings: dict, max_steps: int, steps_per_launch=None, device="cpu"):
+    bindings = copy.deepcopy(bindings)
+    runner = eagle.until_done(eagle.deploy(kernel, device), max_steps=max_steps,
+                              steps_per_launch=steps_per_launch, **bindings)
+    report = runner.run()
+    arrays = {**runner.bound.arrays, **runner.bound.uniforms}
+    return arrays, report

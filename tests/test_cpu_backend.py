@@ -1,0 +1,91 @@
+"""The CPU backend against the NumPy reference executor, bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from differential import assert_bitwise_equal, eagle_run, reference_run
+from kernels import bouncing, falling, oscillator, spread_oscillator, transcendental
+
+N = 3001  # not a multiple of the block size, so the last block is partial
+
+
+def oscillator_bindings(n=N):
+    return dict(x=np.ones(n), v=np.zeros(n), t=np.zeros(n), omega=np.linspace(1.0, 3.0, n),
+                t_end=1.0, dt=1e-3)
+
+
+def spread_bindings(n=N, k=1000):
+    dt = 1e-3
+    return dict(x=np.ones(n), v=np.zeros(n), t=np.zeros(n), omega=np.linspace(1.0, 3.0, n),
+                t_end=dt * (1 + (k - 1) * np.arange(n) / (n - 1)), dt=dt)
+
+
+def falling_bindings(n=N):
+    rng = np.random.default_rng(1)
+    position = rng.uniform(1.0, 2.0, size=(3, n))
+    velocity = rng.normal(0.0, 0.1, size=(3, n))
+    return dict(position=position, velocity=velocity, mu=1.0, dt=1e-2, r_min=0.5)
+
+
+def bouncing_bindings(n=N):
+    rng = np.random.default_rng(2)
+    return dict(y=rng.uniform(1.0, 50.0, n), vy=rng.normal(0, 5, n), bounces=np.zeros(n),
+                g=9.81, dt=1e-2, restitution=0.8)
+
+
+def transcendental_bindings(n=N):
+    rng = np.random.default_rng(3)
+    return dict(k=rng.uniform(0.5, 3.0, n), u=rng.normal(0, 0.5, n), w=rng.normal(0, 0.5, n),
+                peak=np.zeros(n), dt=1e-2)
+
+
+CASES = {
+    "oscillator-uniform": (oscillator, oscillator_bindings, 2000),
+    "oscillator-spread": (spread_oscillator, spread_bindings, 2000),
+    "vec3-falling": (falling, falling_bindings, 500),
+    "if-else-bouncing": (bouncing, bouncing_bindings, 3000),
+    "math-functions": (transcendental, transcendental_bindings, 400),
+}
+
+
+@pytest.mark.parametrize("steps_per_launch", [1, 7, 64, None])
+@pytest.mark.parametrize("case", list(CASES))
+def test_cpu_equals_reference(case, steps_per_launch):
+    kernel, make, max_steps = CASES[case]
+    bindings = make()
+    expected, expected_steps = reference_run(kernel, bindings, max_steps)
+    actual, report = eagle_run(kernel, bindings, max_steps, steps_per_launch)
+    assert_bitwise_equal(actual, expected)
+    assert report.steps == expected_steps
+    assert report.done == int(np.count_nonzero(actual.get("terminated", np.zeros(0))) or
+                              report.done)
+
+
+def test_oscillator_takes_the_reference_number_of_steps():
+    actual, report = eagle_run(oscillator, oscillator_bindings(), 10_000)
+    _, expected_steps = reference_run(oscillator, oscillator_bindings(), 10_000)
+    # 1000 additions of dt=1e-3 reach 1.0000000000000007 >= t_end in float64
+    assert report.steps == expected_steps == 1000
+    assert report.done == report.n == N and not report.truncated
+
+
+def test_max_steps_is_honoured_exactly():
+    for max_steps in (1, 63, 500):
+        expected, steps = reference_run(spread_oscillator, spread_bindings(), max_steps)
+        actual, report = eagle_run(spread_oscillator, spread_bindings(), max_steps, 64)
+        assert steps == report.steps == max_steps
+        assert report.truncated
+        assert_bitwise_equal(actual, expected)
+
+
+def test_float32_kernel_equals_reference():
+    b = oscillator_bindings()
+    b.update(x=b["x"].astype(np.float32), v=b["v"].astype(np.float32),
+             t=b["t"].astype(np.float32), omega=b["omega"].astype(np.float32))
+    expected, steps = reference_run(oscillator, b, 3000)
+    actual, report = eagle_run(oscillator, b, 3000, 7)
+    assert actual["x"].dtype == np.float32
+    assert_bitwise_equal(actual, expected)
+    assert report.steps == steps

@@ -1,0 +1,76 @@
+"""Every kernel example in docs/language.md compiles (and every `python error` block does not).
+
+hawk reads a kernel's source with ``inspect.getsource``, so each block is written to a file of its
+own, after the imports the page says its examples assume, and imported from there.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+import hawk
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "language.md"
+PRELUDE = """\
+import math
+
+import numpy as np
+
+import hawk
+from hawk import Mutable, Out, Param, Scalar, Terminated, Vec3
+"""
+_FENCE = re.compile(r"^```(python(?: error)?)\n(.*?)^```", re.S | re.M)
+
+
+def _blocks(kind: str) -> list:
+    text = DOC.read_text()
+    found = []
+    for match in _FENCE.finditer(text):
+        if match.group(1) == kind and "@hawk.kernel" in match.group(2):
+            line = text.count("\n", 0, match.start()) + 1
+            found.append(pytest.param(match.group(2), id=f"line{line}"))
+    return found
+
+
+KERNEL_BLOCKS = _blocks("python")
+ERROR_BLOCKS = _blocks("python error")
+
+
+def _import(source: str, tmp_path: Path, name: str):
+    path = tmp_path / f"{name}.py"
+    path.write_text(PRELUDE + "\n" + source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[name]
+    return module
+
+
+def test_the_page_has_examples():
+    assert len(KERNEL_BLOCKS) >= 8
+    assert len(ERROR_BLOCKS) >= 3
+
+
+@pytest.mark.parametrize("source", KERNEL_BLOCKS)
+def test_kernel_example_compiles(source, tmp_path, request):
+    module = _import(source, tmp_path, f"doc_{request.node.callspec.id}")
+    kernels = [v for v in vars(module).values() if isinstance(v, hawk.Kernel)]
+    assert kernels, "the block defines no kernel"
+    for k in kernels:
+        assert k.program.ops  # lowered to a non-empty program
+
+
+@pytest.mark.parametrize("source", ERROR_BLOCKS)
+def test_error_example_does_not_compile(source, tmp_path, request):
+    with pytest.raises(hawk.CompileError) as info:
+        _import(source, tmp_path, f"doc_error_{request.node.callspec.id}")
+    assert info.value.lineno is not None
+    assert "^" in str(info.value)

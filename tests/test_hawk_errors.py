@@ -1,0 +1,726 @@
+"""Every way a hawk kernel can fail to compile, and where the error points.
+
+Each case below is a small factory that defines (and so compiles) one bad kernel. The offending
+line carries a marker comment ``# ERR <tag>``; the test finds that line by scanning this file and
+checks that the ``CompileError`` names the construct, names this file and that line, and shows
+the line with a caret under the offending part (``snippet``: the text the caret must start at).
+"""
+
+# ruff: noqa: F841, B018
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hawk
+from hawk import Mutable, Out, Param, Scalar, Terminated, Vec3
+
+THIS_FILE = Path(__file__).resolve()
+_LINES = THIS_FILE.read_text().splitlines()
+
+
+def marker_line(tag: str) -> int:
+    """The 1-based line of this file that carries the marker ``# ERR <tag>``."""
+    pattern = re.compile(rf"#\s*ERR {re.escape(tag)}(\s|$)")
+    hits = [i + 1 for i, line in enumerate(_LINES) if pattern.search(line)]
+    assert len(hits) == 1, f"marker {tag!r} found on lines {hits}"
+    return hits[0]
+
+
+def check_error(err: hawk.CompileError, tag: str, words: tuple[str, ...], snippet: str | None):
+    """``err`` names ``words``, this file and the marked line, and draws a caret under it."""
+    line = marker_line(tag)
+    text = str(err)
+    for word in words:
+        assert word in err.message, f"{word!r} not in message {err.message!r}"
+    # the file and the line, like a traceback
+    assert err.filename is not None and Path(err.filename).resolve() == THIS_FILE
+    assert err.lineno == line, f"error on line {err.lineno}, expected {line}:\n{text}"
+    assert f'File "{err.filename}", line {line}' in text
+    # the offending source line, then a caret line under it
+    source = _LINES[line - 1].strip()
+    rendered = text.splitlines()
+    rows = [i for i, row in enumerate(rendered) if row.strip() == source]
+    assert rows, f"source line {source!r} not shown in:\n{text}"
+    shown, caret = rendered[rows[0]], rendered[rows[0] + 1]
+    assert caret.strip() and set(caret.strip()) == {"^"}, f"no caret line in:\n{text}"
+    if snippet is not None:
+        start = caret.index("^")
+        assert shown[start:].startswith(snippet), (
+            f"caret points at {shown[start:]!r}, expected {snippet!r}:\n{text}")
+
+
+CASES = []
+
+
+def case(tag: str, *words: str, snippet: str | None = None):
+    """Register a factory that must raise a CompileError at the line marked ``# ERR tag``."""
+
+    def register(factory):
+        CASES.append(pytest.param(factory, tag, words, snippet, id=tag))
+        return factory
+
+    return register
+
+
+def helper(value):  # a plain Python function: not callable from a kernel
+    return value
+
+
+NOT_A_NUMBER = "text"
+
+
+# -- unsupported statements ----------------------------------------------------------------------
+
+
+@case("for", "`for` loop", snippet="for ")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        for _ in range(3):  # ERR for
+            x += 1.0
+
+
+@case("while", "`while` loop", snippet="while ")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        while x < 1.0:  # ERR while
+            x += 1.0
+
+
+@case("return", "`return`", snippet="return")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = x + 1.0
+        return x  # ERR return
+
+
+@case("nested-def", "nested function", snippet="def inner")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        def inner(y):  # ERR nested-def
+            return y
+
+        x = x + 1.0
+
+
+@case("import", "`import`", snippet="import")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        import os  # ERR import  # noqa: F401
+
+        x = x + 1.0
+
+
+@case("with", "`with`", snippet="with")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        with np.errstate(all="ignore"):  # ERR with
+            x = x / 0.0
+
+
+@case("try", "`try`", snippet="try")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        try:  # ERR try
+            x = x + 1.0
+        except ValueError:
+            pass
+
+
+@case("assert", "`assert`", snippet="assert")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        assert x > 0.0  # ERR assert
+        x = x + 1.0
+
+
+@case("raise", "`raise`", snippet="raise")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        if x > 0.0:
+            raise ValueError("no")  # ERR raise
+
+
+@case("del", "`del`", snippet="del")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        y = x
+        del y  # ERR del
+
+
+@case("expression-statement", "expression statement", snippet="math.sqrt")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        math.sqrt(x)  # ERR expression-statement
+
+
+@case("annotated-assignment", "annotated assignment", snippet="y: float")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        y: float = x  # ERR annotated-assignment
+        x = y
+
+
+# -- unsupported expressions ---------------------------------------------------------------------
+
+
+@case("lambda", "`lambda`", snippet="lambda")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        f = lambda: 1.0  # ERR lambda
+        x = x + 1.0
+
+
+@case("list", "a list", snippet="[x, x]")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        y = [x, x]  # ERR list
+
+
+@case("dict", "a dict", snippet="{")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        y = {"a": x}  # ERR dict
+
+
+@case("list-comprehension", "list comprehension", snippet="[x for")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        y = [x for _ in (1, 2)]  # ERR list-comprehension
+
+
+@case("f-string", "f-string", snippet='f"')
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        y = f"{x}"  # ERR f-string
+
+
+@case("string-constant", "str constant", snippet='"text"')
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        y = "text"  # ERR string-constant
+
+
+@case("walrus", "`:=`", snippet="y := x")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = (y := x) + 1.0  # ERR walrus
+
+
+@case("bitwise-and", "operator", "BitAnd", snippet="(x > 0.0) & (x < 1.0)")
+def _():
+    @hawk.kernel
+    def k(x: Scalar, terminated: Terminated):
+        terminated = (x > 0.0) & (x < 1.0)  # ERR bitwise-and
+
+
+@case("is-comparison", "comparison", "Is", snippet="x is x")
+def _():
+    @hawk.kernel
+    def k(x: Scalar, terminated: Terminated):
+        terminated = x is x  # ERR is-comparison
+
+
+# -- names, calls, attributes and indexing -------------------------------------------------------
+
+
+@case("unknown-function", "unknown name 'frobnicate'", snippet="frobnicate")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = frobnicate(x)  # ERR unknown-function  # noqa: F821
+
+
+@case("python-function", "global 'helper'", "function", snippet="helper")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = helper(x)  # ERR python-function
+
+
+@case("global-string", "global 'NOT_A_NUMBER'", "str", snippet="NOT_A_NUMBER")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        y = NOT_A_NUMBER  # ERR global-string
+
+
+@case("call-a-value", "calling 'x'", snippet="x(1.0)")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = x(1.0)  # ERR call-a-value
+
+
+@case("keyword-argument", "sqrt()", "keyword", snippet="math.sqrt(x=x)")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = math.sqrt(x=x)  # ERR keyword-argument
+
+
+@case("math-arity", "math.atan2()", "2 argument", snippet="math.atan2(x)")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = math.atan2(x)  # ERR math-arity
+
+
+@case("math-attribute", "math.foo", snippet="math.foo")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = math.foo(x)  # ERR math-attribute
+
+
+@case("math-unsupported-function", "math.asin", snippet="math.asin")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = math.asin(x)  # ERR math-unsupported-function
+
+
+@case("hawk-attribute", "hawk.cross", snippet="hawk.cross")
+def _():
+    @hawk.kernel
+    def k(p: Mutable[Vec3]):
+        p = hawk.cross(p, p)  # ERR hawk-attribute
+
+
+@case("scalar-attribute", "attribute 'real'", snippet="x.real")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = x.real  # ERR scalar-attribute
+
+
+@case("vec3-attribute", ".w", snippet="p.w")
+def _():
+    @hawk.kernel
+    def k(p: Vec3, x: Mutable[Scalar]):
+        x = p.w  # ERR vec3-attribute
+
+
+@case("index-scalar", "indexing float64", snippet="x[0]")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = x[0]  # ERR index-scalar
+
+
+@case("non-constant-index", "constant 0, 1 or 2", snippet="p[i]")
+def _():
+    @hawk.kernel
+    def k(p: Vec3, i: Param, x: Mutable[Scalar]):
+        x = p[i]  # ERR non-constant-index
+
+
+@case("index-out-of-range", "constant 0, 1 or 2", snippet="p[3]")
+def _():
+    @hawk.kernel
+    def k(p: Vec3, x: Mutable[Scalar]):
+        x = p[3]  # ERR index-out-of-range
+
+
+@case("slice", "slic", snippet="p[0:2]")
+def _():
+    @hawk.kernel
+    def k(p: Vec3, x: Mutable[Scalar]):
+        x = p[0:2]  # ERR slice
+
+
+@case("unknown-name", "unknown name 'velocity'", snippet="velocity")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = x + velocity  # ERR unknown-name  # noqa: F821
+
+
+# -- writes to read-only parameters --------------------------------------------------------------
+
+
+@case("assign-scalar", "read-only parameter 'x'", "Scalar", "Mutable[Scalar]", snippet="x =")
+def _():
+    @hawk.kernel
+    def k(x: Scalar, y: Mutable[Scalar]):
+        x = 1.0  # ERR assign-scalar
+
+
+@case("augassign-scalar", "read-only parameter 'x'", snippet="x +=")
+def _():
+    @hawk.kernel
+    def k(x: Scalar, y: Mutable[Scalar]):
+        x += 1.0  # ERR augassign-scalar
+
+
+@case("assign-param", "read-only parameter 'dt'", "Param", snippet="dt =")
+def _():
+    @hawk.kernel
+    def k(dt: Param, y: Mutable[Scalar]):
+        dt = 2.0  # ERR assign-param
+
+
+@case("assign-vec3-component", "read-only parameter 'p'", "Mutable[Vec3]", snippet="p.x")
+def _():
+    @hawk.kernel
+    def k(p: Vec3, y: Mutable[Scalar]):
+        p.x = 1.0  # ERR assign-vec3-component
+
+
+@case("assign-in-tuple", "read-only parameter 'b'", snippet="b")
+def _():
+    @hawk.kernel
+    def k(a: Mutable[Scalar], b: Scalar):
+        a, b = b, a  # ERR assign-in-tuple
+
+
+# -- type mismatches -----------------------------------------------------------------------------
+
+
+@case("bool-plus-float", "+", "bool", "float64", snippet="flag + x")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        flag = x > 0.0
+        x = flag + x  # ERR bool-plus-float
+
+
+@case("bool-literal-plus-float", "+", "bool", "float64", snippet="True + x")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = True + x  # ERR bool-literal-plus-float
+
+
+@case("vec3-plus-bool", "+", "bool", snippet="p + (x > 0.0)")
+def _():
+    @hawk.kernel
+    def k(p: Mutable[Vec3], x: Scalar):
+        p = p + (x > 0.0)  # ERR vec3-plus-bool
+
+
+@case("if-on-float", "condition of if", "float64", snippet="x:")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        if x:  # ERR if-on-float
+            x = 0.0
+
+
+@case("ternary-on-float", "condition of a conditional expression", "float64", snippet="x else")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = 1.0 if x else 0.0  # ERR ternary-on-float
+
+
+@case("and-on-floats", "`and`", "float64", snippet="x and")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = x and x  # ERR and-on-floats
+
+
+@case("not-on-float", "`not`", "float64", snippet="not x")
+def _():
+    @hawk.kernel
+    def k(x: Scalar, terminated: Terminated):
+        terminated = not x  # ERR not-on-float
+
+
+@case("float-to-terminated", "'terminated'", "Terminated", "bool", "float64",
+      snippet="terminated =")
+def _():
+    @hawk.kernel
+    def k(x: Scalar, terminated: Terminated):
+        terminated = x  # ERR float-to-terminated
+
+
+@case("scalar-to-mutable-vec3", "'p'", "Mutable[Vec3]", "float64", snippet="p =")
+def _():
+    @hawk.kernel
+    def k(p: Mutable[Vec3], x: Scalar):
+        p = x  # ERR scalar-to-mutable-vec3
+
+
+@case("vec3-to-mutable-scalar", "'x'", "Mutable[Scalar]", "Vec3", snippet="x =")
+def _():
+    @hawk.kernel
+    def k(p: Vec3, x: Mutable[Scalar]):
+        x = p  # ERR vec3-to-mutable-scalar
+
+
+@case("bool-to-mutable", "cannot store bool", "'x'", snippet="x =")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = x > 0.0  # ERR bool-to-mutable
+
+
+@case("branches-disagree", "Vec3", "float64", snippet="p if")
+def _():
+    @hawk.kernel
+    def k(p: Vec3, x: Scalar, q: Out[Vec3]):
+        q = p if x > 0.0 else x  # ERR branches-disagree
+
+
+@case("vec3-floordiv", "//", "Vec3", snippet="p // 2.0")
+def _():
+    @hawk.kernel
+    def k(p: Mutable[Vec3]):
+        p = p // 2.0  # ERR vec3-floordiv
+
+
+@case("vec3-power", "**", "Vec3", snippet="p**2")
+def _():
+    @hawk.kernel
+    def k(p: Mutable[Vec3]):
+        p = p**2  # ERR vec3-power
+
+
+@case("dot-of-scalars", "hawk.dot()", "Vec3", snippet="hawk.dot(x, x)")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = hawk.dot(x, x)  # ERR dot-of-scalars
+
+
+@case("unpack-count", "unpack 3 values into 2 names", snippet="a, b = x, x, x")
+def _():
+    @hawk.kernel
+    def k(a: Mutable[Scalar], b: Mutable[Scalar], x: Scalar):
+        a, b = x, x, x  # ERR unpack-count
+
+
+@case("unpack-scalar", "cannot unpack float64", snippet="a, b")
+def _():
+    @hawk.kernel
+    def k(a: Mutable[Scalar], b: Mutable[Scalar], x: Scalar):
+        a, b = x  # ERR unpack-scalar
+
+
+@case("constant-division-by-zero", "division by zero", snippet="1.0 / 0")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = x + 1.0 / 0  # ERR constant-division-by-zero
+
+
+# -- definedness ---------------------------------------------------------------------------------
+
+
+@case("one-branch", "'y' is assigned on only one branch", snippet="y")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        if x > 0.0:
+            y = 2.0 * x
+        x = y  # ERR one-branch
+
+
+@case("out-before-assign", "'out'", "write-only", snippet="out")
+def _():
+    @hawk.kernel
+    def k(x: Scalar, out: Out[Scalar]):
+        out = out + x  # ERR out-before-assign
+
+
+@case("out-vec3-component-before-assign", "'q'", "write-only", snippet="q")
+def _():
+    @hawk.kernel
+    def k(x: Scalar, q: Out[Vec3]):
+        q.x = x  # ERR out-vec3-component-before-assign
+
+
+# -- the signature -------------------------------------------------------------------------------
+
+
+@case("missing-annotation", "parameter 'x' has no annotation", snippet="x")
+def _():
+    @hawk.kernel
+    def k(
+        x,  # ERR missing-annotation
+        y: Mutable[Scalar],
+    ):
+        y = y + 1.0
+
+
+@case("unknown-annotation", "parameter 'x'", "unknown annotation 'float'", snippet="float")
+def _():
+    @hawk.kernel
+    def k(
+        x: float,  # ERR unknown-annotation
+        y: Mutable[Scalar],
+    ):
+        y = y + x
+
+
+@case("varargs", "*args", snippet="args")
+def _():
+    @hawk.kernel
+    def k(
+        y: Mutable[Scalar],
+        *args: Scalar,  # ERR varargs
+    ):
+        y = y + 1.0
+
+
+@case("kwargs", "**kwargs", snippet="kwargs")
+def _():
+    @hawk.kernel
+    def k(
+        y: Mutable[Scalar],
+        **kwargs: Scalar,  # ERR kwargs
+    ):
+        y = y + 1.0
+
+
+@case("keyword-only", "keyword-only", snippet="z")
+def _():
+    @hawk.kernel
+    def k(
+        y: Mutable[Scalar],
+        *,
+        z: Scalar,  # ERR keyword-only
+    ):
+        y = y + z
+
+
+@case("default", "default values", snippet="1.0")
+def _():
+    @hawk.kernel
+    def k(
+        y: Mutable[Scalar],
+        z: Param = 1.0,  # ERR default
+    ):
+        y = y + z
+
+
+@case("two-terminated", "parameter 'done'", "at most one Terminated", "'terminated'",
+      snippet="done")
+def _():
+    @hawk.kernel
+    def k(
+        x: Scalar,
+        terminated: Terminated,
+        done: Terminated,  # ERR two-terminated
+    ):
+        terminated = x > 0.0
+
+
+@pytest.mark.parametrize("factory, tag, words, snippet", CASES)
+def test_compile_error_points_at_the_line(factory, tag, words, snippet):
+    with pytest.raises(hawk.CompileError) as info:
+        factory()
+    check_error(info.value, tag, words, snippet)
+
+
+def test_every_marker_has_a_case():
+    tags = {p.values[1] for p in CASES}
+    markers = {m.group(1) for line in _LINES if (m := re.search(r"#\s*ERR ([\w-]+)(\s|$)", line))}
+    assert markers == tags | {"int-overflow"}
+
+
+def test_caret_spans_the_whole_construct():
+    with pytest.raises(hawk.CompileError) as info:
+        _index_scalar_for_caret()
+    shown, caret = str(info.value).splitlines()[-2:]
+    start, width = caret.index("^"), caret.count("^")
+    assert shown[start:start + width] == "x[0]"
+
+
+def _index_scalar_for_caret():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = x[0] + 1.0
+
+
+def test_compile_error_attributes_and_traceback_form():
+    with pytest.raises(hawk.CompileError) as info:
+        CASES[0].values[0]()
+    err = info.value
+    assert err.loc is not None and err.loc.function == "k"
+    assert ", in k\n" in str(err)
+    assert isinstance(err, Exception) and not isinstance(err, TypeError)
+
+
+# -- kernel options and dtypes are Python TypeErrors, not CompileErrors --------------------------
+
+
+def _bare(x: Mutable[Scalar]):
+    x = x + 1.0
+
+
+def test_unknown_kernel_option():
+    with pytest.raises(TypeError, match=r"unknown option 'acumulate'.*accumulate"):
+        hawk.kernel(acumulate=True)(_bare)
+
+
+def test_kernel_option_of_the_wrong_type():
+    with pytest.raises(TypeError, match=r"option 'accumulate' must be a bool, got 1"):
+        hawk.kernel(accumulate=1)(_bare)
+
+
+def test_kernel_decorates_only_functions():
+    with pytest.raises(TypeError, match="decorates a function"):
+        hawk.kernel(3)
+
+
+def test_terminated_must_be_specialised_as_bool():
+    @hawk.kernel
+    def k(x: Scalar, terminated: Terminated):
+        terminated = x > 0.0
+
+    with pytest.raises(TypeError, match=r"'terminated' is the Terminated flag and must be bool"):
+        k.specialize({"terminated": np.float64})
+
+
+def test_kernel_is_not_called_directly():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = x + 1.0
+
+    with pytest.raises(TypeError, match="not called directly"):
+        k(np.zeros(3))
+
+
+def test_annotation_wrappers_reject_other_types():
+    with pytest.raises(TypeError, match=r"Mutable\[...\] takes Scalar or Vec3"):
+        Mutable[float]
+    with pytest.raises(TypeError, match=r"Out\[...\] takes Scalar or Vec3"):
+        Out[Param]
+
+
+def test_integer_literal_too_big_for_int64():
+    @hawk.kernel
+    def k(x: Scalar, out: Out[Scalar]):
+        out = x + 2**70  # ERR int-overflow
+
+    with pytest.raises(hawk.CompileError) as info:
+        k.specialize({"x": np.int64, "out": np.int64})
+    check_error(info.value, "int-overflow", ("1180591620717411303424",
+                                             "does not fit in int64"), "x + 2**70")
