@@ -15,8 +15,9 @@ def set_num_threads(k: int) -> None:
 
     limit = numba.config.NUMBA_NUM_THREADS
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= limit:
-        raise ValueError(f"set_num_threads(k) needs an int from 1 to {limit} (the threads Numba "
-                         f"started with; raise NUMBA_NUM_THREADS before import for more), got {k!r}")
+        raise ValueError(f"set_num_threads(k) needs an int from 1 to {limit} (the threads "
+                         "Numba started with; raise NUMBA_NUM_THREADS before import for more), "
+                         f"got {k!r}")
     numba.set_num_threads(k)
 
 
