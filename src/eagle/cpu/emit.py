@@ -92,7 +92,10 @@ class _LaneLoop:
 
     def lines(self, steps: int) -> list[str]:
         p = self.program
-        out = ["for i in range(lo, hi):", "    done = flags[i]", "    lane_steps = 0"]
+        # An unsigned lane index: with a signed one Numba emits a negative-index wraparound
+        # that keeps LLVM from proving the accesses safe, and the loop stays scalar (4x slower).
+        out = ["for i in range(np.uint64(lo), np.uint64(hi)):", "    done = flags[i]",
+               "    lane_steps = 0"]
         reads = sorted({op.attr for op in p.ops if op.kind is OpKind.LOAD} | self.state,
                        key=str)
         for name, component in reads:
