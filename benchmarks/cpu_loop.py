@@ -27,10 +27,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from peer_numba import make_peer_oscillator  # noqa: E402
+
 import eagle  # noqa: E402
 import hawk  # noqa: E402
 from hawk import Mutable, Param, Scalar, Terminated  # noqa: E402
-from peer_numba import make_peer_oscillator  # noqa: E402
 
 DT = 1e-3
 MAX_STEPS = 10_000

@@ -198,6 +198,11 @@ def _sample_count(kernel: Kernel, arrays: dict[str, np.ndarray]) -> int:
             if array.ndim == 0:
                 raise BindingValueError(f"{p.name!r} ({_describe(p)}) is a 0-d array; pass "
                                         f"{_expected(p)}")
+            if p.is_vector and (array.ndim != 2 or array.shape[0] != 3):
+                hint = ("; vectors are stored SoA as (3, n): pass np.ascontiguousarray(a.T)"
+                        if array.ndim == 2 and array.shape[1] == 3 else "")
+                raise BindingValueError(f"{p.name!r} ({_describe(p)}) must have shape (3, n), "
+                                        f"got {array.shape}{hint}")
             counts[p.name] = array.shape[-1]
     if not counts:
         raise BindingValueError(f"cannot tell the number of samples: bind at least one of "

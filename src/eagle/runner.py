@@ -175,6 +175,8 @@ def until_done(plan: Plan | hawk.Kernel, /, max_steps: int, steps_per_launch: in
                         f"{type(plan).__name__}")
     max_steps = check_max_steps(max_steps)
     steps_per_launch = check_steps_per_launch(steps_per_launch)
+    if plan.device is not None:
+        plan.resolve_device(plan.device)  # an unavailable device is the first thing to say
     bound = bind(plan.kernel, bindings, plan.device)
     return Runner(plan, bound, max_steps, steps_per_launch)
 
