@@ -11,7 +11,10 @@ measurement (see ``benchmarks/peer_numba.py``, the hand-written version of the s
   arrays, so LLVM vectorises it: a finished lane is frozen by a select, never by a branch;
 - ``UNROLL`` steps are written out per lane visit so a lane's state stays in registers, with a
   one-step tail for the remainder so ``nsteps`` is honoured exactly;
-- a block leaves its step loop once none of its lanes is live.
+- a block leaves its step loop once none of its lanes is live;
+- one block's work is its own (non-parallel) function called from the small ``prange``
+  wrapper, which keeps Numba's parallel pass off the unrolled body (compile 6.8 s -> 5.1 s,
+  cached load 0.66 s -> 0.47 s for the oscillator).
 
 No fastmath and no FMA contraction: results equal the NumPy reference executor bit for bit.
 """
@@ -136,12 +139,35 @@ class _LaneLoop:
         return lines
 
 
+_PARALLEL = '@njit(parallel=True, nogil=True, error_model="numpy", cache=True)'
+
+
 def emit_launch(program: Program, function_name: str = "launch") -> str:
     """The Python source of a module defining ``function_name``, the launch of ``program``."""
     lane_loop = _LaneLoop(program)
     args = ", ".join(["nsteps", "nthreads", "flags", *argument_names(program)])
     full, tail = lane_loop.lines(UNROLL), lane_loop.lines(1)
+    arrays = ", ".join(["flags", *argument_names(program)])
+    block_args = f"lo, hi, nsteps, {arrays}"
     body = [
+        f"def run_block({block_args}):",
+        "    taken = 0",
+        "    block_steps = 0",
+        "    live = 1",
+        "    while taken < nsteps and live > 0:",
+        "        live = 0",
+        "        visit = 0",
+        f"        if nsteps - taken >= {UNROLL}:",
+        *[f"            {line}" for line in full],
+        f"            taken += {UNROLL}",
+        "        else:",
+        *[f"            {line}" for line in tail],
+        "            taken += 1",
+        "        block_steps += visit",
+        "    return live, block_steps",
+        "",
+        "",
+        _PARALLEL,
         f"def {function_name}({args}):",
         "    n = flags.shape[0]",
         f"    nblocks = (n + {BLOCK - 1}) // {BLOCK}",
@@ -153,21 +179,9 @@ def emit_launch(program: Program, function_name: str = "launch") -> str:
         "        for b in range(tid, nblocks, nthreads):",
         f"            lo = b * {BLOCK}",
         f"            hi = min(lo + {BLOCK}, n)",
-        "            taken = 0",
-        "            block_steps = 0",
-        "            live = 1",
-        "            while taken < nsteps and live > 0:",
-        "                live = 0",
-        "                visit = 0",
-        f"                if nsteps - taken >= {UNROLL}:",
-        *[f"                    {line}" for line in full],
-        f"                    taken += {UNROLL}",
-        "                else:",
-        *[f"                    {line}" for line in tail],
-        "                    taken += 1",
-        "                block_steps += visit",
+        f"            live, steps = run_block(lo, hi, nsteps, {arrays})",
         "            thread_live += live",
-        "            thread_steps = max(thread_steps, block_steps)",
+        "            thread_steps = max(thread_steps, steps)",
         "        live_by_thread[tid] = thread_live",
         "        steps_by_thread[tid] = thread_steps",
         "    return live_by_thread.sum(), steps_by_thread.max()",
@@ -181,6 +195,6 @@ def emit_launch(program: Program, function_name: str = "launch") -> str:
         "nan, inf = np.nan, np.inf",
         "",
         "",
-        '@njit(parallel=True, nogil=True, error_model="numpy", cache=True)',
+        '@njit(nogil=True, error_model="numpy", cache=True)',
     ]
     return "\n".join(header + body) + "\n"
