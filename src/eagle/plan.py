@@ -39,11 +39,7 @@ class Plan:
         """The backend's compiled kernel for ``bound``'s dtypes."""
         from .cpu.backend import compile_program
 
-        program = self.kernel.specialize(bound.dtypes)
-        from .cpu.backend import CpuKernel
-
-        example = CpuKernel(program, None, None).arguments(bound)
-        return compile_program(program, example)
+        return compile_program(self.kernel.specialize(bound.dtypes), bound)
 
     def __repr__(self) -> str:
         return f"<eagle.Plan {self.kernel.name} on {self.device or 'the arrays device'}>"

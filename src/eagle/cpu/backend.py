@@ -22,9 +22,9 @@ from hawk.ir import Program, Role
 
 from .. import cache
 from ..bindings import Bound
-from .emit import BLOCK, UNROLL, argument_names, emit_launch
+from .emit import BLOCK, UNROLL, emit_launch
 
-__all__ = ["CpuKernel", "compile_program", "EMITTER_VERSION"]
+__all__ = ["CpuKernel", "compile_program", "launch_arguments", "EMITTER_VERSION"]
 
 EMITTER_VERSION = 1
 _loaded: dict[str, CpuKernel] = {}
@@ -40,32 +40,36 @@ def _numba():
 
 
 class CpuKernel:
-    """One program compiled for the CPU: call ``launch(nsteps, bound)``."""
+    """One program compiled for the CPU: ``launch(nsteps, nthreads, arguments(bound))``."""
 
     def __init__(self, program: Program, function, source_path: Path):
         self.program = program
         self.function = function
         self.source_path = source_path
-        self._arg_names = argument_names(program)
 
     def arguments(self, bound: Bound) -> tuple:
         """The generated function's arguments after ``nsteps, nthreads``, from ``bound``."""
-        values = [bound.flags]
-        for p in self.program.params:
-            if p.role is Role.TERMINATED:
-                continue
-            if p.role is Role.PARAM:
-                values.append(bound.uniforms[p.name])
-            elif p.is_vector:
-                values += [bound.arrays[p.name][k] for k in range(p.width)]
-            else:
-                values.append(bound.arrays[p.name])
-        return tuple(values)
+        return launch_arguments(self.program, bound)
 
     def launch(self, nsteps: int, nthreads: int, arguments: tuple) -> tuple[int, int]:
         """Advance every live sample by up to ``nsteps``; return (live samples, steps taken)."""
         live, steps = self.function(np.int64(nsteps), np.int64(nthreads), *arguments)
         return int(live), int(steps)
+
+
+def launch_arguments(program: Program, bound: Bound) -> tuple:
+    """``bound``'s arrays and values in the order of the generated function's arguments."""
+    values = [bound.flags]
+    for p in program.params:
+        if p.role is Role.TERMINATED:
+            continue
+        if p.role is Role.PARAM:
+            values.append(bound.uniforms[p.name])
+        elif p.is_vector:
+            values += [bound.arrays[p.name][k] for k in range(p.width)]
+        else:
+            values.append(bound.arrays[p.name])
+    return tuple(values)
 
 
 def _entry(program: Program) -> tuple[str, Path, str]:
@@ -79,8 +83,9 @@ def _entry(program: Program) -> tuple[str, Path, str]:
     return module, folder / f"{module}.py", emit_launch(program)
 
 
-def compile_program(program: Program, example: tuple) -> CpuKernel:
-    """The compiled launch of ``program`` for arguments like ``example`` (memory, disk, or new)."""
+def compile_program(program: Program, bound: Bound) -> CpuKernel:
+    """The compiled launch of ``program`` for ``bound``'s argument types (from memory, from
+    disk, or new)."""
     module_name, path, source = _entry(program)
     with _lock:
         if module_name in _loaded:
@@ -89,7 +94,7 @@ def compile_program(program: Program, example: tuple) -> CpuKernel:
             shutil.rmtree(path.parent / "__pycache__", ignore_errors=True)
             cache.write_atomic(path, source.encode())
         function = _import(module_name, path).launch
-        signature = _signature(example)
+        signature = _signature(launch_arguments(program, bound))
         try:
             function.compile(signature)
         except Exception:  # a damaged Numba cache entry: forget it and compile afresh
