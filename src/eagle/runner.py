@@ -20,7 +20,7 @@ __all__ = ["Runner", "Report", "until_done", "simulate"]
 # The CPU's adaptive launch size: start small, double while a launch is quicker than half the
 # target, halve when slower than twice it. Bounding a launch in time keeps Ctrl-C responsive.
 _FIRST_STEPS_PER_LAUNCH = 16
-_TARGET_LAUNCH_S = 0.025
+_TARGET_LAUNCH_S = 0.05
 _MAX_STEPS_PER_LAUNCH = 1 << 20
 
 

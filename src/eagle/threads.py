@@ -9,23 +9,29 @@ __all__ = ["set_num_threads", "get_num_threads"]
 ENV_VAR = "EAGLE_NUM_THREADS"
 
 
-def set_num_threads(k: int) -> None:
-    """Run CPU launches on ``k`` threads (at most the cores Numba started with)."""
-    import numba
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
-    limit = numba.config.NUMBA_NUM_THREADS
+
+_num_threads = _cpus()
+
+
+def set_num_threads(k: int) -> None:
+    """Run CPU launches on ``k`` threads (1 to the CPUs this process may use)."""
+    global _num_threads
+    limit = _cpus()
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= limit:
-        raise ValueError(f"set_num_threads(k) needs an int from 1 to {limit} (the threads "
-                         "Numba started with; raise NUMBA_NUM_THREADS before import for more), "
-                         f"got {k!r}")
-    numba.set_num_threads(k)
+        raise ValueError(f"set_num_threads(k) needs an int from 1 to {limit} (the CPUs this "
+                         f"process may use), got {k!r}")
+    _num_threads = k
 
 
 def get_num_threads() -> int:
     """The threads the next CPU launch will use (``$EAGLE_NUM_THREADS`` sets the default)."""
-    import numba
-
-    return numba.get_num_threads()
+    return _num_threads
 
 
 def apply_environment() -> None:

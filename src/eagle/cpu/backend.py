@@ -23,10 +23,11 @@ from hawk.ir import Program, Role
 from .. import cache
 from ..bindings import Bound
 from .emit import BLOCK, UNROLL, emit_launch
+from .team import team
 
 __all__ = ["CpuKernel", "compile_program", "launch_arguments", "EMITTER_VERSION"]
 
-EMITTER_VERSION = 1
+EMITTER_VERSION = 2
 _loaded: dict[str, CpuKernel] = {}
 _lock = threading.Lock()
 
@@ -48,12 +49,14 @@ class CpuKernel:
         self.source_path = source_path
 
     def arguments(self, bound: Bound) -> tuple:
-        """The generated function's arguments after ``nsteps, nthreads``, from ``bound``."""
+        """The generated function's arguments after ``tid, nthreads, nsteps``, from ``bound``."""
         return launch_arguments(self.program, bound)
 
     def launch(self, nsteps: int, nthreads: int, arguments: tuple) -> tuple[int, int]:
-        """Advance every live sample by up to ``nsteps``; return (live samples, steps taken)."""
-        live, steps = self.function(np.int64(nsteps), np.int64(nthreads), *arguments)
+        """Advance every live sample by up to ``nsteps`` on ``nthreads`` host threads; return
+        (live samples, steps taken by the slowest)."""
+        nblocks = -(-arguments[0].shape[0] // BLOCK)
+        live, steps = team.run(self.function, nthreads, nblocks, (np.int64(nsteps), *arguments))
         return int(live), int(steps)
 
 
@@ -93,14 +96,14 @@ def compile_program(program: Program, bound: Bound) -> CpuKernel:
         if cache.read_verified(path, _sha256(source)) is None:
             shutil.rmtree(path.parent / "__pycache__", ignore_errors=True)
             cache.write_atomic(path, source.encode())
-        function = _import(module_name, path).launch
+        function = _import(module_name, path).run_blocks
         signature = _signature(launch_arguments(program, bound))
         try:
             function.compile(signature)
         except Exception:  # a damaged Numba cache entry: forget it and compile afresh
             shutil.rmtree(path.parent / "__pycache__", ignore_errors=True)
             sys.modules.pop(module_name, None)
-            function = _import(module_name, path).launch
+            function = _import(module_name, path).run_blocks
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 function.compile(signature)
@@ -125,4 +128,4 @@ def _import(module_name: str, path: Path):
 
 def _signature(example: tuple):
     numba = _numba()
-    return (numba.int64, numba.int64, *(numba.typeof(a) for a in example))
+    return (numba.int64, numba.int64, numba.int64, *(numba.typeof(a) for a in example))

@@ -1,20 +1,21 @@
-"""The CPU emitter: a hawk program as the source of one Numba function that runs a launch.
+"""The CPU emitter: a hawk program as the source of the Numba functions that run a launch.
 
-The generated function advances every live sample by up to ``nsteps`` steps and returns how many
-samples are still live and how many steps the slowest one took. Its shape was chosen by
-measurement (see ``benchmarks/peer_numba.py``, the hand-written version of the same loop):
+A launch advances every live sample by up to ``nsteps`` steps and reports how many samples are
+still live and how many steps the slowest one took; ``run_blocks(tid, nthreads, ...)`` is one
+host-team thread's share of it (``cpu.team``). Its shape was chosen by measurement (see
+``benchmarks/peer_numba.py``, the hand-written version of the same loop):
 
-- samples are cut into blocks of ``BLOCK`` lanes, and blocks are dealt to threads in cyclic
-  order (``prange`` over threads, then ``range(tid, nblocks, nthreads)``), because ``prange``
-  alone gives each thread one contiguous piece and spread configurations then finish unevenly;
+- samples are cut into blocks of ``BLOCK`` lanes, dealt to threads in cyclic order
+  (``range(tid, nblocks, nthreads)``): one contiguous piece per thread finishes unevenly on
+  spread configurations;
 - inside a block the step loop is outside and the lane loop innermost, branch-free and over
   arrays, so LLVM vectorises it: a finished lane is frozen by a select, never by a branch;
 - ``UNROLL`` steps are written out per lane visit so a lane's state stays in registers, with a
   one-step tail for the remainder so ``nsteps`` is honoured exactly;
 - a block leaves its step loop once none of its lanes is live;
-- one block's work is its own (non-parallel) function called from the small ``prange``
-  wrapper, which keeps Numba's parallel pass off the unrolled body (compile 6.8 s -> 5.1 s,
-  cached load 0.66 s -> 0.47 s for the oscillator).
+- one pass over a block's lanes (``visit_unrolled``, ``visit_one``) is its own function:
+  LLVM vectorises a small function more reliably than the same loop nested in the block's
+  step loop;
 
 No fastmath and no FMA contraction: results equal the NumPy reference executor bit for bit.
 """
@@ -65,7 +66,7 @@ class NumbaRenderer(ExpressionRenderer):
 
 
 def argument_names(program: Program) -> list[str]:
-    """The generated function's arguments after ``nsteps, nthreads, flags``: one per scalar
+    """The generated function's arguments after ``..., nsteps, flags``: one per scalar
     parameter and one per vector component (``p_0, p_1, p_2``), in parameter order."""
     names = []
     for p in program.params:
@@ -97,25 +98,26 @@ class _LaneLoop:
         p = self.program
         # An unsigned lane index: with a signed one Numba emits a negative-index wraparound
         # that keeps LLVM from proving the accesses safe, and the loop stays scalar (4x slower).
-        out = ["for i in range(np.uint64(lo), np.uint64(hi)):", "    done = flags[i]",
-               "    lane_steps = 0"]
+        out = ["for i in range(np.uint64(lo), np.uint64(hi)):"]
         reads = sorted({op.attr for op in p.ops if op.kind is OpKind.LOAD} | self.state,
                        key=str)
         for name, component in reads:
-            param = p.param(name)
-            if param.role is not Role.PARAM:
-                    out.append(f"    {self.local((name, component))} = "
+            if p.param(name).role is not Role.PARAM:
+                out.append(f"    {self.local((name, component))} = "
                            f"{_array_name(name, component)}[i]")
+        # The flag is read after the state: read first, LLVM keeps it packed as 32-bit lanes
+        # and repacks it every step (1.2x slower on the oscillator, AVX2).
+        out += ["    done = flags[i]", "    lane_steps = 0"]
         for k in range(steps):
             out += [f"    {line}" for line in self.step(k)]
         for key in sorted(self.state, key=str):
             out.append(f"    {_array_name(*key)}[i] = {self.local(key)}")
-        out += ["    flags[i] = done", "    live += not done",
+        out += ["    flags[i] = done", "    live += 1 - done",
                 "    visit = max(visit, lane_steps)"]
         return out
 
     def step(self, k: int) -> list[str]:
-        p, names, lines = self.program, [], [f"alive = not done"]  # noqa: F541
+        p, names, lines = self.program, [], ["lane_steps += 1 - done"]
         for i, op in enumerate(p.ops):
             if op.kind is OpKind.LOAD:
                 name, component = op.attr
@@ -132,69 +134,65 @@ class _LaneLoop:
             local, value = self.local(key), names[store.value]
             if key in self.outputs and p.accumulate:
                 value = f"({local} + {value})"
-            lines.append(f"{local} = {value} if alive else {local}")
-        if p.terminated is not None:
-            lines.append(f"done = {names[p.terminated]} if alive else done")
-        lines.append("lane_steps += alive")
+            lines.append(f"{local} = {local} if done else {value}")
+        if p.terminated is not None:  # a live lane takes the kernel's flag; a done one stays
+            lines.append(f"done = done | {names[p.terminated]}")
         return lines
 
 
-_PARALLEL = '@njit(parallel=True, nogil=True, error_model="numpy", cache=True)'
+_JIT = '@njit(nogil=True, error_model="numpy", cache=True)'
 
 
-def emit_launch(program: Program, function_name: str = "launch") -> str:
-    """The Python source of a module defining ``function_name``, the launch of ``program``."""
+def _visit(name: str, arguments: str, lane_loop: list[str]) -> list[str]:
+    """One pass over a block's lanes as its own function, returning (live, steps taken)."""
+    return [_JIT, f"def {name}({arguments}):", "    live = 0", "    visit = 0",
+            *[f"    {line}" for line in lane_loop], "    return live, visit", "", ""]
+
+
+def emit_launch(program: Program) -> str:
+    """The Python source of a module whose ``run_blocks(tid, nthreads, nsteps, flags, ...)``
+    is one thread's share of a launch of ``program``."""
     lane_loop = _LaneLoop(program)
-    args = ", ".join(["nsteps", "nthreads", "flags", *argument_names(program)])
-    full, tail = lane_loop.lines(UNROLL), lane_loop.lines(1)
     arrays = ", ".join(["flags", *argument_names(program)])
-    block_args = f"lo, hi, nsteps, {arrays}"
+    visit_args = f"lo, hi, {arrays}"
     body = [
-        f"def run_block({block_args}):",
+        *_visit("visit_unrolled", visit_args, lane_loop.lines(UNROLL)),
+        *_visit("visit_one", visit_args, lane_loop.lines(1)),
+        _JIT,
+        f"def run_block(lo, hi, nsteps, {arrays}):",
         "    taken = 0",
-        "    block_steps = 0",
         "    live = 1",
         "    while taken < nsteps and live > 0:",
-        "        live = 0",
-        "        visit = 0",
         f"        if nsteps - taken >= {UNROLL}:",
-        *[f"            {line}" for line in full],
-        f"            taken += {UNROLL}",
+        f"            live, visit = visit_unrolled({visit_args})",
         "        else:",
-        *[f"            {line}" for line in tail],
-        "            taken += 1",
-        "        block_steps += visit",
-        "    return live, block_steps",
+        f"            live, visit = visit_one({visit_args})",
+        "        taken += visit",
+        "    return live, taken",
         "",
         "",
-        _PARALLEL,
-        f"def {function_name}({args}):",
+        _JIT,
+        f"def run_blocks(tid, nthreads, nsteps, {arrays}):",
         "    n = flags.shape[0]",
         f"    nblocks = (n + {BLOCK - 1}) // {BLOCK}",
-        "    live_by_thread = np.zeros(nthreads, np.int64)",
-        "    steps_by_thread = np.zeros(nthreads, np.int64)",
-        "    for tid in prange(nthreads):",
-        "        thread_live = 0",
-        "        thread_steps = 0",
-        "        for b in range(tid, nblocks, nthreads):",
-        f"            lo = b * {BLOCK}",
-        f"            hi = min(lo + {BLOCK}, n)",
-        f"            live, steps = run_block(lo, hi, nsteps, {arrays})",
-        "            thread_live += live",
-        "            thread_steps = max(thread_steps, steps)",
-        "        live_by_thread[tid] = thread_live",
-        "        steps_by_thread[tid] = thread_steps",
-        "    return live_by_thread.sum(), steps_by_thread.max()",
+        "    thread_live = 0",
+        "    thread_steps = 0",
+        "    for b in range(tid, nblocks, nthreads):",
+        f"        lo = b * {BLOCK}",
+        f"        hi = min(lo + {BLOCK}, n)",
+        f"        live, steps = run_block(lo, hi, nsteps, {arrays})",
+        "        thread_live += live",
+        "        thread_steps = max(thread_steps, steps)",
+        "    return thread_live, thread_steps",
     ]
     header = [
         f'"""Generated by eagle from hawk kernel {program.name!r}. Do not edit."""',
         "import math",
         "import numpy as np",
-        "from numba import njit, prange",
+        "from numba import njit",
         "",
         "nan, inf = np.nan, np.inf",
         "",
         "",
-        '@njit(nogil=True, error_model="numpy", cache=True)',
     ]
     return "\n".join(header + body) + "\n"

@@ -1,0 +1,119 @@
+"""Random hawk kernels for differential tests, drawn by hypothesis.
+
+A drawn kernel is Python source: straight-line temporaries, ``if/else`` blocks, ternaries,
+``and/or/not``, ``min/max/abs`` and ``math`` functions over a per-sample input ``a``, a uniform
+``p`` and two state variables, plus a step counter that bounds how long a sample runs. The
+expressions keep values finite (squashing functions, divisions by ``1 + |e|``), so backends are
+compared bit for bit without NaN payloads getting in the way. hawk reads a kernel's source from
+its file, so ``load`` writes the source into a module and imports it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+from hypothesis import strategies as st
+
+LITERALS = ["0.5", "1.5", "-2.0", "3.0", "0.25", "1e-3"]
+UNARY = ["-({})", "abs({})", "math.tanh({})", "math.sin({})", "math.sqrt(abs({}))",
+         "math.exp(-abs({}))", "math.floor({})", "math.cos({})"]
+BINARY = ["({} + {})", "({} - {})", "({} * {})", "({} / (1.0 + abs({})))", "min({}, {})",
+          "max({}, {})", "math.atan2({}, {})", "math.hypot({}, {})"]
+COMPARISONS = ["<", "<=", ">", ">=", "==", "!="]
+# Functions whose float32 results the reference computes in double and rounds: a float32
+# kernel draws only correctly rounded operations.
+EXACT_UNARY = ["-({})", "abs({})", "math.sqrt(abs({}))", "math.floor({})"]
+EXACT_BINARY = ["({} + {})", "({} - {})", "({} * {})", "({} / (1.0 + abs({})))",
+                "min({}, {})", "max({}, {})"]
+
+HEADER = """\
+import math
+
+import hawk
+from hawk import Mutable, Param, Scalar, Terminated
+
+
+@hawk.kernel
+def random_kernel(a: Scalar, p: Param, limit: Param, terminated: Terminated,
+                  s0: Mutable[Scalar], s1: Mutable[Scalar], count: Mutable[Scalar]):
+"""
+
+
+@st.composite
+def _expression(draw, names: list[str], depth: int, exact: bool) -> str:
+    unary, binary = (EXACT_UNARY, EXACT_BINARY) if exact else (UNARY, BINARY)
+    kind = draw(st.sampled_from(["leaf", "leaf", "unary", "binary", "binary", "ternary"])
+                if depth > 0 else st.just("leaf"))
+    if kind == "leaf":
+        return draw(st.sampled_from(names + LITERALS))
+    if kind == "unary":
+        return draw(st.sampled_from(unary)).format(draw(_expression(names, depth - 1, exact)))
+    if kind == "binary":
+        return draw(st.sampled_from(binary)).format(draw(_expression(names, depth - 1, exact)),
+                                                    draw(_expression(names, depth - 1, exact)))
+    condition = draw(_condition(names, depth - 1, exact))
+    return (f"({draw(_expression(names, depth - 1, exact))} if {condition} "
+            f"else {draw(_expression(names, depth - 1, exact))})")
+
+
+@st.composite
+def _condition(draw, names: list[str], depth: int, exact: bool) -> str:
+    def comparison():
+        return (f"{draw(_expression(names, depth, exact))} "
+                f"{draw(st.sampled_from(COMPARISONS))} {draw(_expression(names, depth, exact))}")
+
+    shape = draw(st.sampled_from(["one", "and", "or", "not"]))
+    if shape == "one":
+        return comparison()
+    if shape == "not":
+        return f"not ({comparison()})"
+    return f"({comparison()} {shape} {comparison()})"
+
+
+@st.composite
+def kernel_sources(draw, exact: bool = False) -> str:
+    """The source of a module defining ``random_kernel``; ``exact``: correctly rounded
+    operations only (for float32)."""
+    names = ["a", "p", "s0", "s1"]
+    body = []
+    for k in range(draw(st.integers(1, 5))):
+        target = f"t{k}"
+        if draw(st.booleans()):
+            body.append(f"{target} = {draw(_expression(names, 3, exact))}")
+        else:
+            body += [f"if {draw(_condition(names, 1, exact))}:",
+                     f"    {target} = {draw(_expression(names, 2, exact))}",
+                     "else:",
+                     f"    {target} = {draw(_expression(names, 2, exact))}"]
+        names.append(target)
+    squash = "({} / (1.0 + abs({})))"
+    body += [f"s0 = {squash.format(*[draw(_expression(names, 2, exact))] * 2)}",
+             f"s1 += 0.125 * {squash.format(*[draw(_expression(names, 2, exact))] * 2)}",
+             "count += 1.0",
+             f"terminated = count >= limit or {draw(_condition(names, 1, exact))}"]
+    return HEADER + "".join(f"    {line}\n" for line in body)
+
+
+def load(source: str, folder: Path):
+    """The kernel ``random_kernel`` defined by ``source``, imported from a file in ``folder``."""
+    name = "random_kernel_" + hashlib.sha256(source.encode()).hexdigest()[:16]
+    path = folder / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module.random_kernel
+
+
+def bindings(n: int, seed: int, dtype=np.float64) -> dict:
+    """Inputs for ``random_kernel``: samples run for between 1 and ``limit`` steps."""
+    rng = np.random.default_rng(seed)
+    return dict(a=rng.uniform(-1.0, 1.0, n).astype(dtype),
+                s0=rng.normal(0.0, 1.0, n).astype(dtype),
+                s1=rng.normal(0.0, 1.0, n).astype(dtype),
+                count=np.zeros(n, dtype), p=float(rng.uniform(-2.0, 2.0)), limit=40.0)
