@@ -1,0 +1,260 @@
+"""The CUDA emitter: a hawk program as CUDA C++ source, one thread per sample.
+
+The source defines two kernels, both ``extern "C"`` so their names survive compilation:
+
+- ``eagle_step``: each thread loads its sample once, takes up to ``control->nsteps`` steps in
+  registers (the fused loop), leaving its loop as soon as the sample's flag is set, and writes
+  the sample back. The block counts its live samples with ``__syncthreads_count`` and adds them
+  to ``control->live`` with one atomic; warps fold the slowest sample's step count into
+  ``control->taken`` the same way.
+- ``eagle_decide``: one thread that closes a launch: adds the launch's steps and launch to the
+  run's totals, sets the next launch's ``nsteps`` so ``max_steps`` is honoured exactly, and,
+  inside a graph's WHILE node, sets the node's condition to "live samples and steps left".
+
+The arithmetic is the reference executor's: IEEE operations in the op's dtype, literals written
+as hexadecimal floats (exact), Python's ``min``/``max``/``//``/``%`` semantics, and no FMA
+contraction unless the plan allows it (``nvrtc.compile_source(fmad=...)``). Math functions call
+CUDA's libdevice, which agrees with the C library only to a few ulp (``sqrt``, ``floor``,
+``ceil``, ``fabs`` are exact).
+"""
+
+from __future__ import annotations
+
+import math
+
+from hawk.ir import DType, OpKind, Program, Role
+
+from ..codegen import ExpressionRenderer
+
+__all__ = ["emit_cuda", "kernel_arguments", "CONTROL_FIELDS", "STEP_KERNEL", "DECIDE_KERNEL",
+           "BLOCK_SIZE"]
+
+STEP_KERNEL = "eagle_step"
+DECIDE_KERNEL = "eagle_decide"
+BLOCK_SIZE = 256
+
+#: The control block in device memory, in order; every field is a 64-bit integer.
+CONTROL_FIELDS = ("nsteps", "live", "taken", "steps", "launches", "max_steps",
+                  "steps_per_launch", "last_live")
+
+_C_TYPES = {DType.BOOL: "bool", DType.INT64: "long long", DType.FLOAT32: "float",
+            DType.FLOAT64: "double"}  # fmt: skip
+_FLOAT32_NAMES = {"sqrt": "sqrtf", "exp": "expf", "log": "logf", "sin": "sinf", "cos": "cosf",
+                  "tan": "tanf", "tanh": "tanhf", "fabs": "fabsf", "floor": "floorf",
+                  "ceil": "ceilf", "atan2": "atan2f", "pow": "powf", "hypot": "hypotf"}  # fmt: skip
+
+# Python's semantics for // and % and abs, as NumPy computes them (npy_divmod for floats;
+# integer division by zero gives 0).
+_HELPERS = r"""
+typedef unsigned long long eagle_u64;
+typedef unsigned long long cudaGraphConditionalHandle;
+extern "C" __device__ __cudart_builtin__ void CUDARTAPI cudaGraphSetConditional(
+    cudaGraphConditionalHandle handle, unsigned int value);
+
+struct EagleControl { long long @FIELDS@; };
+
+template <typename T> __device__ __forceinline__ T eagle_fmod(T a, T b);
+template <> __device__ __forceinline__ double eagle_fmod(double a, double b) { return fmod(a, b); }
+template <> __device__ __forceinline__ float eagle_fmod(float a, float b) { return fmodf(a, b); }
+
+template <typename T> __device__ __forceinline__ T eagle_floor(T a);
+template <> __device__ __forceinline__ double eagle_floor(double a) { return floor(a); }
+template <> __device__ __forceinline__ float eagle_floor(float a) { return floorf(a); }
+
+template <typename T> __device__ __forceinline__ T eagle_copysign(T a, T b);
+template <> __device__ __forceinline__ double eagle_copysign(double a, double b) {
+    return copysign(a, b); }
+template <> __device__ __forceinline__ float eagle_copysign(float a, float b) {
+    return copysignf(a, b); }
+
+template <typename T> __device__ __forceinline__ T eagle_floordiv(T a, T b) {
+    if (b == T(0)) return a / b;
+    T mod = eagle_fmod(a, b);
+    T div = (a - mod) / b;
+    if (mod != T(0)) {
+        if ((b < T(0)) != (mod < T(0))) div -= T(1);
+    }
+    T floordiv;
+    if (div != T(0)) {
+        floordiv = eagle_floor(div);
+        if (div - floordiv > T(0.5)) floordiv += T(1);
+    } else {
+        floordiv = eagle_copysign(T(0), a / b);
+    }
+    return floordiv;
+}
+template <typename T> __device__ __forceinline__ T eagle_mod(T a, T b) {
+    if (b == T(0)) return eagle_fmod(a, b);
+    T mod = eagle_fmod(a, b);
+    if (mod != T(0)) {
+        if ((b < T(0)) != (mod < T(0))) mod += b;
+    } else {
+        mod = eagle_copysign(T(0), b);
+    }
+    return mod;
+}
+template <> __device__ __forceinline__ long long eagle_floordiv(long long a, long long b) {
+    if (b == 0) return 0;
+    long long q = a / b;
+    return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+template <> __device__ __forceinline__ long long eagle_mod(long long a, long long b) {
+    if (b == 0) return 0;
+    long long r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+__device__ __forceinline__ double eagle_abs(double a) { return fabs(a); }
+__device__ __forceinline__ float eagle_abs(float a) { return fabsf(a); }
+__device__ __forceinline__ long long eagle_abs(long long a) { return a < 0 ? -a : a; }
+""".replace("@FIELDS@", "; long long ".join(CONTROL_FIELDS))
+
+
+class CudaRenderer(ExpressionRenderer):
+    formats = {
+        **ExpressionRenderer.formats,
+        OpKind.MIN: "({1} < {0} ? {1} : {0})", OpKind.MAX: "({1} > {0} ? {1} : {0})",
+        OpKind.SELECT: "({0} ? {1} : {2})",
+        OpKind.FLOORDIV: "eagle_floordiv({0}, {1})", OpKind.MOD: "eagle_mod({0}, {1})",
+        OpKind.ABS: "eagle_abs({0})",
+        OpKind.AND: "({0} && {1})", OpKind.OR: "({0} || {1})", OpKind.NOT: "(!{0})",
+    }  # fmt: skip
+
+    def literal(self, value, dtype: DType) -> str:
+        if dtype is DType.BOOL:
+            return "true" if value else "false"
+        if dtype is DType.INT64:
+            value = int(value)
+            return "(-9223372036854775807LL - 1)" if value == -(2**63) else f"{value}LL"
+        value = float(value)
+        if math.isnan(value) or math.isinf(value):
+            bits = {"nan": 0x7FF8000000000000, "inf": 0x7FF0000000000000,
+                    "-inf": 0xFFF0000000000000}[self.float_text(value)]
+            text = f"__longlong_as_double({bits:#x}ULL)"
+        else:
+            text = value.hex()
+        return f"(float){text}" if dtype is DType.FLOAT32 else f"({text})"
+
+    def cast(self, arg: str, dtype: DType) -> str:
+        return f"(({_C_TYPES[dtype]}){arg})"
+
+    def call(self, name: str, args: list[str], dtype: DType) -> str:
+        function = _FLOAT32_NAMES[name] if dtype is DType.FLOAT32 else name
+        return f"{function}({', '.join(args)})"
+
+
+def _array(param: str, component: int | None) -> str:
+    """The C name of a parameter's argument (prefixed: a kernel may call a parameter ``int``)."""
+    return f"p_{param}" if component is None else f"p_{param}_{component}"
+
+
+def kernel_arguments(program: Program) -> list[tuple[str, str, object]]:
+    """The step kernel's arguments after ``n, control, flags``: (name, C type, (parameter,
+    component)) for every array pointer and uniform value, in parameter order."""
+    out = []
+    for p in program.params:
+        if p.role is Role.TERMINATED:
+            continue
+        ctype = _C_TYPES[p.dtype]
+        if p.role is Role.PARAM:
+            out.append((_array(p.name, None), ctype, (p.name, None)))
+            continue
+        qualifier = "const " if p.role is Role.SCALAR else ""
+        for component in range(p.width) if p.is_vector else [None]:
+            out.append((_array(p.name, component), f"{qualifier}{ctype}* __restrict__",
+                        (p.name, component)))
+    return out
+
+
+def _step_body(program: Program) -> list[str]:
+    renderer = CudaRenderer()
+    state = sorted({(s.param, s.component) for s in program.stores}, key=str)
+    reads = sorted({op.attr for op in program.ops if op.kind is OpKind.LOAD} | set(state),
+                   key=str)
+    lines = []
+    local = {}
+    for name, component in reads:
+        param = program.param(name)
+        if param.role is Role.PARAM:
+            local[(name, component)] = _array(name, None)
+            continue
+        var = "s" + _array(name, component)[1:]
+        local[(name, component)] = var
+        lines.append(f"{_C_TYPES[param.dtype]} {var} = {_array(name, component)}[i];")
+    lines += ["bool done = false;", "while (taken < nsteps) {"]
+    names = []
+    for index, op in enumerate(program.ops):
+        if op.kind is OpKind.LOAD:
+            names.append(local[op.attr])
+            continue
+        var = f"v{index}"
+        expression = renderer.render(op, [names[a] for a in op.args])
+        lines.append(f"    const {_C_TYPES[op.dtype]} {var} = {expression};")
+        names.append(var)
+    outputs = {(s.param, s.component) for s in program.stores
+               if program.param(s.param).role is Role.OUT}
+    for store in program.stores:
+        key = (store.param, store.component)
+        value = names[store.value]
+        if key in outputs and program.accumulate:
+            value = f"{local[key]} + {value}"
+        lines.append(f"    {local[key]} = {value};")
+    lines.append("    ++taken;")
+    if program.terminated is not None:
+        lines += [f"    done = {names[program.terminated]};", "    if (done) break;"]
+    lines.append("}")
+    lines += [f"{_array(*key)}[i] = {local[key]};" for key in state]
+    lines += ["flags[i] = done;", "live = !done;"]
+    return lines
+
+
+def emit_cuda(program: Program) -> str:
+    """CUDA C++ source defining ``eagle_step`` and ``eagle_decide`` for ``program``."""
+    arguments = ",\n    ".join(["long long n", "EagleControl* __restrict__ control",
+                                "bool* __restrict__ flags",
+                                *[f"{ctype} {name}" for name, ctype, _ in
+                                  kernel_arguments(program)]])
+    body = "\n        ".join(_step_body(program))
+    return f"""\
+// Generated by eagle from hawk kernel {program.name!r}. Do not edit.
+{_HELPERS}
+extern "C" __global__ void __launch_bounds__({BLOCK_SIZE}) {STEP_KERNEL}(
+    {arguments})
+{{
+    const long long nsteps = control->nsteps;
+    if (nsteps <= 0) return;  // the run is over (the same for every thread of the grid)
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    int live = 0;
+    long long taken = 0;
+    if (i < n && !flags[i]) {{
+        {body}
+    }}
+    live = __syncthreads_count(live);
+    if (threadIdx.x == 0 && live > 0) {{
+        atomicAdd((eagle_u64*)&control->live, (eagle_u64)live);
+    }}
+    for (int offset = 16; offset > 0; offset >>= 1) {{
+        const long long other = __shfl_down_sync(0xffffffffu, taken, offset);
+        taken = other > taken ? other : taken;
+    }}
+    if ((threadIdx.x & 31) == 0 && taken > 0) {{
+        atomicMax((eagle_u64*)&control->taken, (eagle_u64)taken);
+    }}
+}}
+
+extern "C" __global__ void {DECIDE_KERNEL}(EagleControl* __restrict__ control,
+                                        cudaGraphConditionalHandle handle, int set_condition)
+{{
+    if (control->nsteps <= 0) return;  // an unrolled graph past the end of the run
+    control->steps += control->taken;
+    control->launches += 1;
+    control->last_live = control->live;
+    const long long left = control->max_steps - control->steps;
+    const bool again = control->live > 0 && left > 0;
+    control->nsteps = again ? (left < control->steps_per_launch ? left
+                                                                : control->steps_per_launch)
+                            : 0;
+    control->live = 0;
+    control->taken = 0;
+    if (set_condition) cudaGraphSetConditional(handle, again ? 1u : 0u);
+}}
+"""

@@ -1,0 +1,151 @@
+"""CUDA C++ to cubin or PTX with NVRTC, and PTX to cubin with nvJitLink. No GPU needed.
+
+A cubin is built for one ``sm_XY`` and loads on any driver of the same CUDA major version;
+PTX is JIT-compiled by the driver, which refuses a PTX ISA newer than it knows (NVRTC 13.5
+writes PTX 9.5, a CUDA 13.0 driver reads at most 9.0). So eagle loads cubins, emits PTX only
+for artifacts, and turns PTX into a cubin with nvJitLink before loading it.
+
+Compiled code is cached on disk; the key covers the source, the options, the architecture and
+the NVRTC version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from .. import cache
+from ..errors import BackendUnavailable, CudaError
+
+__all__ = ["compile_source", "ptx_to_cubin", "nvrtc_version", "CompileFailed", "arch_name"]
+
+
+class CompileFailed(CudaError):
+    """NVRTC or nvJitLink rejected the code; the message holds the full log."""
+
+
+def _nvrtc():
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError as exc:
+        raise BackendUnavailable(
+            "compiling for a GPU needs NVIDIA's cuda-bindings and NVRTC: "
+            "pip install 'eagle[cuda]'") from exc
+    return nvrtc
+
+
+def _check(result, call: str):
+    """The values after a cuda-bindings NVRTC result code, or CudaError naming the call."""
+    err, *values = result if isinstance(result, tuple) else (result,)
+    if int(err) != 0:
+        name = err.name if hasattr(err, "name") else str(err)
+        raise CudaError(name, call)
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def nvrtc_version() -> tuple[int, int]:
+    nvrtc = _nvrtc()
+    return tuple(_check(nvrtc.nvrtcVersion(), "nvrtcVersion"))
+
+
+def arch_name(arch: str | int | tuple[int, int]) -> str:
+    """``"sm_90"`` from ``"sm_90"``, ``90``, ``"90"`` or ``(9, 0)``."""
+    if isinstance(arch, tuple):
+        return f"sm_{arch[0]}{arch[1]}"
+    text = str(arch)
+    if text.startswith(("sm_", "compute_")):
+        return "sm_" + text.split("_", 1)[1]
+    if text.isdigit():
+        return f"sm_{text}"
+    raise ValueError(f"arch must look like 'sm_90' or 90 or (9, 0), got {arch!r}")
+
+
+def _options(arch: str, target: str, fmad: bool) -> list[bytes]:
+    kind = "sm" if target == "cubin" else "compute"
+    return [f"--gpu-architecture={kind}_{arch.split('_')[1]}".encode(),
+            f"--fmad={'true' if fmad else 'false'}".encode(), b"--std=c++17",
+            b"-default-device"]
+
+
+def _numbered(source: str) -> str:
+    return "\n".join(f"{k:4d}  {line}" for k, line in enumerate(source.splitlines(), 1))
+
+
+def compile_source(source: str, arch: str = "sm_90", target: str = "cubin", fmad: bool = False,
+                   name: str = "eagle_kernel.cu", use_cache: bool = True) -> bytes:
+    """Compile CUDA C++ ``source`` to a cubin (or PTX) for ``arch``.
+
+    ``fmad=False`` forbids contracting ``a * b + c`` into one fused multiply-add, so results
+    equal the CPU backend and the reference executor bit for bit (arithmetic kernels).
+    Raises ``CompileFailed`` with NVRTC's whole log and the numbered source on an error.
+    """
+    if target not in ("cubin", "ptx"):
+        raise ValueError(f"target must be 'cubin' or 'ptx', got {target!r}")
+    arch = arch_name(arch)
+    nvrtc = _nvrtc()
+    version = nvrtc_version()
+    options = _options(arch, target, fmad)
+    key = cache.key("cuda", hashlib.sha256(source.encode()).hexdigest(), target, arch, fmad,
+                    version, [o.decode() for o in options])
+    path = cache.entry_dir("cuda", key) / f"kernel.{target}"
+    if use_cache:
+        sidecar = path.with_suffix(".sha256")
+        if sidecar.exists():
+            data = cache.read_verified(path, sidecar.read_text().strip())
+            if data is not None:
+                return data
+    program = _check(nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []),
+                     "nvrtcCreateProgram")
+    try:
+        (result,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
+        size = _check(nvrtc.nvrtcGetProgramLogSize(program), "nvrtcGetProgramLogSize")
+        log = b" " * size
+        _check(nvrtc.nvrtcGetProgramLog(program, log), "nvrtcGetProgramLog")
+        if int(result) != 0:
+            raise CompileFailed(
+                result.name, "nvrtcCompileProgram",
+                f"NVRTC could not compile {name} for {arch}:\n"
+                f"{log.decode(errors='replace').rstrip(chr(0)).strip()}\n\n"
+                f"generated source:\n{_numbered(source)}")
+        if target == "cubin":
+            size = _check(nvrtc.nvrtcGetCUBINSize(program), "nvrtcGetCUBINSize")
+            data = b" " * size
+            _check(nvrtc.nvrtcGetCUBIN(program, data), "nvrtcGetCUBIN")
+        else:
+            size = _check(nvrtc.nvrtcGetPTXSize(program), "nvrtcGetPTXSize")
+            data = b" " * size
+            _check(nvrtc.nvrtcGetPTX(program, data), "nvrtcGetPTX")
+    finally:
+        nvrtc.nvrtcDestroyProgram(program)
+    if use_cache:
+        cache.write_atomic(path, data)
+        cache.write_atomic(path.with_suffix(".sha256"), hashlib.sha256(data).hexdigest().encode())
+    return data
+
+
+def ptx_to_cubin(ptx: bytes, arch: str) -> bytes:
+    """Link PTX into a cubin for ``arch`` with nvJitLink (the driver is never asked to JIT)."""
+    try:
+        from cuda.bindings import nvjitlink
+    except ImportError as exc:
+        raise BackendUnavailable("loading PTX needs nvJitLink: pip install 'eagle[cuda]'") \
+            from exc
+    arch = arch_name(arch)
+    ptx = ptx if ptx.endswith(b"\0") else ptx + b"\0"
+    handle = nvjitlink.create(1, [f"-arch={arch}"])
+    try:
+        try:
+            nvjitlink.add_data(handle, nvjitlink.InputType.PTX, ptx, len(ptx), "artifact.ptx")
+            nvjitlink.complete(handle)
+        except nvjitlink.nvJitLinkError as exc:
+            size = nvjitlink.get_error_log_size(handle)
+            log = bytearray(size)
+            nvjitlink.get_error_log(handle, log)
+            raise CompileFailed(type(exc).__name__, "nvJitLinkComplete",
+                                f"nvJitLink could not link PTX for {arch}:\n"
+                                f"{bytes(log).decode(errors='replace').rstrip(chr(0))}") from exc
+        size = nvjitlink.get_linked_cubin_size(handle)
+        cubin = bytearray(size)
+        nvjitlink.get_linked_cubin(handle, cubin)
+        return bytes(cubin)
+    finally:
+        nvjitlink.destroy(handle)

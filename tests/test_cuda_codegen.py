@@ -1,0 +1,146 @@
+"""CUDA code generation without a GPU: every kernel compiles through NVRTC to a valid cubin.
+
+A cubin is an ELF file; the tests read its symbol table and check that the step and decide
+kernels are defined functions, for each architecture CI covers.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import random_kernels
+from kernels import accumulate_force, bouncing, falling, oscillator, transcendental
+
+nvrtc = pytest.importorskip("eagle.cuda.nvrtc")
+from eagle.cuda.emit import DECIDE_KERNEL, STEP_KERNEL, emit_cuda  # noqa: E402
+
+elffile = pytest.importorskip("elftools.elf.elffile")
+
+ARCHS = ["sm_80", "sm_90"]
+
+
+def defined_functions(cubin: bytes) -> set[str]:
+    elf = elffile.ELFFile(io.BytesIO(cubin))
+    assert elf.elfclass == 64 and elf["e_machine"] == "EM_CUDA"
+    symbols = elf.get_section_by_name(".symtab")
+    return {s.name for s in symbols.iter_symbols()
+            if s["st_info"]["type"] == "STT_FUNC" and s["st_shndx"] != "SHN_UNDEF"}
+
+
+def assert_compiles(program, arch):
+    cubin = nvrtc.compile_source(emit_cuda(program), arch)
+    assert cubin[:4] == b"\x7fELF"
+    assert {STEP_KERNEL, DECIDE_KERNEL} <= defined_functions(cubin)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("kernel", [oscillator, falling, bouncing, transcendental,
+                                    accumulate_force], ids=lambda k: k.name)
+def test_kernel_compiles_to_a_cubin(kernel, arch):
+    assert_compiles(kernel.specialize({}), arch)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_float32_kernel_compiles(arch):
+    dtypes = {name: np.float32 for name in ("omega", "x", "v", "t")}
+    program = oscillator.specialize(dtypes)
+    assert "float s_x" in emit_cuda(program)
+    assert_compiles(program, arch)
+
+
+@settings(max_examples=15, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(source=random_kernels.kernel_sources())
+def test_random_kernels_compile_for_every_arch(tmp_path, source):
+    program = random_kernels.load(source, tmp_path).specialize({})
+    for arch in ARCHS:
+        assert_compiles(program, arch)
+
+
+def test_ptx_is_written_and_links_to_a_cubin():
+    source = emit_cuda(oscillator.specialize({}))
+    ptx = nvrtc.compile_source(source, "sm_90", target="ptx")
+    assert b".entry " + STEP_KERNEL.encode() in ptx
+    cubin = nvrtc.ptx_to_cubin(ptx, "sm_90")
+    assert {STEP_KERNEL, DECIDE_KERNEL} <= defined_functions(cubin)
+
+
+def test_fmad_is_off_unless_asked_for():
+    source = emit_cuda(oscillator.specialize({}))
+    exact = nvrtc.compile_source(source, "sm_90", target="ptx")
+    fused = nvrtc.compile_source(source, "sm_90", target="ptx", fmad=True)
+    assert b"fma.rn.f64" not in exact
+    assert b"fma.rn.f64" in fused
+
+
+def test_compile_error_shows_the_log_and_the_numbered_source():
+    with pytest.raises(nvrtc.CompileFailed) as info:
+        nvrtc.compile_source('extern "C" __global__ void k() { undeclared_name = 1; }\n',
+                             "sm_90", use_cache=False)
+    message = str(info.value)
+    assert "undeclared_name" in message and "identifier" in message
+    assert "   1  extern" in message
+    assert info.value.call == "nvrtcCompileProgram"
+
+
+def test_damaged_cached_cubin_is_rebuilt():
+    source = emit_cuda(bouncing.specialize({}))
+    good = nvrtc.compile_source(source, "sm_80")
+    from eagle import cache
+
+    (entry,) = [p for p in (cache.cache_dir() / "cuda").rglob("kernel.cubin")
+                if p.read_bytes() == good]
+    entry.write_bytes(b"\x7fELF damaged")
+    assert nvrtc.compile_source(source, "sm_80") == good
+
+
+def test_bad_arch_is_refused():
+    with pytest.raises(ValueError, match="arch"):
+        nvrtc.compile_source("", "ampere")
+
+
+@pytest.mark.parametrize("target", ["cuda", "ptx", "cubin"])
+def test_hawk_compile_command_writes_the_artifact_and_its_sidecar(tmp_path, target):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tests = Path(__file__).resolve().parent
+    out = tmp_path / f"falling.{target}"
+    done = subprocess.run([sys.executable, "-m", "hawk", "compile",
+                           f"{tests / 'kernels.py'}:falling", "--target", target,
+                           "--arch", "sm_80", "-o", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    data = out.read_bytes()
+    meta = json.loads((tmp_path / f"falling.{target}.json").read_text())
+    assert meta["kernel"] == "falling" and meta["entry"] == STEP_KERNEL
+    assert [p["name"] for p in meta["parameters"]] == ["mu", "dt", "r_min", "terminated",
+                                                       "position", "velocity"]
+    assert [a["name"] for a in meta["arguments"]][3:] == [
+        "p_mu", "p_dt", "p_r_min", "p_position_0", "p_position_1", "p_position_2",
+        "p_velocity_0", "p_velocity_1", "p_velocity_2"]
+    if target == "cuda":
+        assert f'void __launch_bounds__(256) {STEP_KERNEL}(' in data.decode()
+    elif target == "ptx":
+        assert b".target sm_80" in data
+    else:
+        assert {STEP_KERNEL, DECIDE_KERNEL} <= defined_functions(data)
+
+
+def test_hawk_compile_names_a_missing_kernel(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    kernels_file = Path(__file__).resolve().parent / "kernels.py"
+    done = subprocess.run([sys.executable, "-m", "hawk", "compile", f"{kernels_file}:nope",
+                           "--target", "cuda", "-o", str(tmp_path / "x.cu")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert "no hawk kernel 'nope'" in done.stderr and "oscillator" in done.stderr
