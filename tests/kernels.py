@@ -65,3 +65,13 @@ def transcendental(k: Scalar, dt: Param, terminated: Terminated, u: Mutable[Scal
 def accumulate_force(mu: Param, position: Vec3, out: Out[Vec3]):
     r = hawk.length(position)
     out = -mu * position / (r * r * r)
+
+
+@hawk.kernel
+def clashing_names(i: Scalar, flags: Param, control: Param, terminated: Terminated,
+                   done: Mutable[Scalar], np: Mutable[Scalar], double: Mutable[Scalar]):
+    # parameter names that are the generated loops' own names, or C++ keywords
+    done = done + i * flags
+    double = double - control
+    np += 1.0
+    terminated = np >= 5.0

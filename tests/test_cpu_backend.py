@@ -89,3 +89,15 @@ def test_float32_kernel_equals_reference():
     assert actual["x"].dtype == np.float32
     assert_bitwise_equal(actual, expected)
     assert report.steps == steps
+
+
+def test_parameter_names_cannot_clash_with_generated_names():
+    from kernels import clashing_names
+
+    n = 1030
+    bindings = dict(i=np.arange(n, dtype=float), flags=2.0, control=0.5, done=np.zeros(n),
+                    np=np.zeros(n), double=np.ones(n))
+    expected, _ = reference_run(clashing_names, bindings, 100)
+    actual, report = eagle_run(clashing_names, bindings, 100, 3)
+    assert_bitwise_equal(actual, expected)
+    assert report.steps == 5

@@ -13,7 +13,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import random_kernels
-from kernels import accumulate_force, bouncing, falling, oscillator, transcendental
+from kernels import (
+    accumulate_force,
+    bouncing,
+    clashing_names,
+    falling,
+    oscillator,
+    transcendental,
+)
 
 nvrtc = pytest.importorskip("eagle.cuda.nvrtc")
 from eagle.cuda.emit import DECIDE_KERNEL, STEP_KERNEL, emit_cuda  # noqa: E402
@@ -39,7 +46,7 @@ def assert_compiles(program, arch):
 
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("kernel", [oscillator, falling, bouncing, transcendental,
-                                    accumulate_force], ids=lambda k: k.name)
+                                    accumulate_force, clashing_names], ids=lambda k: k.name)
 def test_kernel_compiles_to_a_cubin(kernel, arch):
     assert_compiles(kernel.specialize({}), arch)
 

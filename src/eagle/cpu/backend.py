@@ -27,7 +27,7 @@ from .team import team
 
 __all__ = ["CpuKernel", "compile_program", "launch_arguments", "EMITTER_VERSION"]
 
-EMITTER_VERSION = 2
+EMITTER_VERSION = 3
 _loaded: dict[str, CpuKernel] = {}
 _lock = threading.Lock()
 

@@ -67,17 +67,20 @@ class NumbaRenderer(ExpressionRenderer):
 
 def argument_names(program: Program) -> list[str]:
     """The generated function's arguments after ``..., nsteps, flags``: one per scalar
-    parameter and one per vector component (``p_0, p_1, p_2``), in parameter order."""
+    parameter (``p_x``) and one per vector component (``p_x_0, p_x_1, p_x_2``), in order."""
     names = []
     for p in program.params:
         if p.role is Role.TERMINATED:
             continue
-        names += [f"{p.name}_{k}" for k in range(p.width)] if p.is_vector else [p.name]
+        names += ([_array_name(p.name, k) for k in range(p.width)] if p.is_vector
+                  else [_array_name(p.name, None)])
     return names
 
 
 def _array_name(param: str, component: int | None) -> str:
-    return param if component is None else f"{param}_{component}"
+    """The generated name of a parameter's argument, prefixed so that no kernel parameter can
+    shadow the loop's own names (``i``, ``flags``, ``np``)."""
+    return f"p_{param}" if component is None else f"p_{param}_{component}"
 
 
 class _LaneLoop:
@@ -92,7 +95,7 @@ class _LaneLoop:
                         if program.param(s.param).role is Role.OUT}
 
     def local(self, key) -> str:
-        return "s_" + _array_name(*key)
+        return "s" + _array_name(*key)[1:]
 
     def lines(self, steps: int) -> list[str]:
         p = self.program
@@ -122,7 +125,7 @@ class _LaneLoop:
             if op.kind is OpKind.LOAD:
                 name, component = op.attr
                 if p.param(name).role is Role.PARAM:
-                    names.append(name)
+                    names.append(_array_name(name, None))
                 else:
                     names.append(self.local((name, component)))
                 continue
