@@ -97,7 +97,11 @@ def bind(kernel: Kernel, bindings: dict, device: str | None, caller: str = "unti
             raise BindingTypeError(f"{p.name!r} ({_describe(p)}) must be {_expected(p)}, got "
                                    f"{type(value).__name__}")
     device = _common_device(devices, device)
-    arrays = {name: as_host_array(value) for name, value in arrays.items()}
+    for name, value in list(arrays.items()):
+        try:
+            arrays[name] = _adapt(value, device)
+        except TypeError as exc:
+            raise BindingTypeError(f"{name!r} ({_describe(params[name])}): {exc}") from None
     n = _sample_count(kernel, arrays)
 
     checked = {}
@@ -113,7 +117,7 @@ def bind(kernel: Kernel, bindings: dict, device: str | None, caller: str = "unti
         p = params[name]
         if p.role is Role.SCALAR:  # a number broadcast to every sample (read-only, so a copy)
             dtype = _number_dtype(value, working_float)
-            checked[name] = np.full(p.shape(n), value, dtype=dtype)
+            checked[name] = _full(p.shape(n), value, dtype, device)
         else:
             uniforms[name] = value if isinstance(value, np.generic) else _number_dtype(
                 value, working_float).type(value)
@@ -122,12 +126,35 @@ def bind(kernel: Kernel, bindings: dict, device: str | None, caller: str = "unti
     if flag_param is not None and flag_param.name in checked:
         flags = checked[flag_param.name]
     else:
-        flags = np.zeros(n, dtype=bool)
+        flags = _full((n,), False, np.dtype(bool), device)
         if flag_param is not None:
             checked[flag_param.name] = flags
     dtypes = {name: DType.from_numpy(a.dtype) for name, a in checked.items()}
     dtypes.update({name: DType.from_numpy(v.dtype) for name, v in uniforms.items()})
     return Bound(n, device, checked, uniforms, flags, dtypes)
+
+
+def _adapt(value, device: str):
+    """A NumPy view of a host array, or a ``DeviceArray`` view of a GPU one (never a copy)."""
+    if device == "cpu":
+        return as_host_array(value)
+    from .cuda.memory import as_device_array
+
+    return as_device_array(value, device)
+
+
+def _full(shape: tuple[int, ...], value, dtype: np.dtype, device: str):
+    if device == "cpu":
+        return np.full(shape, value, dtype=dtype)
+    from .cuda.memory import device_full
+
+    return device_full(shape, value, dtype, device)
+
+
+def _shares(a, b) -> bool:
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return np.may_share_memory(a, b)
+    return a.overlaps(b)
 
 
 def _expected(p: Parameter) -> str:
@@ -244,13 +271,19 @@ def _check_array(p: Parameter, array: np.ndarray, n: int) -> np.ndarray:
             raise BindingTypeError(f"{p.name!r} ({_describe(p)}) is a bool array; state must be "
                                    "numeric")
         return array
-    return np.ascontiguousarray(array)  # read-only: a contiguous copy is as good as a view
+    if isinstance(array, np.ndarray):
+        return np.ascontiguousarray(array)  # read-only: a contiguous copy is as good as a view
+    if not array.flags.c_contiguous:
+        raise BindingValueError(f"{p.name!r} ({_describe(p)}) is a non-contiguous GPU array; "
+                                "pass a contiguous one (cupy.ascontiguousarray, "
+                                "tensor.contiguous())")
+    return array
 
 
 def _check_aliasing(kernel: Kernel, arrays: dict[str, np.ndarray]) -> None:
     written = [p.name for p in kernel.params if p.role.written and p.name in arrays]
     for name in written:
         for other, array in arrays.items():
-            if other != name and np.may_share_memory(arrays[name], array):
+            if other != name and _shares(arrays[name], array):
                 raise BindingValueError(f"{name!r} and {other!r} share memory; every array a "
                                         "kernel writes must be its own (pass a copy)")

@@ -29,8 +29,9 @@ class Report:
     """What one ``Runner.run()`` call did.
 
     Attributes:
-        build_s: one-time cost of this call (compiling or loading the kernel, capturing the
-            graph); 0 on every later call of the same runner.
+        build_s: one-time cost of this call: compiling or loading the kernel on the CPU;
+            recording and instantiating the graph on a GPU (where the kernel is compiled by
+            ``until_done``); 0 on every later call of the same runner.
         launches: kernel launches during this call.
         steps: steps taken by the slowest sample during this call.
         done: samples whose terminated flag is set, after this call.
@@ -38,8 +39,9 @@ class Report:
         truncated: ``max_steps`` was reached with samples still running.
         wall_s: wall-clock time of this call, build included.
         device: where it ran (``"cpu"``, ``"cuda:0"``).
-        mode: how the loop ran (``"host-loop"`` on the CPU, ``"graph-while"`` on a GPU).
-        threads: host threads used (CPU).
+        mode: how the loop ran: ``"host-loop"`` (CPU), ``"graph-while"`` (a GPU graph whose
+            WHILE node loops on the device) or ``"graph-unrolled"`` (drivers before 12.4).
+        threads: host threads used (CPU; 0 on a GPU).
         steps_per_launch: the launch size last used.
     """
 
@@ -81,6 +83,9 @@ class Runner:
         self.live: int | None = None  # unknown until the first launch
         self._compiled = None
         self._arguments = None
+        # On a GPU the kernel is compiled and loaded now, so that run()'s build_s is the cost
+        # of recording the graph alone (nothing may load while a graph is being recorded).
+        self._gpu_kernel = plan.compile(bound) if self.device != "cpu" else None
 
     @property
     def n(self) -> int:
@@ -100,9 +105,13 @@ class Runner:
                 launch(k)        # every live sample takes up to k steps
                 steps += k       # (the steps the slowest live sample took)
 
-        Each launch crosses into compiled code once. A run that is interrupted (Ctrl-C) stops at
-        a launch boundary with the counters matching the arrays; ``run()`` again continues.
+        On the CPU each launch crosses into compiled code once, and a run that is interrupted
+        (Ctrl-C) stops at a launch boundary with the counters matching the arrays; ``run()``
+        again continues. On a GPU the whole loop is one graph launch (recorded on the first
+        call) and the counters are read back once at the end.
         """
+        if self.device != "cpu":
+            return self._run_gpu()
         start = time.perf_counter()
         build_s = 0.0
         if self._compiled is None:
@@ -123,6 +132,29 @@ class Runner:
                 interrupts.check()
 
             repeat_while(condition, one_launch)
+        return self._report(build_s, launches0, steps0, start, "host-loop", threads)
+
+    def _run_gpu(self) -> Report:
+        from .cuda.backend import GraphLoop
+
+        start = time.perf_counter()
+        build_s = 0.0
+        if self._compiled is None:
+            self._compiled = GraphLoop(self._gpu_kernel, self.bound,
+                                       self.fixed_steps_per_launch)
+            self._compiled.build()
+            build_s = time.perf_counter() - start
+        launches0, steps0 = self.launches, self.steps
+        if not self.finished:
+            launches, taken, live = self._compiled.run(self.steps, self.max_steps)
+            self.launches += launches
+            self.steps += taken
+            self.live = live
+        self.steps_per_launch = self._compiled.steps_per_launch
+        return self._report(build_s, launches0, steps0, start, self._compiled.mode, 0)
+
+    def _report(self, build_s: float, launches0: int, steps0: int, start: float, mode: str,
+                threads: int) -> Report:
         return Report(
             build_s=build_s,
             launches=self.launches - launches0,
@@ -132,7 +164,7 @@ class Runner:
             truncated=bool(self.live) and self.steps >= self.max_steps,
             wall_s=time.perf_counter() - start,
             device=self.device,
-            mode="host-loop",
+            mode=mode,
             threads=threads,
             steps_per_launch=self.steps_per_launch,
         )
@@ -150,7 +182,12 @@ class Runner:
     def reset(self) -> None:
         """Clear the terminated flags and the step counters; the state arrays are the user's
         to re-initialise."""
-        self.bound.flags[...] = False
+        if isinstance(self.bound.flags, np.ndarray):
+            self.bound.flags[...] = False
+        else:
+            from .cuda.memory import clear
+
+            clear(self.bound.flags)
         self.steps = 0
         self.launches = 0
         self.live = None

@@ -1,0 +1,152 @@
+"""The GPU backend: a hawk program compiled for one device, and its loop recorded as one graph.
+
+``compile_program`` emits CUDA C++ (``emit``), compiles it with NVRTC to a cubin for the
+device's own architecture (cached on disk), loads it and resolves both kernels, all before any
+graph is recorded (a module loaded during capture invalidates the capture).
+
+``GraphLoop`` records ``until_done``'s loop once:
+
+- ``graph-while`` (driver 12.4 or newer): a WHILE node whose body is ``eagle_step`` then
+  ``eagle_decide``; the decide kernel sets the node's condition on the device, so one graph
+  launch runs the whole loop with no host round trip;
+- ``graph-unrolled`` (older drivers): a graph of ``UNROLLED`` (step, decide) pairs replayed from
+  the host until the control block says the run is over; a step past the end does nothing.
+
+The control block (``emit.CONTROL_FIELDS``) is uploaded before a run and read back once after
+it: ``launches``, ``steps`` and the live count come from device counters.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+from hawk.ir import Program, Role
+
+from ..bindings import Bound
+from .driver import activate, device_info
+from .emit import BLOCK_SIZE, CONTROL_FIELDS, DECIDE_KERNEL, STEP_KERNEL, emit_cuda
+from .emit import kernel_arguments as _kernel_arguments
+from .graph import Graph, add_kernel_node, add_while_node
+from .launcher import Module, pack
+from .memory import DeviceBuffer
+from .nvrtc import compile_source
+from .stream import Stream
+
+__all__ = ["CudaKernel", "compile_program", "GraphLoop", "DEFAULT_STEPS_PER_LAUNCH", "UNROLLED"]
+
+#: GPU launches are cheap inside a graph; 64 steps per launch keeps each launch short enough
+#: that samples finishing early waste little, and gives the spec's oscillator 17 launches.
+DEFAULT_STEPS_PER_LAUNCH = 64
+UNROLLED = 8
+_FIELD = {name: k for k, name in enumerate(CONTROL_FIELDS)}
+_loaded: dict[tuple, CudaKernel] = {}
+_lock = threading.Lock()
+
+
+class CudaKernel:
+    """One program loaded on one device, with both kernel functions resolved."""
+
+    def __init__(self, program: Program, ordinal: int, fmad: bool):
+        self.program = program
+        self.ordinal = ordinal
+        info = device_info(ordinal)
+        self.arch = info.arch
+        self.source = emit_cuda(program)
+        self.cubin = compile_source(self.source, self.arch, fmad=fmad,
+                                    name=f"{program.name}.cu")
+        self.module = Module(self.cubin, ordinal)
+        self.step = self.module.function(STEP_KERNEL)
+        self.decide = self.module.function(DECIDE_KERNEL)
+        self.while_nodes = info.supports_while_nodes
+
+
+def compile_program(program: Program, device: str, fmad: bool = False) -> CudaKernel:
+    from .driver import ordinal_of
+
+    ordinal = ordinal_of(device)
+    key = (program.digest(), ordinal, fmad)
+    with _lock:
+        if key not in _loaded:
+            _loaded[key] = CudaKernel(program, ordinal, fmad)
+        return _loaded[key]
+
+
+def step_arguments(kernel: CudaKernel, bound: Bound, control: DeviceBuffer):
+    """The step kernel's argument types and values for ``bound``."""
+    types, values = ["long long", "ptr", "ptr"], [bound.n, control.ptr, bound.flags.ptr]
+    for _, ctype, (param, component) in _kernel_arguments(kernel.program):
+        p = kernel.program.param(param)
+        if p.role is Role.PARAM:
+            types.append(ctype)
+            values.append(bound.uniforms[param].item())
+        else:
+            array = bound.arrays[param]
+            types.append("ptr")
+            values.append(array.row(component) if component is not None else array.ptr)
+    return types, values
+
+
+class GraphLoop:
+    """``until_done``'s loop for one runner, recorded once as a graph on first use."""
+
+    def __init__(self, kernel: CudaKernel, bound: Bound, steps_per_launch: int | None):
+        self.kernel = kernel
+        self.bound = bound
+        self.steps_per_launch = steps_per_launch or DEFAULT_STEPS_PER_LAUNCH
+        self.context = activate(kernel.ordinal)
+        self.stream = Stream(kernel.ordinal)
+        self.control = DeviceBuffer(8 * len(CONTROL_FIELDS), kernel.ordinal)
+        self.host_control = np.zeros(len(CONTROL_FIELDS), dtype=np.int64)
+        self.mode = "graph-while" if kernel.while_nodes else "graph-unrolled"
+        self.graph = None
+        self.exec = None
+        self._keep = []  # packed arguments the graph's nodes point into
+
+    def build(self) -> float:
+        """Record and instantiate the graph; return the seconds it took."""
+        start = time.perf_counter()
+        grid = -(-self.bound.n // BLOCK_SIZE)
+        types, values = step_arguments(self.kernel, self.bound, self.control)
+        step_args = pack(types, values)
+        self.graph = Graph()
+        if self.mode == "graph-while":
+            _, handle, body = add_while_node(self.graph.handle, self.context)
+            decide_args = pack(["ptr", "u64", "int"], [self.control.ptr, int(handle), 1])
+            step = add_kernel_node(body, self.kernel.step, grid, BLOCK_SIZE, step_args)
+            add_kernel_node(body, self.kernel.decide, 1, 1, decide_args, [step])
+        else:
+            decide_args = pack(["ptr", "u64", "int"], [self.control.ptr, 0, 0])
+            previous = []
+            for _ in range(UNROLLED):
+                step = add_kernel_node(self.graph.handle, self.kernel.step, grid, BLOCK_SIZE,
+                                       step_args, previous)
+                previous = [add_kernel_node(self.graph.handle, self.kernel.decide, 1, 1,
+                                            decide_args, [step])]
+        self._keep = [step_args, decide_args]
+        self.exec = self.graph.instantiate()
+        self.exec.upload(self.stream)
+        self.stream.synchronize()
+        return time.perf_counter() - start
+
+    def run(self, steps: int, max_steps: int) -> tuple[int, int, int]:
+        """Run from ``steps`` taken until done or ``max_steps``; return (launches, steps taken
+        in this run, live samples)."""
+        c = self.host_control
+        c[:] = 0
+        c[_FIELD["nsteps"]] = min(self.steps_per_launch, max_steps - steps)
+        c[_FIELD["steps"]] = steps
+        c[_FIELD["max_steps"]] = max_steps
+        c[_FIELD["steps_per_launch"]] = self.steps_per_launch
+        c[_FIELD["last_live"]] = -1
+        self.control.upload(c, self.stream)
+        while True:
+            self.exec.launch(self.stream)
+            self.control.download(c, self.stream)
+            self.stream.synchronize()
+            if self.mode == "graph-while" or c[_FIELD["nsteps"]] <= 0:
+                break
+        live = int(c[_FIELD["last_live"]])
+        return int(c[_FIELD["launches"]]), int(c[_FIELD["steps"]]) - steps, live

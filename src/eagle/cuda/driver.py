@@ -1,0 +1,137 @@
+"""The CUDA driver API through NVIDIA's ``cuda.bindings``: results, devices and contexts.
+
+Every call goes through ``call(function, *args)``, which turns a failed ``CUresult`` into an
+``eagle.CudaError`` carrying the error's name and the call. eagle works in each device's primary
+context, the one CuPy, PyTorch and the CUDA runtime use, so arrays and streams pass between
+them freely.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from dataclasses import dataclass
+
+from ..errors import BackendUnavailable, CudaError
+
+__all__ = ["driver", "call", "is_available", "unavailable_reason", "device_count", "DeviceInfo",
+           "device_info", "activate", "ordinal_of"]
+
+
+def driver():
+    """``cuda.bindings.driver``, or ``BackendUnavailable`` saying how to get it."""
+    try:
+        from cuda.bindings import driver as cuda_driver
+    except ImportError as exc:
+        raise BackendUnavailable(
+            "eagle's GPU backend needs NVIDIA's cuda-bindings: pip install 'eagle[cuda]'") from exc
+    return cuda_driver
+
+
+def call(function, *args):
+    """``function(*args)`` from ``cuda.bindings.driver``; its values, or ``CudaError``."""
+    result = function(*args)
+    err, values = (result[0], result[1:]) if isinstance(result, tuple) else (result, ())
+    if int(err) != 0:
+        raise CudaError(getattr(err, "name", str(err)), function.__name__)
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else values
+
+
+@functools.cache
+def unavailable_reason() -> str | None:
+    """Why no CUDA device can be used here, or None when one can."""
+    try:
+        d = driver()
+    except BackendUnavailable as exc:
+        return str(exc)
+    try:
+        call(d.cuInit, 0)
+        count = call(d.cuDeviceGetCount)
+    except CudaError as exc:
+        return f"the CUDA driver did not start ({exc.name})"
+    except Exception as exc:  # no driver library at all: cuda.bindings cannot load libcuda
+        return f"no NVIDIA driver found ({type(exc).__name__}: {exc})"
+    return None if count > 0 else "the CUDA driver reports no devices"
+
+
+def is_available() -> bool:
+    """True when a CUDA device and the ``[cuda]`` extra are usable."""
+    return unavailable_reason() is None
+
+
+def device_count() -> int:
+    reason = unavailable_reason()
+    return 0 if reason else call(driver().cuDeviceGetCount)
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    ordinal: int
+    name: str
+    compute_capability: tuple[int, int]
+    driver_version: tuple[int, int]
+    total_memory: int
+    multiprocessors: int
+
+    @property
+    def arch(self) -> str:
+        """The ``sm_XY`` this device runs natively."""
+        return f"sm_{self.compute_capability[0]}{self.compute_capability[1]}"
+
+    @property
+    def supports_while_nodes(self) -> bool:
+        """Conditional WHILE nodes need a 12.4 driver or newer."""
+        return self.driver_version >= (12, 4)
+
+
+def ordinal_of(device: str) -> int:
+    """0 for ``"cuda"``/``"gpu"``, K for ``"cuda:K"``."""
+    _, _, ordinal = device.partition(":")
+    return int(ordinal or 0)
+
+
+@functools.cache
+def device_info(ordinal: int = 0) -> DeviceInfo:
+    require()
+    d = driver()
+    count = call(d.cuDeviceGetCount)
+    if not 0 <= ordinal < count:
+        raise BackendUnavailable(f"there is no CUDA device {ordinal} (this machine has {count})")
+    dev = call(d.cuDeviceGet, ordinal)
+    attribute = d.CUdevice_attribute
+    major = call(d.cuDeviceGetAttribute, attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                 dev)
+    minor = call(d.cuDeviceGetAttribute, attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                 dev)
+    sms = call(d.cuDeviceGetAttribute, attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev)
+    name = call(d.cuDeviceGetName, 256, dev)
+    version = call(d.cuDriverGetVersion)
+    return DeviceInfo(ordinal=ordinal, name=name.split(b"\0", 1)[0].decode(),
+                      compute_capability=(major, minor),
+                      driver_version=(version // 1000, version % 1000 // 10),
+                      total_memory=int(call(d.cuDeviceTotalMem, dev)), multiprocessors=sms)
+
+
+def require() -> None:
+    reason = unavailable_reason()
+    if reason:
+        raise BackendUnavailable(f"no usable CUDA device: {reason}")
+
+
+_contexts: dict[int, object] = {}
+_lock = threading.Lock()
+
+
+def activate(ordinal: int = 0):
+    """Make device ``ordinal``'s primary context current on this thread; return it."""
+    require()
+    d = driver()
+    with _lock:
+        if ordinal not in _contexts:
+            device_info(ordinal)  # a clear error for a device that does not exist
+            _contexts[ordinal] = call(d.cuDevicePrimaryCtxRetain, call(d.cuDeviceGet, ordinal))
+        context = _contexts[ordinal]
+    call(d.cuCtxSetCurrent, context)
+    return context

@@ -1,0 +1,91 @@
+"""CUDA graphs: an owned ``Graph``, its instantiated ``GraphExec``, and kernel nodes.
+
+``add_kernel_node`` and ``add_while_node`` build a graph explicitly (no stream capture), which is
+how ``until_done`` records its loop: a WHILE node whose body is the step kernel followed by the
+decide kernel that sets the node's condition on the device.
+"""
+
+from __future__ import annotations
+
+from .driver import call, driver
+
+__all__ = ["Graph", "GraphExec", "add_kernel_node", "add_while_node"]
+
+
+class Graph:
+    """A CUDA graph eagle owns (destroyed with the object)."""
+
+    def __init__(self, handle=None):
+        d = driver()
+        self.handle = call(d.cuGraphCreate, 0) if handle is None else handle
+
+    def instantiate(self) -> GraphExec:
+        return GraphExec(call(driver().cuGraphInstantiate, self.handle, 0))
+
+    def node_count(self) -> int:
+        return int(call(driver().cuGraphGetNodes, self.handle, 0)[1])
+
+    def debug_dot(self, path: str) -> None:
+        """Write the graph as Graphviz dot (``cuGraphDebugDotPrint``, verbose)."""
+        call(driver().cuGraphDebugDotPrint, self.handle, str(path).encode(), 1)
+
+    def __del__(self):
+        handle, self.handle = getattr(self, "handle", None), None
+        if handle is not None:
+            try:
+                driver().cuGraphDestroy(handle)
+            except Exception:
+                pass
+
+
+class GraphExec:
+    """An instantiated graph: ``launch(stream)`` replays it."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def upload(self, stream) -> None:
+        call(driver().cuGraphUpload, self.handle, stream.handle)
+
+    def launch(self, stream) -> None:
+        call(driver().cuGraphLaunch, self.handle, stream.handle)
+
+    def __del__(self):
+        handle, self.handle = getattr(self, "handle", None), None
+        if handle is not None:
+            try:
+                driver().cuGraphExecDestroy(handle)
+            except Exception:
+                pass
+
+
+def add_kernel_node(graph_handle, function, grid: int, block: int, arguments,
+                    dependencies=()):
+    """Add a launch of ``function`` with packed ``arguments`` (``KernelArguments``)."""
+    d = driver()
+    params = d.CUDA_KERNEL_NODE_PARAMS()
+    params.func = function
+    params.gridDimX, params.gridDimY, params.gridDimZ = grid, 1, 1
+    params.blockDimX, params.blockDimY, params.blockDimZ = block, 1, 1
+    params.sharedMemBytes = 0
+    params.kernelParams = arguments.address
+    params.extra = 0
+    deps = list(dependencies)
+    return call(d.cuGraphAddKernelNode, graph_handle, deps or None, len(deps), params)
+
+
+def add_while_node(graph_handle, context, dependencies=()):
+    """Add a WHILE node (condition 1 at every launch of the graph); return (node, handle,
+    body graph handle)."""
+    d = driver()
+    handle = call(d.cuGraphConditionalHandleCreate, graph_handle, context, 1,
+                  d.CU_GRAPH_COND_ASSIGN_DEFAULT)
+    params = d.CUgraphNodeParams()
+    params.type = d.CUgraphNodeType.CU_GRAPH_NODE_TYPE_CONDITIONAL
+    params.conditional.handle = handle
+    params.conditional.type = d.CUgraphConditionalNodeType.CU_GRAPH_COND_TYPE_WHILE
+    params.conditional.size = 1
+    params.conditional.ctx = context
+    deps = list(dependencies)
+    node = call(d.cuGraphAddNode, graph_handle, deps or None, None, len(deps), params)
+    return node, handle, params.conditional.phGraph_out[0]

@@ -1,0 +1,167 @@
+"""GPU memory: buffers eagle allocates, and views of the arrays users bring.
+
+``DeviceArray`` describes memory that already lives on a GPU (a CuPy array, a PyTorch tensor,
+anything with ``__cuda_array_interface__``; DLPack-only arrays such as JAX's go through CuPy's
+``from_dlpack`` when CuPy is installed). It has the attributes the binding checks read from a
+NumPy array (``shape``, ``dtype``, ``flags``) and a device pointer; it keeps its owner alive and
+never copies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import numpy as np
+
+from .driver import activate, call, driver
+
+__all__ = ["DeviceBuffer", "DeviceArray", "as_device_array", "device_full", "HostMapped", "clear"]
+
+
+class DeviceBuffer:
+    """``nbytes`` of device memory owned by eagle, freed with the object."""
+
+    def __init__(self, nbytes: int, ordinal: int = 0):
+        activate(ordinal)
+        self.nbytes = max(int(nbytes), 1)
+        self.ordinal = ordinal
+        self.ptr = int(call(driver().cuMemAlloc, self.nbytes))
+
+    def upload(self, host: np.ndarray, stream=None) -> None:
+        host = np.ascontiguousarray(host)
+        d = driver()
+        if stream is None:
+            call(d.cuMemcpyHtoD, self.ptr, host.ctypes.data, host.nbytes)
+        else:
+            call(d.cuMemcpyHtoDAsync, self.ptr, host.ctypes.data, host.nbytes, stream.handle)
+
+    def download(self, host: np.ndarray, stream=None) -> np.ndarray:
+        d = driver()
+        if stream is None:
+            call(d.cuMemcpyDtoH, host.ctypes.data, self.ptr, host.nbytes)
+        else:
+            call(d.cuMemcpyDtoHAsync, host.ctypes.data, self.ptr, host.nbytes, stream.handle)
+        return host
+
+    def __del__(self):
+        ptr, self.ptr = getattr(self, "ptr", 0), 0
+        if ptr:
+            try:
+                driver().cuMemFree(ptr)
+            except Exception:  # interpreter shutdown: the driver may be gone already
+                pass
+
+
+class HostMapped:
+    """Pinned host memory the device can write to directly (a progress counter, say)."""
+
+    def __init__(self, nbytes: int, ordinal: int = 0):
+        activate(ordinal)
+        d = driver()
+        self.nbytes = nbytes
+        self.host_ptr = int(call(d.cuMemHostAlloc, nbytes, d.CU_MEMHOSTALLOC_DEVICEMAP))
+        self.device_ptr = int(call(d.cuMemHostGetDevicePointer, self.host_ptr, 0))
+
+    def as_array(self, dtype, count: int) -> np.ndarray:
+        import ctypes
+
+        buffer = (ctypes.c_char * self.nbytes).from_address(self.host_ptr)
+        return np.frombuffer(buffer, dtype=dtype, count=count)
+
+    def __del__(self):
+        ptr, self.host_ptr = getattr(self, "host_ptr", 0), 0
+        if ptr:
+            try:
+                driver().cuMemFreeHost(ptr)
+            except Exception:
+                pass
+
+
+@dataclass
+class DeviceArray:
+    """A view of GPU memory with NumPy's metadata; ``owner`` keeps the memory alive."""
+
+    ptr: int
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    strides: tuple[int, ...]  # in bytes
+    readonly: bool
+    device: str
+    owner: object = None
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape)) * self.dtype.itemsize
+
+    @property
+    def flags(self):
+        return SimpleNamespace(writeable=not self.readonly, c_contiguous=self._contiguous())
+
+    def _contiguous(self) -> bool:
+        expected = self.dtype.itemsize
+        for size, stride in zip(reversed(self.shape), reversed(self.strides), strict=True):
+            if size > 1 and stride != expected:
+                return False
+            expected *= size
+        return True
+
+    def row(self, k: int) -> int:
+        """The device pointer of row ``k`` of a 2-D array (a vector component)."""
+        return self.ptr + k * self.strides[0]
+
+    def overlaps(self, other: DeviceArray) -> bool:
+        return (self.device == other.device and self.ptr < other.ptr + other.nbytes
+                and other.ptr < self.ptr + self.nbytes)
+
+
+def as_device_array(value, device: str) -> DeviceArray:
+    """A ``DeviceArray`` of ``value`` (no copy)."""
+    if isinstance(value, DeviceArray):
+        return value
+    interface = getattr(value, "__cuda_array_interface__", None)
+    if interface is None and hasattr(value, "__dlpack__"):
+        try:
+            import cupy
+        except ImportError:
+            raise TypeError(f"{type(value).__name__} lives on a GPU but exports only DLPack; "
+                            "install CuPy (eagle reads DLPack through cupy.from_dlpack) or pass "
+                            "a CuPy array or PyTorch tensor") from None
+        value = cupy.from_dlpack(value)
+        interface = value.__cuda_array_interface__
+    if interface is None:
+        raise TypeError(f"{type(value).__name__} is not a GPU array")
+    dtype = np.dtype(interface["typestr"])
+    shape = tuple(int(s) for s in interface["shape"])
+    strides = interface.get("strides")
+    if strides is None:  # C-contiguous
+        strides, step = [], dtype.itemsize
+        for size in reversed(shape):
+            strides.insert(0, step)
+            step *= size
+    ptr, readonly = interface["data"]
+    return DeviceArray(int(ptr or 0), shape, dtype, tuple(int(s) for s in strides),
+                       bool(readonly), device, value)
+
+
+def device_full(shape: tuple[int, ...], value, dtype, device: str) -> DeviceArray:
+    """A new contiguous device array filled with ``value`` (for a broadcast Scalar or flags)."""
+    from .driver import ordinal_of
+
+    host = np.full(shape, value, dtype=dtype)
+    buffer = DeviceBuffer(host.nbytes, ordinal_of(device))
+    buffer.upload(host)
+    return DeviceArray(buffer.ptr, host.shape, host.dtype, host.strides, False, device, buffer)
+
+
+def clear(array: DeviceArray) -> None:
+    """Set every byte of a contiguous device array to zero (and wait for it)."""
+    from .driver import ordinal_of
+
+    activate(ordinal_of(array.device))
+    call(driver().cuMemsetD8, array.ptr, 0, array.nbytes)
+    call(driver().cuCtxSynchronize)

@@ -1,0 +1,102 @@
+"""``GraphPipeline``: record raw launches once, replay them as one graph.
+
+Each step is a zero-argument callable that issues exactly one launch on eagle's current stream
+(``Launcher.launch``, ``LoadedVector.launch``). ``build()`` captures the steps in order into a
+graph and instantiates it; ``launch(n)`` replays it ``n`` times with no Python per step.
+
+Nothing inside a captured step may allocate device memory or synchronise: those calls fail or
+silently break a capture. ``build()`` checks after every step and names the step that broke a
+rule (``eagle.CaptureError``); the partial graph is discarded and the stream stays usable.
+"""
+
+from __future__ import annotations
+
+from .errors import CaptureError
+
+__all__ = ["GraphPipeline"]
+
+
+def _describe(step) -> str:
+    name = getattr(step, "__qualname__", None) or type(step).__name__
+    code = getattr(step, "__code__", None)
+    where = f" at {code.co_filename}:{code.co_firstlineno}" if code is not None else ""
+    return f"{name}{where}"
+
+
+class GraphPipeline:
+    """A sequence of one-launch steps captured into one CUDA graph.
+
+    Args:
+        device: the GPU the steps launch on (``"cuda:K"``, default ``"cuda:0"``).
+    """
+
+    def __init__(self, device: str = "cuda:0"):
+        from .cuda.driver import ordinal_of
+
+        self.device = device
+        self.ordinal = ordinal_of(device)
+        self.steps: list = []
+        self.graph = None
+        self._exec = None
+        self._stream = None
+
+    def add(self, step) -> GraphPipeline:
+        """Append a zero-argument callable that issues exactly one launch."""
+        if not callable(step):
+            raise TypeError(f"GraphPipeline.add() takes a zero-argument callable that issues "
+                            f"one launch, got {type(step).__name__}")
+        self.steps.append(step)
+        self.graph = self._exec = None  # a new step means a new graph
+        return self
+
+    def build(self) -> GraphPipeline:
+        """Capture every step into a graph and instantiate it; return the pipeline."""
+        from .cuda.stream import Stream, StreamCapturer
+
+        if not self.steps:
+            raise ValueError("GraphPipeline.build(): add() at least one step first")
+        stream = Stream(self.ordinal)
+        with StreamCapturer(stream) as capture:
+            for index, step in enumerate(self.steps):
+                self._capture_step(capture, index, step)
+        self.graph = capture.graph
+        self._exec = self.graph.instantiate()
+        self._exec.upload(stream)
+        stream.synchronize()
+        self._stream = stream
+        return self
+
+    @staticmethod
+    def _capture_step(capture, index: int, step) -> None:
+        rule = ("nothing inside a captured step may allocate device memory or synchronise; "
+                "allocate every buffer before build()")
+        before = capture.node_count()
+        try:
+            step()
+        except CaptureError:
+            raise
+        except Exception as exc:
+            raise CaptureError(f"step {index} ({_describe(step)}) failed while being captured: "
+                               f"{type(exc).__name__}: {exc}. {rule[0].upper()}{rule[1:]}") \
+                from exc
+        if capture.status() == "invalidated":
+            raise CaptureError(f"step {index} ({_describe(step)}) broke the capture: {rule}")
+        issued = capture.node_count() - before
+        if issued != 1:
+            raise CaptureError(f"step {index} ({_describe(step)}) issued {issued} operations; "
+                               "each step must issue exactly one launch on eagle's current "
+                               "stream")
+
+    def launch(self, n: int = 1) -> None:
+        """Replay the graph ``n`` times on the pipeline's stream (asynchronously)."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(f"GraphPipeline.launch(n=...) takes an int >= 0, got {n!r}")
+        if self._exec is None:
+            raise RuntimeError("GraphPipeline.launch(): call build() first")
+        for _ in range(n):
+            self._exec.launch(self._stream)
+
+    def synchronize(self) -> None:
+        """Wait until every replay issued so far has finished."""
+        if self._stream is not None:
+            self._stream.synchronize()
