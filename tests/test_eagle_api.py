@@ -123,3 +123,16 @@ def test_spec_main_cell_runs_as_a_script():
     launches = int(line.split("fired ")[1].split(" times")[0])
     assert 0 < launches < 100
     assert "second run() without reset(): launches == 0" in out
+
+
+def test_numpy_scalars_bind_like_python_numbers():
+    from kernels import spread_oscillator
+
+    python = bindings()
+    numpy_scalars = dict(bindings(), t_end=np.float64(1.0), dt=np.float64(1e-3))
+    eagle.simulate(oscillator, max_steps=5000, **python)
+    eagle.simulate(oscillator, max_steps=5000, **numpy_scalars)
+    np.testing.assert_array_equal(python["x"], numpy_scalars["x"])
+    broadcast = dict(bindings(), t_end=np.float64(0.5))  # a Scalar given one NumPy number
+    report = eagle.simulate(spread_oscillator, max_steps=5000, **broadcast)
+    assert report.steps == 500

@@ -16,6 +16,8 @@ _DLPACK_CPU = 1
 
 
 def is_array_like(value) -> bool:
+    if isinstance(value, np.generic):  # a NumPy scalar is a number, not an array
+        return False
     return (isinstance(value, np.ndarray) or hasattr(value, "__array_interface__")
             or hasattr(value, "__cuda_array_interface__") or hasattr(value, "__dlpack__")
             or isinstance(value, memoryview))  # fmt: skip

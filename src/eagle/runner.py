@@ -71,8 +71,10 @@ class Runner:
     (steps taken since construction or ``reset()``) that ``max_steps`` bounds.
     """
 
-    def __init__(self, plan: Plan, bound, max_steps: int, steps_per_launch: int | None):
+    def __init__(self, plan: Plan, bound, max_steps: int, steps_per_launch: int | None,
+                 eager: bool = False):
         self.plan = plan
+        self.eager = eager
         self.bound = bound
         self.device = plan.resolve_device(bound.device)
         self.max_steps = max_steps
@@ -142,16 +144,19 @@ class Runner:
         if self._compiled is None:
             self._compiled = GraphLoop(self._gpu_kernel, self.bound,
                                        self.fixed_steps_per_launch)
-            self._compiled.build()
+            if not self.eager:
+                self._compiled.build()
             build_s = time.perf_counter() - start
         launches0, steps0 = self.launches, self.steps
+        loop = self._compiled.run_host_loop if self.eager else self._compiled.run
         if not self.finished:
-            launches, taken, live = self._compiled.run(self.steps, self.max_steps)
+            launches, taken, live = loop(self.steps, self.max_steps)
             self.launches += launches
             self.steps += taken
             self.live = live
         self.steps_per_launch = self._compiled.steps_per_launch
-        return self._report(build_s, launches0, steps0, start, self._compiled.mode, 0)
+        mode = "host-loop" if self.eager else self._compiled.mode
+        return self._report(build_s, launches0, steps0, start, mode, 0)
 
     def _report(self, build_s: float, launches0: int, steps0: int, start: float, mode: str,
                 threads: int) -> Report:
@@ -198,12 +203,16 @@ class Runner:
 
 
 def until_done(plan: Plan | hawk.Kernel, /, max_steps: int, steps_per_launch: int | None = None,
-               **bindings) -> Runner:
+               *, eager: bool = False, **bindings) -> Runner:
     """Bind ``plan``'s kernel to arrays and return a ``Runner`` (nothing runs yet).
 
     Every binding is checked first (missing, unknown, shape, dtype, device, layout, aliasing);
     a bad one raises ``TypeError``/``ValueError`` naming the parameter, with no array touched.
     A kernel is accepted in place of a plan and deployed for the arrays' device.
+
+    ``eager=True`` makes the host read the live count after every launch and decide whether to
+    launch again: the loop a graph replaces, kept for comparison and debugging (on the CPU the
+    host decides anyway).
     """
     if isinstance(plan, hawk.Kernel):
         plan = deploy(plan)
@@ -215,7 +224,7 @@ def until_done(plan: Plan | hawk.Kernel, /, max_steps: int, steps_per_launch: in
     if plan.device is not None:
         plan.resolve_device(plan.device)  # an unavailable device is the first thing to say
     bound = bind(plan.kernel, bindings, plan.device)
-    return Runner(plan, bound, max_steps, steps_per_launch)
+    return Runner(plan, bound, max_steps, steps_per_launch, bool(eager))
 
 
 def simulate(kernel: hawk.Kernel, /, max_steps: int, device: str | None = None,

@@ -30,7 +30,7 @@ from .driver import activate, device_info
 from .emit import BLOCK_SIZE, CONTROL_FIELDS, DECIDE_KERNEL, STEP_KERNEL, emit_cuda
 from .emit import kernel_arguments as _kernel_arguments
 from .graph import Graph, add_kernel_node, add_while_node
-from .launcher import Module, pack
+from .launcher import Launcher, Module, pack
 from .memory import DeviceBuffer
 from .nvrtc import compile_source
 from .stream import Stream
@@ -131,9 +131,7 @@ class GraphLoop:
         self.stream.synchronize()
         return time.perf_counter() - start
 
-    def run(self, steps: int, max_steps: int) -> tuple[int, int, int]:
-        """Run from ``steps`` taken until done or ``max_steps``; return (launches, steps taken
-        in this run, live samples)."""
+    def _start(self, steps: int, max_steps: int) -> np.ndarray:
         c = self.host_control
         c[:] = 0
         c[_FIELD["nsteps"]] = min(self.steps_per_launch, max_steps - steps)
@@ -142,11 +140,42 @@ class GraphLoop:
         c[_FIELD["steps_per_launch"]] = self.steps_per_launch
         c[_FIELD["last_live"]] = -1
         self.control.upload(c, self.stream)
+        return c
+
+    def _finish(self, c: np.ndarray, steps: int) -> tuple[int, int, int]:
+        return int(c[_FIELD["launches"]]), int(c[_FIELD["steps"]]) - steps, int(
+            c[_FIELD["last_live"]])
+
+    def run(self, steps: int, max_steps: int) -> tuple[int, int, int]:
+        """Run from ``steps`` taken until done or ``max_steps``; return (launches, steps taken
+        in this run, live samples)."""
+        c = self._start(steps, max_steps)
         while True:
             self.exec.launch(self.stream)
             self.control.download(c, self.stream)
             self.stream.synchronize()
             if self.mode == "graph-while" or c[_FIELD["nsteps"]] <= 0:
                 break
-        live = int(c[_FIELD["last_live"]])
-        return int(c[_FIELD["launches"]]), int(c[_FIELD["steps"]]) - steps, live
+        return self._finish(c, steps)
+
+    def run_host_loop(self, steps: int, max_steps: int) -> tuple[int, int, int]:
+        """The same loop with the host deciding: launch, read the control block back, decide,
+        launch again (the eager loop a graph replaces; ``until_done(..., loop="host")``)."""
+        grid = -(-self.bound.n // BLOCK_SIZE)
+        if not hasattr(self, "_host_launch"):
+            types, values = step_arguments(self.kernel, self.bound, self.control)
+            self._host_launch = (
+                Launcher(self.kernel.step, types, BLOCK_SIZE, self.kernel.ordinal),
+                pack(types, values),
+                Launcher(self.kernel.decide, ["ptr", "u64", "int"], 1, self.kernel.ordinal),
+                pack(["ptr", "u64", "int"], [self.control.ptr, 0, 0]))
+        step, step_args, decide, decide_args = self._host_launch
+        c = self._start(steps, max_steps)
+        while True:
+            step.launch_packed(grid, step_args, self.stream)
+            decide.launch_packed(1, decide_args, self.stream)
+            self.control.download(c, self.stream)
+            self.stream.synchronize()  # the host round trip after every launch
+            if c[_FIELD["nsteps"]] <= 0:
+                break
+        return self._finish(c, steps)

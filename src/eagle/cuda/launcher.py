@@ -84,7 +84,11 @@ class Launcher:
         """Launch on ``stream`` (default: the current stream); return the packed arguments,
         which must stay alive until the launch has been issued (they are, here)."""
         arguments = pack(self.ctypes, list(values))
+        self.launch_packed(grid, arguments, stream)
+        return arguments
+
+    def launch_packed(self, grid: int, arguments: KernelArguments, stream=None) -> None:
+        """Launch with arguments packed beforehand (no per-launch packing cost)."""
         stream = stream or current_stream(self.ordinal)
         call(driver().cuLaunchKernel, self.function, max(int(grid), 1), 1, 1, self.block, 1, 1,
              0, stream.handle, arguments.address, 0)
-        return arguments

@@ -1,0 +1,187 @@
+"""The GPU backend on a real device (skipped without one): against the NumPy reference, the
+spec's loop semantics, GraphPipeline and its capture rules, and interoperability."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import eagle
+import random_kernels
+from differential import assert_bitwise_equal, reference_run
+from kernels import bouncing, falling, oscillator, spread_oscillator, transcendental
+from test_cpu_backend import (
+    bouncing_bindings,
+    falling_bindings,
+    oscillator_bindings,
+    spread_bindings,
+    transcendental_bindings,
+)
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def cp():
+    return pytest.importorskip("cupy")
+
+
+def gpu_run(cp, kernel, bindings, max_steps, steps_per_launch=None):
+    """Run on the GPU with CuPy copies of the arrays; return host arrays and the report."""
+    on_gpu = {k: cp.asarray(v) if isinstance(v, np.ndarray) else v
+              for k, v in copy.deepcopy(bindings).items()}
+    runner = eagle.until_done(eagle.deploy(kernel, "gpu"), max_steps=max_steps,
+                              steps_per_launch=steps_per_launch, **on_gpu)
+    report = runner.run()
+    arrays = {k: cp.asnumpy(v) if hasattr(v, "__cuda_array_interface__") else v
+              for k, v in on_gpu.items()}
+    return arrays, report, runner
+
+
+CASES = {
+    "oscillator-uniform": (oscillator, oscillator_bindings, 2000),
+    "oscillator-spread": (spread_oscillator, spread_bindings, 2000),
+    "vec3-falling": (falling, falling_bindings, 500),
+    "if-else-bouncing": (bouncing, bouncing_bindings, 3000),
+}
+
+
+@pytest.mark.parametrize("steps_per_launch", [1, 7, 64, None])
+@pytest.mark.parametrize("case", list(CASES))
+def test_gpu_equals_reference_bit_for_bit(cp, case, steps_per_launch):
+    kernel, make, max_steps = CASES[case]
+    bindings = make()
+    expected, expected_steps = reference_run(kernel, bindings, max_steps)
+    actual, report, _ = gpu_run(cp, kernel, bindings, max_steps, steps_per_launch)
+    assert_bitwise_equal({k: actual[k] for k in expected if k in actual},
+                         {k: expected[k] for k in expected if k in actual})
+    assert report.steps == expected_steps
+    assert report.mode == "graph-while"
+
+
+def test_math_functions_agree_to_a_few_ulp(cp):
+    bindings = transcendental_bindings()
+    expected, _ = reference_run(transcendental, bindings, 400)
+    actual, _, _ = gpu_run(cp, transcendental, bindings, 400)
+    for name in ("u", "w", "peak"):
+        np.testing.assert_allclose(actual[name], expected[name], rtol=1e-9, atol=1e-12)
+
+
+@settings(max_examples=15, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(source=random_kernels.kernel_sources(exact=True), seed=st.integers(0, 2**16),
+       steps_per_launch=st.sampled_from([1, 3, None]))
+def test_random_exact_kernels_equal_reference(cp, tmp_path, source, seed, steps_per_launch):
+    kernel = random_kernels.load(source, tmp_path)
+    bindings = random_kernels.bindings(3000, seed)
+    expected, expected_steps = reference_run(kernel, bindings, 60)
+    actual, report, _ = gpu_run(cp, kernel, bindings, 60, steps_per_launch)
+    assert_bitwise_equal({k: actual[k] for k in ("s0", "s1", "count")},
+                         {k: expected[k] for k in ("s0", "s1", "count")})
+    assert report.steps == expected_steps
+
+
+def test_spec_loop_semantics(cp):
+    n = 1_000_000
+    x, v, t = cp.ones(n), cp.zeros(n), cp.zeros(n)
+    runner = eagle.until_done(eagle.deploy(oscillator), max_steps=10_000, x=x, v=v, t=t,
+                              omega=cp.linspace(1.0, 3.0, n), t_end=1.0, dt=1e-3)
+    first = runner.run()
+    assert first.device == "cuda:0" and first.done == n and first.steps == 1000
+    assert 0 < first.launches < 100 and first.build_s > 0
+    again = runner.run()
+    assert again.launches == 0 and again.build_s == 0
+    final = cp.asnumpy(x)
+    x[...] = 1.0
+    v[...] = 0.0
+    t[...] = 0.0
+    runner.reset()
+    third = runner.run()
+    assert third.build_s == 0 and third.launches == first.launches
+    assert np.array_equal(cp.asnumpy(x), final)
+
+
+def test_max_steps_is_exact_and_truncation_reported(cp):
+    bindings = oscillator_bindings()
+    expected, _ = reference_run(oscillator, bindings, 333)
+    actual, report, runner = gpu_run(cp, oscillator, bindings, 333, 64)
+    assert report.truncated and report.steps == 333
+    assert_bitwise_equal({"x": actual["x"]}, {"x": expected["x"]})
+
+
+def _add_one_launcher(cp):
+    from eagle.cuda import Launcher, Module, device_info
+    from eagle.cuda.nvrtc import compile_source
+
+    source = ('extern "C" __global__ void add_one(double* x, long long n) {\n'
+              '    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n'
+              '    if (i < n) x[i] += 1.0;\n}\n')
+    module = Module(compile_source(source, device_info(0).arch))
+    return Launcher(module.function("add_one"), ["double*", "long long"], block=128)
+
+
+def test_graph_pipeline_replays_its_launches(cp):
+    from eagle.pipeline import GraphPipeline
+
+    add_one = _add_one_launcher(cp)
+    x = cp.zeros(1000)
+    pipe = GraphPipeline()
+    pipe.add(lambda: add_one.launch(8, x, 1000)).add(lambda: add_one.launch(8, x, 1000))
+    assert pipe.build() is pipe
+    pipe.launch(n=5)
+    cp.cuda.runtime.deviceSynchronize()
+    assert float(x.min()) == 10.0 and float(x.max()) == 10.0
+
+
+def test_capture_errors_name_the_step_and_leave_the_stream_usable(cp):
+    from eagle.cuda import DeviceBuffer
+    from eagle.pipeline import GraphPipeline
+
+    add_one = _add_one_launcher(cp)
+    x = cp.zeros(1000)
+    allocating = GraphPipeline().add(lambda: add_one.launch(8, x, 1000))
+    allocating.add(lambda: DeviceBuffer(1 << 20))
+    with pytest.raises(eagle.CaptureError, match="step 1 .*allocate"):
+        allocating.build()
+    syncing = GraphPipeline().add(lambda: cp.cuda.runtime.deviceSynchronize())
+    with pytest.raises(eagle.CaptureError, match="step 0"):
+        syncing.build()
+    twice = GraphPipeline().add(lambda: (add_one.launch(8, x, 1000), add_one.launch(8, x, 1000)))
+    with pytest.raises(eagle.CaptureError, match="issued 2 operations"):
+        twice.build()
+    good = GraphPipeline().add(lambda: add_one.launch(8, x, 1000)).build()
+    good.launch(n=3)
+    cp.cuda.runtime.deviceSynchronize()
+    assert float(x.max()) == 3.0
+
+
+def test_pytorch_tensors_are_used_in_place():
+    torch = pytest.importorskip("torch")
+    n = 4096
+    x = torch.ones(n, dtype=torch.float64, device="cuda")
+    v = torch.zeros(n, dtype=torch.float64, device="cuda")
+    t = torch.zeros(n, dtype=torch.float64, device="cuda")
+    omega = torch.from_numpy(np.linspace(1.0, 3.0, n)).to("cuda")
+    report = eagle.simulate(oscillator, max_steps=5000, x=x, v=v, t=t, omega=omega, t_end=1.0,
+                            dt=1e-3)
+    expected, _ = reference_run(oscillator, dict(x=np.ones(n), v=np.zeros(n), t=np.zeros(n),
+                                                 omega=np.linspace(1.0, 3.0, n), t_end=1.0,
+                                                 dt=1e-3), 5000)
+    assert report.done == n
+    assert np.array_equal(x.cpu().numpy(), expected["x"])
+
+
+def test_float32_on_the_gpu_equals_reference(cp):
+    n = 5000
+    bindings = dict(x=np.ones(n, np.float32), v=np.zeros(n, np.float32),
+                    t=np.zeros(n, np.float32), omega=np.linspace(1, 3, n, dtype=np.float32),
+                    t_end=np.float32(1.0), dt=np.float32(1e-3))
+    expected, steps = reference_run(oscillator, bindings, 3000)
+    actual, report, _ = gpu_run(cp, oscillator, bindings, 3000)
+    assert_bitwise_equal({"x": actual["x"], "v": actual["v"]},
+                         {"x": expected["x"], "v": expected["v"]})
+    assert report.steps == steps
