@@ -151,3 +151,13 @@ def test_hawk_compile_names_a_missing_kernel(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode != 0
     assert "no hawk kernel 'nope'" in done.stderr and "oscillator" in done.stderr
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_repeat_while_condition_kernels_compile(arch):
+    from eagle.cuda.loop import CONDITION_SOURCE
+
+    cubin = nvrtc.compile_source(CONDITION_SOURCE, arch)
+    names = defined_functions(cubin)
+    assert {"eagle_set_condition_b1", "eagle_set_condition_i8",
+            "eagle_set_condition_u4"} <= names

@@ -185,3 +185,20 @@ def test_float32_on_the_gpu_equals_reference(cp):
     assert_bitwise_equal({"x": actual["x"], "v": actual["v"]},
                          {"x": expected["x"], "v": expected["v"]})
     assert report.steps == steps
+
+
+def test_repeat_while_loops_on_the_device(cp):
+    from eagle.cuda import Launcher, Module, device_info
+    from eagle.cuda.nvrtc import compile_source
+
+    source = ('extern "C" __global__ void countdown(long long* left, double* total) {\n'
+              '    total[0] += 1.0; left[0] -= 1;\n}\n')
+    countdown = Launcher(Module(compile_source(source, device_info(0).arch)).function(
+        "countdown"), ["long long*", "double*"], block=1)
+    left, total = cp.array([5], dtype=cp.int64), cp.zeros(1)
+    iterations = eagle.repeat_while(left, lambda: countdown.launch(1, left, total))
+    assert iterations == 5 and float(total[0]) == 5.0 and int(left[0]) == 0
+    left[0] = 10
+    assert eagle.repeat_while(left, lambda: countdown.launch(1, left, total),
+                              max_iterations=3) == 3
+    assert int(left[0]) == 7

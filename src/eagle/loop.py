@@ -18,23 +18,31 @@ def repeat_while(condition, body, *, max_iterations: int | None = None) -> int:
             iterations += 1
         return iterations
 
-    ``condition`` is a one-element integer array that ``body``'s launches update. On the CPU the
-    loop above is what runs (a host loop). On a GPU the same loop is recorded once as a CUDA graph
-    whose conditional WHILE node reads ``condition`` on the device, so no iteration returns to
-    the host; results are identical on every device.
+    ``condition`` is a one-element integer array that ``body``'s launches update. With a NumPy
+    ``condition`` the loop above is what runs (a host loop; ``until_done`` on the CPU is built
+    on it). With a GPU ``condition`` (CuPy, PyTorch, ``__cuda_array_interface__``) ``body`` is
+    called once, its launches on eagle's current stream are recorded, and the loop runs as one
+    CUDA graph whose WHILE node reads ``condition`` on the device: no iteration returns to the
+    host. So on a GPU ``body`` must only issue launches (``Launcher``, ``LoadedVector``): Python
+    side effects happen once, and nothing in it may allocate or synchronise.
     """
     if not callable(body):
         raise TypeError(f"repeat_while(condition, body): body must be callable, got "
                         f"{type(body).__name__}")
-    flag = np.asarray(condition)
-    if flag.shape not in ((1,), ()) or flag.dtype.kind not in "biu":
-        raise TypeError("repeat_while(condition, body): condition must be a one-element integer "
-                        f"or bool array, got shape {flag.shape} dtype {flag.dtype}")
     if max_iterations is not None and (isinstance(max_iterations, bool)
                                        or not isinstance(max_iterations, int)
                                        or max_iterations < 0):  # fmt: skip
         raise ValueError(f"max_iterations must be a non-negative int or None, got "
                          f"{max_iterations!r}")
+    if hasattr(condition, "__cuda_array_interface__"):
+        from .arrays import device_of
+        from .cuda.loop import repeat_while_on_gpu
+
+        return repeat_while_on_gpu(condition, body, max_iterations, device_of(condition))
+    flag = np.asarray(condition)
+    if flag.shape not in ((1,), ()) or flag.dtype.kind not in "biu":
+        raise TypeError("repeat_while(condition, body): condition must be a one-element integer "
+                        f"or bool array, got shape {flag.shape} dtype {flag.dtype}")
     iterations = 0
     while flag.reshape(-1)[0] and (max_iterations is None or iterations < max_iterations):
         body()

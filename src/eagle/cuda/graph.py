@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .driver import call, driver
 
-__all__ = ["Graph", "GraphExec", "add_kernel_node", "add_while_node"]
+__all__ = ["Graph", "GraphExec", "add_kernel_node", "add_while_node", "condition_handle"]
 
 
 class Graph:
@@ -74,12 +74,19 @@ def add_kernel_node(graph_handle, function, grid: int, block: int, arguments,
     return call(d.cuGraphAddKernelNode, graph_handle, deps or None, len(deps), params)
 
 
-def add_while_node(graph_handle, context, dependencies=()):
-    """Add a WHILE node (condition 1 at every launch of the graph); return (node, handle,
-    body graph handle)."""
+def condition_handle(graph_handle, context, default: int = 1):
+    """A conditional handle of ``graph_handle``, reset to ``default`` at every launch."""
     d = driver()
-    handle = call(d.cuGraphConditionalHandleCreate, graph_handle, context, 1,
-                  d.CU_GRAPH_COND_ASSIGN_DEFAULT)
+    return call(d.cuGraphConditionalHandleCreate, graph_handle, context, default,
+                d.CU_GRAPH_COND_ASSIGN_DEFAULT)
+
+
+def add_while_node(graph_handle, context, dependencies=(), handle=None):
+    """Add a WHILE node on ``handle`` (default: a new one, condition 1 at every launch of the
+    graph); return (node, handle, body graph handle)."""
+    d = driver()
+    if handle is None:
+        handle = condition_handle(graph_handle, context)
     params = d.CUgraphNodeParams()
     params.type = d.CUgraphNodeType.CU_GRAPH_NODE_TYPE_CONDITIONAL
     params.conditional.handle = handle

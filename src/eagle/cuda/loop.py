@@ -1,0 +1,93 @@
+"""``repeat_while`` on a GPU: the body recorded once, looped by a WHILE node on the device.
+
+The graph is ``set_condition -> WHILE { body (a child graph) -> set_condition }``, where
+``set_condition`` is a one-thread kernel that reads ``condition[0]`` from device memory, counts
+the iteration and sets the WHILE node's condition to ``condition[0] != 0`` (and the iteration
+limit not reached). One graph launch runs the whole loop; the host reads the iteration count
+once at the end.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import CaptureError
+from .driver import activate, call, device_info, driver, ordinal_of
+from .graph import add_kernel_node, add_while_node, condition_handle
+from .launcher import Module, pack
+from .memory import DeviceBuffer, as_device_array
+from .nvrtc import compile_source
+from .stream import Stream, StreamCapturer
+
+__all__ = ["repeat_while_on_gpu", "CONDITION_SOURCE"]
+
+_CONDITION_TYPES = {("b", 1): "bool", ("i", 1): "signed char", ("u", 1): "unsigned char",
+                    ("i", 4): "int", ("u", 4): "unsigned int", ("i", 8): "long long",
+                    ("u", 8): "unsigned long long"}  # fmt: skip
+
+CONDITION_SOURCE = """
+typedef unsigned long long cudaGraphConditionalHandle;
+extern "C" __device__ __cudart_builtin__ void CUDARTAPI cudaGraphSetConditional(
+    cudaGraphConditionalHandle handle, unsigned int value);
+""" + "".join(f"""
+extern "C" __global__ void eagle_set_condition_{kind}{size}(
+    cudaGraphConditionalHandle handle, const {ctype}* condition, long long* iterations,
+    long long limit, int counts)
+{{
+    if (counts) *iterations += 1;
+    const bool again = condition[0] != 0 && (limit < 0 || *iterations < limit);
+    cudaGraphSetConditional(handle, again ? 1u : 0u);
+}}
+""" for (kind, size), ctype in _CONDITION_TYPES.items())
+
+_modules: dict[int, Module] = {}
+
+
+def _condition_module(ordinal: int) -> Module:
+    if ordinal not in _modules:
+        _modules[ordinal] = Module(compile_source(CONDITION_SOURCE, device_info(ordinal).arch,
+                                                  name="eagle_repeat_while.cu"), ordinal)
+    return _modules[ordinal]
+
+
+def repeat_while_on_gpu(condition, body, max_iterations: int | None, device: str) -> int:
+    """See ``eagle.repeat_while``; ``condition`` is a one-element integer GPU array."""
+    ordinal = ordinal_of(device)
+    context = activate(ordinal)
+    flag = as_device_array(condition, device)
+    key = (flag.dtype.kind, flag.dtype.itemsize)
+    if flag.shape not in ((1,), ()) or key not in _CONDITION_TYPES:
+        raise TypeError("repeat_while(condition, body): condition must be a one-element integer "
+                        f"or bool array, got shape {flag.shape} dtype {flag.dtype}")
+    function = _condition_module(ordinal).function(f"eagle_set_condition_{key[0]}{key[1]}")
+    stream = Stream(ordinal)
+    with StreamCapturer(stream) as capture:
+        try:
+            body()
+        except Exception as exc:
+            raise CaptureError(f"repeat_while's body failed while being recorded: "
+                               f"{type(exc).__name__}: {exc}") from exc
+    d = driver()
+    counter = DeviceBuffer(8, ordinal)
+    counter.upload(np.zeros(1, np.int64))
+    limit = -1 if max_iterations is None else max_iterations
+    graph = call(d.cuGraphCreate, 0)
+    try:
+        handle = condition_handle(graph, context, default=0)
+        arguments = ["u64", "ptr", "ptr", "long long", "int"]
+        first = pack(arguments, [int(handle), flag.ptr, counter.ptr, limit, 0])
+        start = add_kernel_node(graph, function, 1, 1, first)
+        _, _, body_graph = add_while_node(graph, context, [start], handle)
+        child = call(d.cuGraphAddChildGraphNode, body_graph, None, 0, capture.graph.handle)
+        again = pack(arguments, [int(handle), flag.ptr, counter.ptr, limit, 1])
+        add_kernel_node(body_graph, function, 1, 1, again, [child])
+        executable = call(d.cuGraphInstantiate, graph, 0)
+        try:
+            call(d.cuGraphLaunch, executable, stream.handle)
+            result = counter.download(np.zeros(1, np.int64), stream)
+            stream.synchronize()
+        finally:
+            d.cuGraphExecDestroy(executable)
+    finally:
+        d.cuGraphDestroy(graph)
+    return int(result[0])
