@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -97,7 +100,14 @@ class Runner:
     def finished(self) -> bool:
         return self.live == 0 or self.steps >= self.max_steps
 
-    def run(self) -> Report:
+    @property
+    def arrays(self) -> dict:
+        """The bound per-sample arrays by parameter name (the user's own, updated in place),
+        the terminated flags included."""
+        return dict(self.bound.arrays)
+
+    def run(self, progress: bool = False, checkpoint_every: float | None = None,
+            checkpoint_path=None) -> Report:
         """Step every live sample until all are done or ``max_steps``; return a ``Report``.
 
         Means::
@@ -111,9 +121,35 @@ class Runner:
         (Ctrl-C) stops at a launch boundary with the counters matching the arrays; ``run()``
         again continues. On a GPU the whole loop is one graph launch (recorded on the first
         call) and the counters are read back once at the end.
+
+        Args:
+            progress: show a tqdm bar of samples done (CPU: updated between launches; GPU:
+                the device writes its live count to pinned host memory, a host thread reads it).
+            checkpoint_every: seconds between checkpoints written to ``checkpoint_path`` at
+                launch boundaries (CPU), plus one at the end of the run.
+            checkpoint_path: where ``checkpoint_every`` writes (see ``checkpoint()``).
         """
-        if self.device != "cpu":
-            return self._run_gpu()
+        if checkpoint_every is not None:
+            if checkpoint_path is None:
+                raise ValueError("run(checkpoint_every=...) needs checkpoint_path=...")
+            if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every,
+                                                                    int | float) \
+                    or not checkpoint_every > 0:
+                raise ValueError(f"checkpoint_every must be a positive number of seconds, got "
+                                 f"{checkpoint_every!r}")
+            if self.device != "cpu":
+                raise ValueError("checkpoint_every works on the CPU; on a GPU call "
+                                 "runner.checkpoint(path) between run() calls")
+        with _progress_bar(self, progress) as bar:
+            if self.device != "cpu":
+                report = self._run_gpu(bar)
+            else:
+                report = self._run_cpu(bar, checkpoint_every, checkpoint_path)
+        if checkpoint_path is not None:
+            self.checkpoint(checkpoint_path)
+        return report
+
+    def _run_cpu(self, bar, checkpoint_every, checkpoint_path) -> Report:
         start = time.perf_counter()
         build_s = 0.0
         if self._compiled is None:
@@ -123,20 +159,28 @@ class Runner:
         launches0, steps0 = self.launches, self.steps
         threads = get_num_threads()
         condition = np.array([0 if self.finished else 1], dtype=np.int64)
+        last_checkpoint = time.perf_counter()
         with deferred_interrupts() as interrupts:
 
             def one_launch():
+                nonlocal last_checkpoint
                 k = min(self.steps_per_launch, self.max_steps - self.steps)
                 t0 = time.perf_counter()
                 live, taken = self._compiled.launch(k, threads, self._arguments)
                 self._record(k, live, taken, time.perf_counter() - t0)
                 condition[0] = not self.finished
+                if bar is not None:
+                    bar.update(self.n - live - bar.n)
+                if checkpoint_every is not None and \
+                        time.perf_counter() - last_checkpoint >= checkpoint_every:
+                    self.checkpoint(checkpoint_path)
+                    last_checkpoint = time.perf_counter()
                 interrupts.check()
 
             repeat_while(condition, one_launch)
         return self._report(build_s, launches0, steps0, start, "host-loop", threads)
 
-    def _run_gpu(self) -> Report:
+    def _run_gpu(self, bar) -> Report:
         from .cuda.backend import GraphLoop
 
         start = time.perf_counter()
@@ -150,13 +194,50 @@ class Runner:
         launches0, steps0 = self.launches, self.steps
         loop = self._compiled.run_host_loop if self.eager else self._compiled.run
         if not self.finished:
-            launches, taken, live = loop(self.steps, self.max_steps)
+            with _polling(bar, self._compiled, self.n):
+                launches, taken, live = loop(self.steps, self.max_steps)
             self.launches += launches
             self.steps += taken
             self.live = live
         self.steps_per_launch = self._compiled.steps_per_launch
         mode = "host-loop" if self.eager else self._compiled.mode
         return self._report(build_s, launches0, steps0, start, mode, 0)
+
+    def checkpoint(self, path) -> Path:
+        """Save the runner's whole state (arrays, flags, counters, plan identity) to ``path``,
+        atomically: a crash while writing leaves the previous checkpoint intact."""
+        from .checkpoint import save
+
+        return save(self, path)
+
+    @classmethod
+    def restore(cls, path, plan: Plan, xp=None) -> Runner:
+        """A runner continuing from the checkpoint at ``path``, for the same kernel as
+        ``plan``. The arrays are new NumPy arrays (``xp.asarray`` of them when ``xp`` is given,
+        e.g. ``cupy``); ``runner.arrays`` holds them."""
+        from .checkpoint import CheckpointError, load
+
+        meta, arrays, flags = load(path)
+        dtypes = {k: np.dtype(v) for k, v in meta["dtypes"].items()}
+        program = plan.kernel.specialize(dtypes)
+        if meta["kernel"] != plan.kernel.name or meta["digest"] != program.digest():
+            raise CheckpointError(f"{path} was made by kernel {meta['kernel']!r} with another "
+                                  f"body or dtypes; it cannot continue {plan.kernel.name!r}")
+        bindings = {k: np.dtype(dtype).type(value)
+                    for k, (dtype, value) in meta["uniforms"].items()}
+        bindings.update(arrays)
+        flag_param = plan.kernel.program.terminated_param
+        if flag_param is not None:
+            bindings[flag_param.name] = flags
+        if xp is not None:
+            bindings = {k: xp.asarray(v) if isinstance(v, np.ndarray) else v
+                        for k, v in bindings.items()}
+        runner = until_done(plan, max_steps=meta["max_steps"],
+                            steps_per_launch=meta["steps_per_launch"], **bindings)
+        if flag_param is None:  # no Terminated parameter: the flags live in the runner
+            runner.bound.flags[...] = flags
+        runner.steps, runner.launches, runner.live = meta["steps"], meta["launches"], meta["live"]
+        return runner
 
     def _report(self, build_s: float, launches0: int, steps0: int, start: float, mode: str,
                 threads: int) -> Report:
@@ -233,3 +314,46 @@ def simulate(kernel: hawk.Kernel, /, max_steps: int, device: str | None = None,
     runner = until_done(deploy(kernel, device), max_steps=max_steps,
                         steps_per_launch=steps_per_launch, **bindings)
     return runner.run()
+
+
+@contextmanager
+def _progress_bar(runner: Runner, enabled: bool):
+    if not enabled:
+        yield None
+        return
+    try:
+        from tqdm.auto import tqdm
+    except ImportError as exc:
+        raise ImportError("run(progress=True) needs tqdm: pip install tqdm") from exc
+    done = runner.n - (runner.live if runner.live is not None else runner.n)
+    bar = tqdm(total=runner.n, initial=done, unit="sample", desc=runner.plan.kernel.name)
+    try:
+        yield bar
+    finally:
+        if runner.live is not None:
+            bar.update(runner.n - runner.live - bar.n)
+        bar.close()
+
+
+@contextmanager
+def _polling(bar, loop, n: int, interval: float = 0.05):
+    """While the body runs, copy the live count the device writes to host memory into ``bar``
+    from a thread: the graph itself never waits for the host."""
+    if bar is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def poll():
+        while not stop.wait(interval):
+            live = loop.live_now()
+            if live is not None:
+                bar.update(n - live - bar.n)
+
+    thread = threading.Thread(target=poll, name="eagle-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()

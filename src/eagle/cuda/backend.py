@@ -31,7 +31,7 @@ from .emit import BLOCK_SIZE, CONTROL_FIELDS, DECIDE_KERNEL, STEP_KERNEL, emit_c
 from .emit import kernel_arguments as _kernel_arguments
 from .graph import Graph, add_kernel_node, add_while_node
 from .launcher import Launcher, Module, pack
-from .memory import DeviceBuffer
+from .memory import DeviceBuffer, HostMapped
 from .nvrtc import compile_source
 from .stream import Stream
 
@@ -42,6 +42,7 @@ __all__ = ["CudaKernel", "compile_program", "GraphLoop", "DEFAULT_STEPS_PER_LAUN
 DEFAULT_STEPS_PER_LAUNCH = 64
 UNROLLED = 8
 _FIELD = {name: k for k, name in enumerate(CONTROL_FIELDS)}
+_DECIDE = ["ptr", "u64", "int", "ptr"]  # control, condition handle, set it?, progress or 0
 _loaded: dict[tuple, CudaKernel] = {}
 _lock = threading.Lock()
 
@@ -92,7 +93,8 @@ def step_arguments(kernel: CudaKernel, bound: Bound, control: DeviceBuffer):
 class GraphLoop:
     """``until_done``'s loop for one runner, recorded once as a graph on first use."""
 
-    def __init__(self, kernel: CudaKernel, bound: Bound, steps_per_launch: int | None):
+    def __init__(self, kernel: CudaKernel, bound: Bound, steps_per_launch: int | None,
+                 progress: bool = True):
         self.kernel = kernel
         self.bound = bound
         self.steps_per_launch = steps_per_launch or DEFAULT_STEPS_PER_LAUNCH
@@ -104,6 +106,9 @@ class GraphLoop:
         self.graph = None
         self.exec = None
         self._keep = []  # packed arguments the graph's nodes point into
+        # (live, steps) written by the decide kernel into pinned host memory, for progress bars
+        self.progress = HostMapped(16, kernel.ordinal) if progress else None
+        self._progress_ptr = self.progress.device_ptr if progress else 0
 
     def build(self) -> float:
         """Record and instantiate the graph; return the seconds it took."""
@@ -114,11 +119,11 @@ class GraphLoop:
         self.graph = Graph()
         if self.mode == "graph-while":
             _, handle, body = add_while_node(self.graph.handle, self.context)
-            decide_args = pack(["ptr", "u64", "int"], [self.control.ptr, int(handle), 1])
+            decide_args = pack(_DECIDE, [self.control.ptr, int(handle), 1, self._progress_ptr])
             step = add_kernel_node(body, self.kernel.step, grid, BLOCK_SIZE, step_args)
             add_kernel_node(body, self.kernel.decide, 1, 1, decide_args, [step])
         else:
-            decide_args = pack(["ptr", "u64", "int"], [self.control.ptr, 0, 0])
+            decide_args = pack(_DECIDE, [self.control.ptr, 0, 0, self._progress_ptr])
             previous = []
             for _ in range(UNROLLED):
                 step = add_kernel_node(self.graph.handle, self.kernel.step, grid, BLOCK_SIZE,
@@ -146,9 +151,18 @@ class GraphLoop:
         return int(c[_FIELD["launches"]]), int(c[_FIELD["steps"]]) - steps, int(
             c[_FIELD["last_live"]])
 
+    def live_now(self) -> int | None:
+        """The live count the device last wrote to host memory (progress only), or None."""
+        if self.progress is None:
+            return None
+        live = int(self.progress.as_array(np.int64, 2)[0])
+        return live if live >= 0 else None
+
     def run(self, steps: int, max_steps: int) -> tuple[int, int, int]:
         """Run from ``steps`` taken until done or ``max_steps``; return (launches, steps taken
         in this run, live samples)."""
+        if self.progress is not None:
+            self.progress.as_array(np.int64, 2)[:] = -1
         c = self._start(steps, max_steps)
         while True:
             self.exec.launch(self.stream)
@@ -167,8 +181,8 @@ class GraphLoop:
             self._host_launch = (
                 Launcher(self.kernel.step, types, BLOCK_SIZE, self.kernel.ordinal),
                 pack(types, values),
-                Launcher(self.kernel.decide, ["ptr", "u64", "int"], 1, self.kernel.ordinal),
-                pack(["ptr", "u64", "int"], [self.control.ptr, 0, 0]))
+                Launcher(self.kernel.decide, _DECIDE, 1, self.kernel.ordinal),
+                pack(_DECIDE, [self.control.ptr, 0, 0, self._progress_ptr]))
         step, step_args, decide, decide_args = self._host_launch
         c = self._start(steps, max_steps)
         while True:

@@ -9,7 +9,8 @@ The source defines two kernels, both ``extern "C"`` so their names survive compi
   ``control->taken`` the same way.
 - ``eagle_decide``: one thread that closes a launch: adds the launch's steps and launch to the
   run's totals, sets the next launch's ``nsteps`` so ``max_steps`` is honoured exactly, and,
-  inside a graph's WHILE node, sets the node's condition to "live samples and steps left".
+  inside a graph's WHILE node, sets the node's condition to "live samples and steps left";
+  when given host-mapped memory it also writes the live count there for a progress bar.
 
 The arithmetic is the reference executor's: IEEE operations in the op's dtype, literals written
 as hexadecimal floats (exact), Python's ``min``/``max``/``//``/``%`` semantics, and no FMA
@@ -242,7 +243,8 @@ extern "C" __global__ void __launch_bounds__({BLOCK_SIZE}) {STEP_KERNEL}(
 }}
 
 extern "C" __global__ void {DECIDE_KERNEL}(EagleControl* __restrict__ control,
-                                        cudaGraphConditionalHandle handle, int set_condition)
+                                        cudaGraphConditionalHandle handle, int set_condition,
+                                        volatile long long* progress)
 {{
     if (control->nsteps <= 0) return;  // an unrolled graph past the end of the run
     control->steps += control->taken;
@@ -255,6 +257,10 @@ extern "C" __global__ void {DECIDE_KERNEL}(EagleControl* __restrict__ control,
                             : 0;
     control->live = 0;
     control->taken = 0;
+    if (progress) {{  // host-mapped memory a host thread polls: no synchronisation needed
+        progress[0] = control->last_live;
+        progress[1] = control->steps;
+    }}
     if (set_condition) cudaGraphSetConditional(handle, again ? 1u : 0u);
 }}
 """

@@ -16,7 +16,8 @@ import numpy as np
 
 from .driver import activate, call, driver
 
-__all__ = ["DeviceBuffer", "DeviceArray", "as_device_array", "device_full", "HostMapped", "clear"]
+__all__ = ["DeviceBuffer", "DeviceArray", "as_device_array", "device_full", "HostMapped", "clear",
+           "to_host"]
 
 
 class DeviceBuffer:
@@ -165,3 +166,15 @@ def clear(array: DeviceArray) -> None:
     activate(ordinal_of(array.device))
     call(driver().cuMemsetD8, array.ptr, 0, array.nbytes)
     call(driver().cuCtxSynchronize)
+
+
+def to_host(array: DeviceArray) -> np.ndarray:
+    """A NumPy copy of a contiguous device array."""
+    from .driver import ordinal_of
+
+    if not array.flags.c_contiguous:
+        raise ValueError("to_host() needs a contiguous device array")
+    activate(ordinal_of(array.device))
+    host = np.empty(array.shape, dtype=array.dtype)
+    call(driver().cuMemcpyDtoH, host.ctypes.data, array.ptr, array.nbytes)
+    return host
