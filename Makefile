@@ -14,16 +14,19 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test,cuda,docs]'
 	touch $(STAMP)
 
-# The seed example (the spec's main cell, on the CPU) and the CPU benchmark.
+# The seed example (the spec's main cell; on the GPU when one is usable) and the performance
+# card (every device present; --quick: N = 100,000 on the CPU).
 demo: venv
 	$(PY) examples/seed.py
-	$(PY) benchmarks/cpu_loop.py --quick
+	$(PY) -m eagle bench --quick
 
 test: venv
 	$(PY) -m ruff check src tests benchmarks examples docs
 	$(PY) -m pytest -q
 
+# The full card, then eagle against a hand-written Numba kernel of the same recurrence.
 bench: venv
+	$(PY) -m eagle bench
 	$(PY) benchmarks/cpu_loop.py
 
 clean:

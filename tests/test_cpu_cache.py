@@ -119,3 +119,18 @@ def test_runners_in_several_threads_at_once_match_one_at_a_time():
     assert not errors
     for k in range(runs):
         assert np.array_equal(together[k]["x"], expected[k])
+
+
+def test_cache_is_private_to_the_user(tmp_path):
+    import stat
+
+    run_process(tmp_path / "cache")
+    cache = tmp_path / "cache"
+    folders = [cache, *[p for p in cache.rglob("*") if p.is_dir()]]
+    files = [p for p in cache.rglob("*") if p.is_file()]
+    assert files
+    for folder in folders:
+        if folder.name != "__pycache__":  # written by Python's own import machinery
+            assert stat.S_IMODE(folder.stat().st_mode) & 0o077 == 0, folder
+    for path in entry_files(cache, ".py"):
+        assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path

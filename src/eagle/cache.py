@@ -35,8 +35,11 @@ def key(*parts: object) -> str:
 
 
 def entry_dir(backend: str, entry_key: str) -> Path:
-    path = cache_dir() / backend / entry_key
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """The folder of one cache entry, every level of it private to the user."""
+    path = cache_dir()
+    for part in (backend, entry_key):
+        path = path / part
+        path.mkdir(mode=0o700, exist_ok=True)
     return path
 
 
