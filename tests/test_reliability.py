@@ -34,7 +34,16 @@ def uninterrupted(max_steps=5000):
     return b
 
 
-def test_ctrl_c_stops_at_a_launch_boundary_and_run_continues_exactly():
+@pytest.fixture
+def ctrl_c_raises():
+    """Python's own SIGINT handler, as in an interactive session (a process started in the
+    background inherits SIGINT ignored, and Python then leaves it ignored)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_stops_at_a_launch_boundary_and_run_continues_exactly(ctrl_c_raises):
     expected = uninterrupted()
     b = long_bindings()
     # One step per launch: thousands of launch boundaries, so the signal lands mid-run.
