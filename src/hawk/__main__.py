@@ -4,8 +4,8 @@
     python -m hawk compile MODULE.py:KERNEL --target {cuda,ptx,cubin} [--arch sm_90]
                            [--dtype NAME=float32 ...] [--fmad] -o FILE
 
-``compile`` writes the CUDA source, PTX or cubin of the kernel's step and writes a JSON sidecar
-(``FILE.json``) with its entry points and argument list.
+``compile`` writes the CUDA source, PTX or cubin of the kernel's step and a JSON sidecar beside
+it (``FILE`` with the suffix ``.json``; the format is in ``docs/artifacts.md``).
 """
 
 from __future__ import annotations

@@ -1,29 +1,53 @@
 """Compiled kernels as files: CUDA source, PTX or a cubin, with a JSON sidecar.
 
-The sidecar says everything a loader needs to launch the code without the hawk source: the
-entry points, the argument list in order (with each parameter's role, width and dtype), the
-kernel options (``accumulate``), the control block's layout, the block size, and what it was
-built for. ``eagle.loaded.LoadedVector`` reads it; ``python -m hawk compile`` writes it.
+``NAME.ptx`` (or ``.cubin``/``.cu``) sits beside ``NAME.json``. The sidecar says everything a
+loader needs to launch the code without the hawk source: the entry points, every parameter
+(role, element type, vector width and layout), the argument list in order, the kernel options
+(``accumulate``), the launch shape, the control block's layout, the PTX ISA version and target,
+the versions that made it, and the SHA-256 of the artifact. ``docs/artifacts.md`` describes it
+for native consumers. Reading a sidecar is JSON only, never code, and is validated.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
-from hawk.ir import Program, Role
+from hawk.ir import DType, Parameter, Program, Role
 
+from ..errors import EagleError
 from .emit import BLOCK_SIZE, CONTROL_FIELDS, DECIDE_KERNEL, STEP_KERNEL, emit_cuda
 from .emit import kernel_arguments as _kernel_arguments
 
-__all__ = ["FORMAT", "sidecar", "write_artifact", "TARGETS"]
+__all__ = ["FORMAT", "TARGETS", "sidecar", "write_artifact", "read_artifact", "Artifact",
+           "ArtifactError"]
 
 FORMAT = "eagle-artifact/1"
 TARGETS = ("cuda", "ptx", "cubin")
+_SUFFIX = {"cuda": ".cu", "ptx": ".ptx", "cubin": ".cubin"}
+_REQUIRED = ("format", "kernel", "target", "entry", "decide", "block_size", "options",
+             "parameters", "arguments", "control_fields", "sha256", "launch")
 
 
-def sidecar(program: Program, target: str, arch: str | None, fmad: bool) -> dict:
-    """The metadata written beside an artifact of ``program``."""
+class ArtifactError(EagleError, ValueError):
+    """An artifact or its sidecar is missing, malformed, of an unknown format, or tampered."""
+
+
+def _ptx_header(ptx: bytes) -> dict:
+    text = ptx[:4096].decode(errors="replace")
+    version = re.search(r"^\s*\.version\s+(\S+)", text, re.M)
+    target = re.search(r"^\s*\.target\s+(\S+)", text, re.M)
+    return dict(ptx_isa=version.group(1) if version else None,
+                ptx_target=target.group(1).rstrip(",") if target else None)
+
+
+def sidecar(program: Program, target: str, arch: str | None, fmad: bool, data: bytes) -> dict:
+    """The metadata written beside an artifact of ``program`` whose bytes are ``data``."""
+    import hawk
+
     from .. import __version__
 
     arguments = [{"name": "n", "kind": "count", "ctype": "long long"},
@@ -32,7 +56,7 @@ def sidecar(program: Program, target: str, arch: str | None, fmad: bool) -> dict
     for c_name, ctype, (param, component) in _kernel_arguments(program):
         arguments.append({"name": c_name, "kind": "parameter", "parameter": param,
                           "component": component, "ctype": ctype})
-    return {
+    meta = {
         "format": FORMAT,
         "kernel": program.name,
         "target": target,
@@ -41,27 +65,39 @@ def sidecar(program: Program, target: str, arch: str | None, fmad: bool) -> dict
         "entry": STEP_KERNEL,
         "decide": DECIDE_KERNEL,
         "block_size": BLOCK_SIZE,
+        "launch": f"one thread per sample: grid = ceil(n / {BLOCK_SIZE}) blocks of "
+                  f"{BLOCK_SIZE} threads; control->nsteps steps per launch",
         "options": dict(program.options),
-        "parameters": [{"name": p.name, "role": p.role.value, "width": p.width,
-                        "dtype": p.dtype.value} for p in program.params],
-        "terminated": next((p.name for p in program.params if p.role is Role.TERMINATED),
-                           None),
+        "parameters": [{"name": p.name, "role": p.role.value, "dtype": p.dtype.value,
+                        "width": p.width,
+                        "layout": "scalar" if p.role is Role.PARAM else
+                        ("(3, n) SoA" if p.is_vector else "(n,)")} for p in program.params],
         "arguments": arguments,
         "control_fields": list(CONTROL_FIELDS),
         "ir_digest": program.digest(),
+        "source_sha256": hashlib.sha256(emit_cuda(program).encode()).hexdigest(),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "hawk_version": hawk.__version__,
         "eagle_version": __version__,
     }
+    if target == "ptx":
+        meta.update(_ptx_header(data))
+    if target != "cuda":
+        from .nvrtc import nvrtc_version
+
+        meta["nvrtc_version"] = ".".join(map(str, nvrtc_version()))
+    return meta
 
 
 def write_artifact(program: Program, target: str, path: Path, arch: str = "sm_90",
                    fmad: bool = False) -> tuple[Path, Path]:
-    """Write ``program`` as CUDA source, PTX or a cubin to ``path`` and its sidecar to
-    ``path`` + ``.json``; return both paths."""
+    """Write ``program`` as CUDA source, PTX or a cubin to ``path`` and its sidecar to the
+    same name with ``.json``; return both paths."""
     if target not in TARGETS:
         raise ValueError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
     source = emit_cuda(program)
     if target == "cuda":
-        data = source.encode()
+        data, arch = source.encode(), None
     else:
         from .nvrtc import arch_name, compile_source
 
@@ -69,7 +105,75 @@ def write_artifact(program: Program, target: str, path: Path, arch: str = "sm_90
         data = compile_source(source, arch, target=target, fmad=fmad)
     path = Path(path)
     path.write_bytes(data)
-    meta_path = path.with_name(path.name + ".json")
-    meta = sidecar(program, target, None if target == "cuda" else arch, fmad)
-    meta_path.write_text(json.dumps(meta, indent=2) + "\n")
+    meta_path = path.with_suffix(".json")
+    meta_path.write_text(json.dumps(sidecar(program, target, arch, fmad, data), indent=2) + "\n")
     return path, meta_path
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A validated artifact: its metadata, its bytes, and the parameters it binds."""
+
+    path: Path
+    meta: dict
+    data: bytes
+
+    @property
+    def name(self) -> str:
+        return self.meta["kernel"]
+
+    @property
+    def params(self) -> tuple[Parameter, ...]:
+        return tuple(Parameter(p["name"], Role(p["role"]), int(p["width"]), DType(p["dtype"]))
+                     for p in self.meta["parameters"])
+
+    @property
+    def accumulate(self) -> bool:
+        return bool(self.meta["options"].get("accumulate", False))
+
+    def param(self, name: str) -> Parameter:
+        return next(p for p in self.params if p.name == name)
+
+
+def read_artifact(path: str | Path) -> Artifact:
+    """Read and validate an artifact and its sidecar (JSON only; nothing is executed)."""
+    path = Path(path)
+    meta_path = path.with_suffix(".json")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ArtifactError(f"cannot read the artifact {path}: {exc.strerror}") from None
+    try:
+        meta = json.loads(meta_path.read_text())
+    except OSError as exc:
+        raise ArtifactError(f"{path} has no readable sidecar {meta_path.name} "
+                            f"({exc.strerror})") from None
+    except json.JSONDecodeError as exc:
+        raise ArtifactError(f"{meta_path} is not valid JSON: {exc}") from None
+    if not isinstance(meta, dict):
+        raise ArtifactError(f"{meta_path} must hold a JSON object")
+    if meta.get("format") != FORMAT:
+        raise ArtifactError(f"{meta_path} has format {meta.get('format')!r}; this eagle reads "
+                            f"{FORMAT!r}")
+    missing = [key for key in _REQUIRED if key not in meta]
+    if missing:
+        raise ArtifactError(f"{meta_path} is missing {', '.join(missing)}")
+    if meta["target"] not in ("ptx", "cubin") or path.suffix != _SUFFIX[meta["target"]]:
+        raise ArtifactError(f"{meta_path} describes a {meta['target']!r} artifact but {path} "
+                            "is not one (LoadedVector loads .ptx or .cubin)")
+    if hashlib.sha256(data).hexdigest() != meta["sha256"]:
+        raise ArtifactError(f"{path} does not match the SHA-256 in {meta_path.name}: the file "
+                            "was changed after it was written; regenerate it")
+    try:
+        artifact = Artifact(path, meta, data)
+        params = artifact.params
+    except (KeyError, ValueError, TypeError) as exc:
+        raise ArtifactError(f"{meta_path} has a malformed parameter list ({exc})") from None
+    derived = ["n", "control", "flags"]
+    for p in params:
+        if p.role is not Role.TERMINATED:
+            derived += ([f"p_{p.name}_{k}" for k in range(p.width)] if p.is_vector
+                        else [f"p_{p.name}"])
+    if [a.get("name") for a in meta["arguments"]] != derived:
+        raise ArtifactError(f"{meta_path}: the argument list does not match the parameters")
+    return artifact

@@ -5,6 +5,10 @@ PTX is JIT-compiled by the driver, which refuses a PTX ISA newer than it knows (
 writes PTX 9.5, a CUDA 13.0 driver reads at most 9.0). So eagle loads cubins, emits PTX only
 for artifacts, and turns PTX into a cubin with nvJitLink before loading it.
 
+The decide kernel's ``cudaGraphSetConditional`` stays an undefined symbol in the cubin, as in a
+cubin nvcc writes for the same call: the driver resolves it when the module is loaded (like
+``vprintf``), so no device runtime library is linked.
+
 Compiled code is cached on disk; the key covers the source, the options, the architecture and
 the NVRTC version.
 """

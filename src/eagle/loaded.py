@@ -1,0 +1,80 @@
+"""``LoadedVector``: a kernel loaded from a compiled artifact, with no hawk source.
+
+``LoadedVector(path)`` reads ``NAME.ptx`` (or ``.cubin``) and its sidecar ``NAME.json``
+(validated: format, fields, SHA-256), links PTX into a cubin for the device with nvJitLink (the
+driver is never asked to JIT a PTX newer than it knows), loads it and resolves the entry, all
+at construction, so nothing loads later inside a graph capture. ``launch(**bindings)`` checks
+the bindings against the sidecar exactly as ``until_done`` checks them against a kernel, then
+issues one launch (every live sample takes one step) on eagle's current stream, so it can be a
+``GraphPipeline`` step. ``accumulate: true`` kernels add into their ``Out`` buffers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .bindings import bind
+from .cuda.artifact import Artifact, read_artifact
+
+__all__ = ["LoadedVector"]
+
+
+class LoadedVector:
+    """One artifact loaded on one GPU; ``launch(**bindings)`` runs one step of it."""
+
+    def __init__(self, path: str | Path, device: str = "cuda:0"):
+        from .cuda.driver import device_info, ordinal_of, require
+        from .cuda.emit import CONTROL_FIELDS
+        from .cuda.launcher import Launcher, Module
+        from .cuda.memory import DeviceBuffer
+        from .cuda.nvrtc import ptx_to_cubin
+
+        self.artifact: Artifact = read_artifact(path)  # refused before anything is loaded
+        require()
+        self.device = device
+        self.ordinal = ordinal_of(device)
+        arch = device_info(self.ordinal).arch
+        meta = self.artifact.meta
+        cubin = ptx_to_cubin(self.artifact.data, arch) if meta["target"] == "ptx" \
+            else self.artifact.data
+        self.module = Module(cubin, self.ordinal)
+        self.block = int(meta["block_size"])
+        self._launcher = Launcher(self.module.function(meta["entry"]),
+                                  [_ctype(a) for a in meta["arguments"]], self.block,
+                                  self.ordinal)
+        control = np.zeros(len(CONTROL_FIELDS), dtype=np.int64)
+        control[list(meta["control_fields"]).index("nsteps")] = 1  # one step per launch
+        self._control = DeviceBuffer(control.nbytes, self.ordinal)
+        self._control.upload(control)
+
+    @property
+    def name(self) -> str:
+        return self.artifact.name
+
+    @property
+    def params(self):
+        return self.artifact.params
+
+    def launch(self, **bindings) -> None:
+        """Check ``bindings`` against the sidecar, then advance every live sample one step."""
+        bound = bind(self.artifact, bindings, self.device, caller=f"{self.name}.launch")
+        values = [bound.n, self._control.ptr, bound.flags.ptr]
+        for argument in self.artifact.meta["arguments"][3:]:
+            name, component = argument["parameter"], argument["component"]
+            if self.artifact.param(name).role.value == "Param":
+                values.append(bound.uniforms[name].item())
+            else:
+                array = bound.arrays[name]
+                values.append(array.row(component) if component is not None else array.ptr)
+        grid = -(-bound.n // self.block)
+        self._keep = self._launcher.launch(grid, *values)
+
+    def __repr__(self) -> str:
+        return f"<eagle.LoadedVector {self.name} from {self.artifact.path.name} on {self.device}>"
+
+
+def _ctype(argument: dict) -> str:
+    ctype = argument["ctype"]
+    return "ptr" if ctype.endswith("*") or "*" in ctype else ctype
