@@ -11,7 +11,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,cuda,docs]'
+	$(PY) -m pip install --quiet -e '.[test,cuda,docs,dask]'
 	touch $(STAMP)
 
 # The seed example (the spec's main cell; on the GPU when one is usable) and the performance

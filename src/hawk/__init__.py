@@ -8,12 +8,12 @@ from . import ir, reference
 from .annotations import Mutable, Out, Param, Scalar, Terminated, Vec3, dot, length, vec3
 from .errors import CompileError
 from .ir import DType, Program, Role
-from .kernel import Kernel, kernel
+from .kernel import Kernel, ProgramKernel, kernel
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "kernel", "Kernel", "CompileError",
+    "kernel", "Kernel", "ProgramKernel", "CompileError",
     "Scalar", "Param", "Mutable", "Terminated", "Vec3", "Out",
     "vec3", "dot", "length",
     "Program", "DType", "Role", "ir", "reference",

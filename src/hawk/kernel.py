@@ -11,7 +11,7 @@ from .frontend import lower
 from .ir import DType, Parameter, Program, Role
 from .source import KernelSource
 
-__all__ = ["kernel", "Kernel", "KERNEL_OPTIONS"]
+__all__ = ["kernel", "Kernel", "ProgramKernel", "KERNEL_OPTIONS"]
 
 #: every option ``@hawk.kernel(...)`` accepts, with its type and meaning
 KERNEL_OPTIONS = {
@@ -87,6 +87,36 @@ class Kernel:
         params = ", ".join(f"{d.name}: {d.annotation!r}" for d in self.source.params)
         opts = "".join(f", {k}={v!r}" for k, v in self.options.items())
         return f"<hawk.Kernel {self.name}({params}){opts}>"
+
+
+class ProgramKernel(Kernel):
+    """A kernel known by one specialisation's IR alone, without its source: how a kernel
+    travels to another process (a Dask worker) or comes back from a file. It runs only with
+    the dtypes it was specialised for."""
+
+    def __init__(self, program: Program):
+        self.func = None
+        self.source = None
+        self.program = program
+        self.name = program.name
+        self.options = dict(program.options)
+        self.params = program.params
+        self._programs = {tuple(program.params): program}
+
+    def specialize(self, dtypes: Mapping[str, object]) -> Program:
+        for p in self.params:
+            dtype = dtypes.get(p.name, p.dtype)
+            dtype = dtype if isinstance(dtype, DType) else DType.from_numpy(np.dtype(dtype))
+            if dtype is not p.dtype:
+                raise TypeError(f"kernel {self.name!r} was specialised for {p.name} as "
+                                f"{p.dtype.value}, got {dtype.value}")
+        return self.program
+
+    def __reduce__(self):
+        return ProgramKernel, (self.program,)
+
+    def __repr__(self) -> str:
+        return f"<hawk.ProgramKernel {self.name}({', '.join(map(str, self.params))})>"
 
 
 def kernel(func=None, /, **options):
