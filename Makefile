@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test lint bench clean
+.PHONY: venv demo test lint bench fuzz clean
 
 venv: $(STAMP)
 
@@ -28,6 +28,10 @@ test: venv
 bench: venv
 	$(PY) -m eagle bench
 	$(PY) benchmarks/cpu_loop.py
+
+# A long differential-fuzzing run: fresh random kernels against the reference executor.
+fuzz: venv
+	EAGLE_FUZZ_EXAMPLES=$${EAGLE_FUZZ_EXAMPLES:-300} $(PY) -m pytest -q tests/test_random_kernels.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis

@@ -2,7 +2,9 @@
 
 A drawn kernel is Python source: straight-line temporaries, ``if/else`` blocks, ternaries,
 ``and/or/not``, ``min/max/abs`` and ``math`` functions over a per-sample input ``a``, a uniform
-``p`` and two state variables, plus a step counter that bounds how long a sample runs. The
+``p``, two scalar state variables and a ``Vec3`` state (its components, ``hawk.length``,
+``hawk.dot``, elementwise vector arithmetic, component assignment), plus a step counter that
+bounds how long a sample runs. The
 expressions keep values finite (squashing functions, divisions by ``1 + |e|``), so backends are
 compared bit for bit without NaN payloads getting in the way. hawk reads a kernel's source from
 its file, so ``load`` writes the source into a module and imports it.
@@ -34,12 +36,13 @@ HEADER = """\
 import math
 
 import hawk
-from hawk import Mutable, Param, Scalar, Terminated
+from hawk import Mutable, Param, Scalar, Terminated, Vec3
 
 
 @hawk.kernel
 def random_kernel(a: Scalar, p: Param, limit: Param, terminated: Terminated,
-                  s0: Mutable[Scalar], s1: Mutable[Scalar], count: Mutable[Scalar]):
+                  s0: Mutable[Scalar], s1: Mutable[Scalar], count: Mutable[Scalar],
+                  q: Mutable[Vec3]):
 """
 
 
@@ -78,7 +81,7 @@ def _condition(draw, names: list[str], depth: int, exact: bool) -> str:
 def kernel_sources(draw, exact: bool = False) -> str:
     """The source of a module defining ``random_kernel``; ``exact``: correctly rounded
     operations only (for float32)."""
-    names = ["a", "p", "s0", "s1"]
+    names = ["a", "p", "s0", "s1", "q.x", "q[2]", "hawk.length(q)", "hawk.dot(q, q)"]
     body = []
     for k in range(draw(st.integers(1, 5))):
         target = f"t{k}"
@@ -91,6 +94,13 @@ def kernel_sources(draw, exact: bool = False) -> str:
                      f"    {target} = {draw(_expression(names, 2, exact))}"]
         names.append(target)
     squash = "({} / (1.0 + abs({})))"
+
+    def squashed():
+        return squash.format(*[draw(_expression(names, 2, exact))] * 2)
+
+    body += [f"q = q * {squashed()} + hawk.vec3({squashed()}, {squashed()}, 0.5) * 0.125"]
+    if draw(st.booleans()):
+        body.append(f"q.y = {squashed()}")
     body += [f"s0 = {squash.format(*[draw(_expression(names, 2, exact))] * 2)}",
              f"s1 += 0.125 * {squash.format(*[draw(_expression(names, 2, exact))] * 2)}",
              "count += 1.0",
@@ -116,4 +126,5 @@ def bindings(n: int, seed: int, dtype=np.float64) -> dict:
     return dict(a=rng.uniform(-1.0, 1.0, n).astype(dtype),
                 s0=rng.normal(0.0, 1.0, n).astype(dtype),
                 s1=rng.normal(0.0, 1.0, n).astype(dtype),
-                count=np.zeros(n, dtype), p=float(rng.uniform(-2.0, 2.0)), limit=40.0)
+                count=np.zeros(n, dtype), q=rng.normal(0.0, 1.0, (3, n)).astype(dtype),
+                p=float(rng.uniform(-2.0, 2.0)), limit=40.0)

@@ -80,8 +80,8 @@ def test_random_exact_kernels_equal_reference(cp, tmp_path, source, seed, steps_
     bindings = random_kernels.bindings(3000, seed)
     expected, expected_steps = reference_run(kernel, bindings, 60)
     actual, report, _ = gpu_run(cp, kernel, bindings, 60, steps_per_launch)
-    assert_bitwise_equal({k: actual[k] for k in ("s0", "s1", "count")},
-                         {k: expected[k] for k in ("s0", "s1", "count")})
+    assert_bitwise_equal({k: actual[k] for k in ("s0", "s1", "count", "q")},
+                         {k: expected[k] for k in ("s0", "s1", "count", "q")})
     assert report.steps == expected_steps
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -12,8 +14,10 @@ from differential import assert_bitwise_equal, eagle_run, reference_run
 N = 1500  # one full block and a partial one
 MAX_STEPS = 60
 
-# Each example compiles a new kernel (about a second), so the example counts are modest.
-_SETTINGS = settings(max_examples=12, deadline=None, derandomize=True,
+# Each example compiles a new kernel (about a second), so CI runs a modest number of examples
+# with a fixed seed; `make fuzz` sets EAGLE_FUZZ_EXAMPLES for a long run with fresh ones.
+_FUZZ = int(os.environ.get("EAGLE_FUZZ_EXAMPLES", "0"))
+_SETTINGS = settings(max_examples=_FUZZ or 12, deadline=None, derandomize=not _FUZZ,
                      suppress_health_check=[HealthCheck.function_scoped_fixture,
                                             HealthCheck.too_slow])
 
@@ -30,7 +34,7 @@ def test_random_float64_kernel_equals_reference(tmp_path, source, seed, steps_pe
     assert report.steps == expected_steps, source
 
 
-@settings(max_examples=6, deadline=None, derandomize=True,
+@settings(max_examples=_FUZZ // 2 or 6, deadline=None, derandomize=not _FUZZ,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(source=random_kernels.kernel_sources(exact=True), seed=st.integers(0, 2**16))
 def test_random_float32_kernel_equals_reference(tmp_path, source, seed):

@@ -225,6 +225,9 @@ def _sample_count(kernel: Kernel, arrays: dict[str, np.ndarray]) -> int:
             if array.ndim == 0:
                 raise BindingValueError(f"{p.name!r} ({_describe(p)}) is a 0-d array; pass "
                                         f"{_expected(p)}")
+            if not p.is_vector and array.ndim != 1:
+                raise BindingValueError(f"{p.name!r} ({_describe(p)}) must have shape (n,), got "
+                                        f"{tuple(array.shape)}")
             if p.is_vector and (array.ndim != 2 or array.shape[0] != 3):
                 hint = ("; vectors are stored SoA as (3, n): pass np.ascontiguousarray(a.T)"
                         if array.ndim == 2 and array.shape[1] == 3 else "")
