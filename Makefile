@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test lint bench fuzz clean
+.PHONY: venv demo test docs lint bench fuzz clean
 
 venv: $(STAMP)
 
@@ -24,6 +24,11 @@ test: venv
 	$(PY) -m ruff check src tests benchmarks examples docs
 	$(PY) -m pytest -q
 
+# The documentation site (every notebook executed; any warning is an error).
+docs: venv
+	$(PY) -m sphinx -b html -W --keep-going -q docs docs/_build/html
+	@echo "docs: open docs/_build/html/index.html"
+
 # The full card, then eagle against a hand-written Numba kernel of the same recurrence.
 bench: venv
 	$(PY) -m eagle bench
@@ -34,4 +39,4 @@ fuzz: venv
 	EAGLE_FUZZ_EXAMPLES=$${EAGLE_FUZZ_EXAMPLES:-300} $(PY) -m pytest -q tests/test_random_kernels.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis docs/_build
