@@ -1,0 +1,106 @@
+"""Run eagle's generated CUDA C++ on the host, to check what it computes without a GPU.
+
+The emitted source is compiled by the host C++ compiler behind a small prelude that gives the
+CUDA built-ins their one-thread meaning (blocks of one thread: ``__syncthreads_count(p)`` is
+``p``, a warp shuffle returns the thread's own value, atomics are plain read-modify-writes).
+``HostKernel.run`` then plays the device loop a WHILE graph plays: step kernel over every
+sample, decide kernel, again until the decide kernel sets ``nsteps`` to 0. IEEE arithmetic on
+x86-64 (SSE2, no contraction) is what the GPU computes with ``--fmad=false``, so for kernels
+without library math functions the results must equal the reference executor bit for bit.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from eagle.cuda.emit import CONTROL_FIELDS, emit_cuda, kernel_arguments
+from hawk.ir import Program, Role
+
+PRELUDE = r"""
+#include <math.h>
+#include <string.h>
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __cudart_builtin__
+#define CUDARTAPI
+#define __launch_bounds__(x)
+struct EagleDim { unsigned long long x; };
+static EagleDim threadIdx = {0}, blockIdx = {0}, blockDim = {1};
+static inline int __syncthreads_count(int p) { return p != 0; }
+static inline long long __shfl_down_sync(unsigned, long long v, int) { return v; }
+static inline unsigned long long atomicAdd(unsigned long long* a, unsigned long long v) {
+    unsigned long long o = *a; *a = o + v; return o; }
+static inline unsigned long long atomicMax(unsigned long long* a, unsigned long long v) {
+    unsigned long long o = *a; if (v > o) *a = v; return o; }
+static inline double __longlong_as_double(unsigned long long v) {
+    double d; memcpy(&d, &v, 8); return d; }
+"""
+
+_CTYPES = {"double": ctypes.c_double, "float": ctypes.c_float, "long long": ctypes.c_longlong,
+           "bool": ctypes.c_bool}
+_FIELD = {name: k for k, name in enumerate(CONTROL_FIELDS)}
+
+
+def compiler() -> str | None:
+    return shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
+
+
+class HostKernel:
+    """A program's generated CUDA source compiled for the host."""
+
+    def __init__(self, program: Program, folder: Path):
+        self.program = program
+        self.arguments = kernel_arguments(program)
+        params = ", ".join(["long long n", "EagleControl* control", "bool* flags",
+                            *[f"{ctype} {name}" for name, ctype, _ in self.arguments]])
+        names = ", ".join(["n", "control", "flags", *[name for name, _, _ in self.arguments]])
+        source = PRELUDE + emit_cuda(program) + f"""
+static unsigned int eagle_condition = 1;
+extern "C" void cudaGraphSetConditional(cudaGraphConditionalHandle, unsigned int value) {{
+    eagle_condition = value; }}
+extern "C" void host_step({params}) {{
+    for (long long b = 0; b < n; ++b) {{ blockIdx.x = b; eagle_step({names}); }}
+}}
+"""
+        digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+        library = folder / f"host_{program.name}_{digest}.so"
+        if not library.exists():
+            path = folder / f"host_{program.name}_{digest}.cpp"
+            path.write_text(source)
+            done = subprocess.run([compiler(), "-std=c++17", "-O1", "-ffp-contract=off",
+                                   "-fno-fast-math", "-shared", "-fPIC", "-w", str(path), "-o",
+                                   str(library)], capture_output=True, text=True)
+            if done.returncode != 0:
+                raise AssertionError(f"the host compiler refused the generated CUDA source:\n"
+                                     f"{done.stderr[:4000]}")
+        self.library = ctypes.CDLL(str(library))
+
+    def run(self, arrays: dict, uniforms: dict, flags: np.ndarray, max_steps: int,
+            steps_per_launch: int) -> np.ndarray:
+        """Run the device loop to the end; return the control block."""
+        control = np.zeros(len(CONTROL_FIELDS), dtype=np.int64)
+        control[_FIELD["nsteps"]] = min(steps_per_launch, max_steps)
+        control[_FIELD["max_steps"]] = max_steps
+        control[_FIELD["steps_per_launch"]] = steps_per_launch
+        values = [ctypes.c_longlong(flags.shape[0]), ctypes.c_void_p(control.ctypes.data),
+                  ctypes.c_void_p(flags.ctypes.data)]
+        for _, ctype, (param, component) in self.arguments:
+            if self.program.param(param).role is Role.PARAM:
+                values.append(_CTYPES[ctype](uniforms[param].item()))
+            else:
+                array = arrays[param]
+                row = array if component is None else array[component]
+                values.append(ctypes.c_void_p(row.ctypes.data))
+        while True:
+            self.library.host_step(*values)
+            self.library.eagle_decide(ctypes.c_void_p(control.ctypes.data),
+                                      ctypes.c_ulonglong(0), ctypes.c_int(0), ctypes.c_void_p(0))
+            if control[_FIELD["nsteps"]] <= 0:
+                return control
