@@ -62,7 +62,7 @@ class HostKernel:
                             *[f"{ctype} {name}" for name, ctype, _ in self.arguments]])
         names = ", ".join(["n", "control", "flags", *[name for name, _, _ in self.arguments]])
         source = PRELUDE + emit_cuda(program) + f"""
-static unsigned int eagle_condition = 1;
+extern "C" {{ unsigned int eagle_condition = 1; }}
 extern "C" void cudaGraphSetConditional(cudaGraphConditionalHandle, unsigned int value) {{
     eagle_condition = value; }}
 extern "C" void host_step({params}) {{
@@ -98,9 +98,14 @@ extern "C" void host_step({params}) {{
                 array = arrays[param]
                 row = array if component is None else array[component]
                 values.append(ctypes.c_void_p(row.ctypes.data))
-        while True:
+        # A WHILE node: its condition is 1 when the graph starts, then what decide sets.
+        condition = ctypes.c_uint.in_dll(self.library, "eagle_condition")
+        condition.value = 1
+        iterations = 0
+        while condition.value:
             self.library.host_step(*values)
             self.library.eagle_decide(ctypes.c_void_p(control.ctypes.data),
-                                      ctypes.c_ulonglong(0), ctypes.c_int(0), ctypes.c_void_p(0))
-            if control[_FIELD["nsteps"]] <= 0:
-                return control
+                                      ctypes.c_ulonglong(0), ctypes.c_int(1), ctypes.c_void_p(0))
+            iterations += 1
+            assert iterations <= max_steps + 1, "the decide kernel never ended the loop"
+        return control

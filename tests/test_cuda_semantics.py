@@ -95,3 +95,15 @@ def test_accumulate_and_clashing_names(folder):
 def test_random_exact_kernels(tmp_path, folder, source, seed, steps_per_launch, dtype):
     kernel = random_kernels.load(source, tmp_path)
     check(kernel, random_kernels.bindings(400, seed, dtype), 60, steps_per_launch, folder)
+
+
+def test_a_finished_run_ends_the_while_loop_at_once(folder):
+    """A graph launched when nothing is left to do (steps == max_steps) must not spin."""
+    bindings = small(spread_bindings)
+    actual, flags, control = host_run(spread_oscillator, bindings, 1, 1, folder)
+    assert control[FIELD["steps"]] == 1
+    kernel = HostKernel(spread_oscillator.specialize({}), folder)
+    bound = bind(spread_oscillator, copy.deepcopy(bindings), "cpu")
+    again = kernel.run(bound.arrays, bound.uniforms, bound.flags, max_steps=0,
+                       steps_per_launch=1)
+    assert again[FIELD["launches"]] == 0 and again[FIELD["steps"]] == 0

@@ -1,6 +1,6 @@
 """The CUDA emitter: a hawk program as CUDA C++ source, one thread per sample.
 
-The source defines two kernels, both ``extern "C"`` so their names survive compilation:
+The source defines three kernels, all ``extern "C"`` so their names survive compilation:
 
 - ``eagle_step``: each thread loads its sample once, takes up to ``control->nsteps`` steps in
   registers (the fused loop), leaving its loop as soon as the sample's flag is set, and writes
@@ -10,7 +10,9 @@ The source defines two kernels, both ``extern "C"`` so their names survive compi
 - ``eagle_decide``: one thread that closes a launch: adds the launch's steps and launch to the
   run's totals, sets the next launch's ``nsteps`` so ``max_steps`` is honoured exactly, and,
   inside a graph's WHILE node, sets the node's condition to "live samples and steps left";
-  when given host-mapped memory it also writes the live count there for a progress bar.
+  when given host-mapped memory it also writes the live count there for a progress bar;
+- ``eagle_start``: one thread that opens a run recorded inside a larger graph (a composer):
+  the first launch's ``nsteps`` and fresh per-run counters.
 
 The arithmetic is the reference executor's: IEEE operations in the op's dtype, literals written
 as hexadecimal floats (exact), Python's ``min``/``max``/``//``/``%`` semantics, and no FMA
@@ -28,10 +30,11 @@ from hawk.ir import DType, OpKind, Program, Role
 from ..codegen import ExpressionRenderer
 
 __all__ = ["emit_cuda", "kernel_arguments", "CONTROL_FIELDS", "STEP_KERNEL", "DECIDE_KERNEL",
-           "BLOCK_SIZE"]
+           "START_KERNEL", "BLOCK_SIZE"]
 
 STEP_KERNEL = "eagle_step"
 DECIDE_KERNEL = "eagle_decide"
+START_KERNEL = "eagle_start"
 BLOCK_SIZE = 256
 
 #: The control block in device memory, in order; every field is a 64-bit integer.
@@ -242,11 +245,25 @@ extern "C" __global__ void __launch_bounds__({BLOCK_SIZE}) {STEP_KERNEL}(
     }}
 }}
 
+extern "C" __global__ void {START_KERNEL}(EagleControl* __restrict__ control)
+{{
+    // Opens a run inside a graph: the first launch's size, fresh per-run counters.
+    const long long left = control->max_steps - control->steps;
+    control->nsteps = left <= 0 ? 0 : (left < control->steps_per_launch
+                                       ? left : control->steps_per_launch);
+    control->live = 0;
+    control->taken = 0;
+    control->launches = 0;
+}}
+
 extern "C" __global__ void {DECIDE_KERNEL}(EagleControl* __restrict__ control,
                                         cudaGraphConditionalHandle handle, int set_condition,
                                         volatile long long* progress)
 {{
-    if (control->nsteps <= 0) return;  // an unrolled graph past the end of the run
+    if (control->nsteps <= 0) {{  // the run was over before this launch
+        if (set_condition) cudaGraphSetConditional(handle, 0u);
+        return;
+    }}
     control->steps += control->taken;
     control->launches += 1;
     control->last_live = control->live;
