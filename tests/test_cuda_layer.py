@@ -102,3 +102,20 @@ def test_graph_pipeline_rules_before_capture():
         pipe.add(lambda: None).launch(n=1)
     with pytest.raises(ValueError, match="int >= 0"):
         pipe.launch(n=-1)
+
+
+def test_graph_composer_rules_before_capture():
+    from eagle.compose import GraphComposer
+
+    composer = GraphComposer()
+    with pytest.raises(TypeError, match="GraphPipeline, a GPU Runner or a callable"):
+        composer.add(42)
+    cpu_runner = eagle.until_done(eagle.deploy(oscillator, "cpu"), max_steps=10,
+                                  x=np.ones(10), v=np.zeros(10), t=np.zeros(10),
+                                  omega=np.ones(10), t_end=1.0, dt=0.1)
+    with pytest.raises(TypeError, match="runs on the CPU"):
+        composer.add(cpu_runner)
+    with pytest.raises(ValueError, match="add\\(\\) at least one piece"):
+        composer.build()
+    with pytest.raises(RuntimeError, match="build\\(\\) first"):
+        composer.add(GraphPipeline()).launch()

@@ -188,8 +188,8 @@ class Runner:
         if self._compiled is None:
             self._compiled = GraphLoop(self._gpu_kernel, self.bound,
                                        self.fixed_steps_per_launch)
-            if not self.eager:
-                self._compiled.build()
+        if not self.eager and self._compiled.exec is None:
+            self._compiled.build()
             build_s = time.perf_counter() - start
         launches0, steps0 = self.launches, self.steps
         loop = self._compiled.run_host_loop if self.eager else self._compiled.run
@@ -202,6 +202,24 @@ class Runner:
         self.steps_per_launch = self._compiled.steps_per_launch
         mode = "host-loop" if self.eager else self._compiled.mode
         return self._report(build_s, launches0, steps0, start, mode, 0)
+
+    def graph_loop(self):
+        """This runner's GPU loop (made on first use): what ``GraphComposer`` records."""
+        from .cuda.backend import GraphLoop
+
+        if self.device == "cpu":
+            raise TypeError("graph_loop(): this runner runs on the CPU")
+        if self._compiled is None:
+            self._compiled = GraphLoop(self._gpu_kernel, self.bound,
+                                       self.fixed_steps_per_launch)
+        return self._compiled
+
+    def sync_from_device(self) -> None:
+        """Read the step and launch counters back after a ``GraphComposer`` replayed this
+        runner's loop (``run()`` does this itself)."""
+        launches, steps, live = self.graph_loop().read_counters()
+        self.launches += launches
+        self.steps, self.live = steps, live
 
     def checkpoint(self, path) -> Path:
         """Save the runner's whole state (arrays, flags, counters, plan identity) to ``path``,

@@ -27,9 +27,16 @@ from hawk.ir import Program, Role
 
 from ..bindings import Bound
 from .driver import activate, device_info
-from .emit import BLOCK_SIZE, CONTROL_FIELDS, DECIDE_KERNEL, STEP_KERNEL, emit_cuda
+from .emit import (
+    BLOCK_SIZE,
+    CONTROL_FIELDS,
+    DECIDE_KERNEL,
+    START_KERNEL,
+    STEP_KERNEL,
+    emit_cuda,
+)
 from .emit import kernel_arguments as _kernel_arguments
-from .graph import Graph, add_kernel_node, add_while_node
+from .graph import Graph, add_kernel_node, add_while_node, condition_handle
 from .launcher import Launcher, Module, pack
 from .memory import DeviceBuffer, HostMapped
 from .nvrtc import compile_source
@@ -61,6 +68,7 @@ class CudaKernel:
         self.module = Module(self.cubin, ordinal)
         self.step = self.module.function(STEP_KERNEL)
         self.decide = self.module.function(DECIDE_KERNEL)
+        self.start = self.module.function(START_KERNEL)
         self.while_nodes = info.supports_while_nodes
 
 
@@ -135,6 +143,40 @@ class GraphLoop:
         self.exec.upload(self.stream)
         self.stream.synchronize()
         return time.perf_counter() - start
+
+    def append_to_capture(self, stream: Stream, steps: int, max_steps: int) -> None:
+        """Record this loop into the graph ``stream`` is capturing, at the top level (CUDA
+        refuses conditional nodes inside child graphs): a start kernel, then the WHILE node.
+        Each replay of that graph continues the run from where the last one stopped."""
+        from .driver import call, driver
+
+        d = driver()
+        c = self._start(steps, max_steps)  # the control block before the first replay
+        self.stream.synchronize()
+        del c
+        info = call(d.cuStreamGetCaptureInfo, stream.handle)
+        status, graph, dependencies = info[0], info[2], list(info[3] or [])
+        if int(status) != 1:
+            raise RuntimeError("append_to_capture() needs a stream that is capturing")
+        grid = -(-self.bound.n // BLOCK_SIZE)
+        types, values = step_arguments(self.kernel, self.bound, self.control)
+        step_args = pack(types, values)
+        start_args = pack(["ptr"], [self.control.ptr])
+        start = add_kernel_node(graph, self.kernel.start, 1, 1, start_args, dependencies)
+        handle = condition_handle(graph, self.context)
+        node, _, body = add_while_node(graph, self.context, [start], handle)
+        decide_args = pack(_DECIDE, [self.control.ptr, int(handle), 1, self._progress_ptr])
+        step = add_kernel_node(body, self.kernel.step, grid, BLOCK_SIZE, step_args)
+        add_kernel_node(body, self.kernel.decide, 1, 1, decide_args, [step])
+        self._keep += [step_args, start_args, decide_args]
+        call(d.cuStreamUpdateCaptureDependencies, stream.handle, [node], None, 1,
+             int(d.CUstreamUpdateCaptureDependencies_flags.CU_STREAM_SET_CAPTURE_DEPENDENCIES))
+
+    def read_counters(self) -> tuple[int, int, int]:
+        """(launches of the last replay, steps since reset, live samples), read back now."""
+        c = self.control.download(self.host_control, self.stream)
+        self.stream.synchronize()
+        return int(c[_FIELD["launches"]]), int(c[_FIELD["steps"]]), int(c[_FIELD["last_live"]])
 
     def _start(self, steps: int, max_steps: int) -> np.ndarray:
         c = self.host_control

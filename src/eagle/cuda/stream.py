@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from ..errors import CaptureError, CudaError
 from .driver import activate, call, driver
 
-__all__ = ["Stream", "StreamCapturer", "current_stream"]
+__all__ = ["Stream", "StreamCapturer", "Event", "current_stream"]
 
 _local = threading.local()
 _default_streams: dict[int, Stream] = {}
@@ -37,6 +37,10 @@ class Stream:
     def synchronize(self) -> None:
         call(driver().cuStreamSynchronize, self.handle)
 
+    def wait(self, event: Event) -> None:
+        """Order this stream's later work after ``event`` (no host wait)."""
+        call(driver().cuStreamWaitEvent, self.handle, event.handle, 0)
+
     @contextmanager
     def as_current(self):
         """Make this the stream eagle's launches use on this thread, inside the block."""
@@ -54,6 +58,28 @@ class Stream:
         if getattr(self, "_owned", False):
             try:
                 driver().cuStreamDestroy(self.handle)
+            except Exception:
+                pass
+
+
+class Event:
+    """A CUDA event without timing: ``record(stream)``, then ``stream.wait(event)`` elsewhere
+    (inside a capture this forks and joins streams)."""
+
+    def __init__(self, ordinal: int = 0):
+        activate(ordinal)
+        d = driver()
+        self.handle = call(d.cuEventCreate, int(d.CUevent_flags.CU_EVENT_DISABLE_TIMING))
+
+    def record(self, stream: Stream) -> Event:
+        call(driver().cuEventRecord, self.handle, stream.handle)
+        return self
+
+    def __del__(self):
+        handle, self.handle = getattr(self, "handle", None), None
+        if handle is not None:
+            try:
+                driver().cuEventDestroy(handle)
             except Exception:
                 pass
 
