@@ -58,7 +58,10 @@ class GraphComposer:
 
         if not self.pieces:
             raise ValueError("GraphComposer.build(): add() at least one piece first")
-        loops = [self._loop_of(piece) for piece in self.pieces]  # compile/load before capture
+        loops = [self._loop_of(piece) for piece in self.pieces]  # load and allocate now
+        for piece, loop in zip(self.pieces, loops, strict=True):
+            if loop is not None:
+                loop.prepare_for_capture(piece.steps, piece.max_steps)
         origin = Stream(self.ordinal)
         streams = [Stream(self.ordinal) for _ in self.pieces]
         events = []
@@ -92,7 +95,7 @@ class GraphComposer:
 
         try:
             if isinstance(piece, Runner):
-                loop.append_to_capture(stream, piece.steps, piece.max_steps)
+                loop.append_to_capture(stream)
             elif isinstance(piece, GraphPipeline):
                 for step in piece.steps:
                     step()

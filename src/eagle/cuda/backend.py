@@ -144,16 +144,19 @@ class GraphLoop:
         self.stream.synchronize()
         return time.perf_counter() - start
 
-    def append_to_capture(self, stream: Stream, steps: int, max_steps: int) -> None:
+    def prepare_for_capture(self, steps: int, max_steps: int) -> None:
+        """Set the control block for ``append_to_capture`` (before the capture begins: a copy
+        from host memory may not happen while a capture is open)."""
+        self._start(steps, max_steps)
+        self.stream.synchronize()
+
+    def append_to_capture(self, stream: Stream) -> None:
         """Record this loop into the graph ``stream`` is capturing, at the top level (CUDA
         refuses conditional nodes inside child graphs): a start kernel, then the WHILE node.
         Each replay of that graph continues the run from where the last one stopped."""
         from .driver import call, driver
 
         d = driver()
-        c = self._start(steps, max_steps)  # the control block before the first replay
-        self.stream.synchronize()
-        del c
         info = call(d.cuStreamGetCaptureInfo, stream.handle)
         status, graph, dependencies = info[0], info[2], list(info[3] or [])
         if int(status) != 1:

@@ -1,0 +1,215 @@
+"""A stand-in for ``cuda.bindings.driver`` on a machine without a GPU, to run eagle's GPU code
+paths for their plumbing: every call first goes to the real binding, which checks its
+arguments' types and count before it looks for the driver library (so a wrong call fails here
+exactly as it would on a GPU), then answers as a driver would. Device memory is emulated
+(allocations are host buffers; copies move bytes); kernels and graphs do nothing, so results
+are not computed: tests/test_gpu.py checks those on a real device.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+
+from cuda.bindings import driver as real
+
+try:
+    from cuda.pathfinder._dynamic_libs.load_dl_common import DynamicLibNotFoundError
+except ImportError:  # pragma: no cover - older cuda-pathfinder
+    DynamicLibNotFoundError = OSError
+
+OK = real.CUresult.CUDA_SUCCESS
+
+
+class FakeDriver:
+    def __init__(self):
+        self.calls: list[str] = []
+        self.memory: dict[int, ctypes.Array] = {}
+        self.capturing: dict[int, int] = {}  # stream -> operations captured
+        self.captures_invalidated: set[int] = set()
+        self.launches = 0
+        self.graph_launches = 0
+        self.functions: dict[int, bytes] = {}  # handle -> kernel name
+        self.capture_events: set[int] = set()
+        self._ids = itertools.count(1)
+
+    def __getattr__(self, name):
+        attribute = getattr(real, name)
+        if not name.startswith("cu") or not callable(attribute):
+            return attribute
+        fake = getattr(self, "_" + name, None)
+
+        def call(*args):
+            try:
+                attribute(*args)  # the real binding's argument checks
+            except DynamicLibNotFoundError:
+                pass
+            except RuntimeError as exc:  # no driver: cuda.bindings reports it this way too
+                if "driver" not in str(exc).lower():
+                    raise
+            self.calls.append(name)
+            return fake(*args) if fake else (OK,)
+
+        call.__name__ = name
+        return call
+
+    def _new(self) -> int:
+        return next(self._ids)
+
+    def _allocate(self, nbytes: int) -> int:
+        buffer = (ctypes.c_char * max(int(nbytes), 1))()
+        address = ctypes.addressof(buffer)
+        self.memory[address] = buffer
+        return address
+
+    # devices and contexts
+    def _cuDeviceGetCount(self):
+        return OK, 1
+
+    def _cuDeviceGet(self, ordinal):
+        return OK, real.CUdevice(ordinal)
+
+    def _cuDeviceGetAttribute(self, attribute, device):
+        a = real.CUdevice_attribute
+        return OK, {a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: 9,
+                    a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: 0,
+                    a.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: 132}.get(attribute, 1)
+
+    def _cuDeviceGetName(self, length, device):
+        return OK, b"Fake GPU (no device)".ljust(length, b"\0")
+
+    def _cuDriverGetVersion(self):
+        return OK, 13000
+
+    def _cuDeviceTotalMem(self, device):
+        return OK, 1 << 37
+
+    def _cuDevicePrimaryCtxRetain(self, device):
+        return OK, real.CUcontext(self._new())
+
+    # memory
+    def _cuMemAlloc(self, nbytes):
+        if self.capturing:  # thread-local capture mode: allocating breaks the capture
+            self.captures_invalidated.update(self.capturing)
+            return real.CUresult.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, None
+        return OK, real.CUdeviceptr(self._allocate(nbytes))
+
+    def _cuMemFree(self, pointer):
+        self.memory.pop(int(pointer), None)
+        return (OK,)
+
+    def _cuMemHostAlloc(self, nbytes, flags):
+        return OK, self._allocate(nbytes)
+
+    def _cuMemHostGetDevicePointer(self, pointer, flags):
+        return OK, real.CUdeviceptr(int(pointer))
+
+    def _copy(self, destination, source, nbytes):
+        ctypes.memmove(int(destination), int(source), int(nbytes))
+        return (OK,)
+
+    def _cuMemcpyHtoD(self, destination, source, nbytes):
+        return self._copy(destination, source, nbytes)
+
+    def _cuMemcpyHtoDAsync(self, destination, source, nbytes, stream):
+        return self._copy(destination, source, nbytes)
+
+    def _cuMemcpyDtoH(self, destination, source, nbytes):
+        return self._copy(destination, source, nbytes)
+
+    def _cuMemcpyDtoHAsync(self, destination, source, nbytes, stream):
+        return self._copy(destination, source, nbytes)
+
+    # streams, events, capture
+    def _cuStreamCreate(self, flags):
+        return OK, real.CUstream(self._new())
+
+    def _cuEventCreate(self, flags):
+        return OK, real.CUevent(self._new())
+
+    def _cuStreamBeginCapture(self, stream, mode):
+        self.capturing[int(stream)] = 0
+        return (OK,)
+
+    def _cuStreamIsCapturing(self, stream):
+        s = real.CUstreamCaptureStatus
+        if int(stream) in self.captures_invalidated:
+            return OK, s.CU_STREAM_CAPTURE_STATUS_INVALIDATED
+        active = int(stream) in self.capturing
+        return OK, (s.CU_STREAM_CAPTURE_STATUS_ACTIVE if active
+                    else s.CU_STREAM_CAPTURE_STATUS_NONE)
+
+    def _cuStreamGetCaptureInfo(self, stream):
+        _, status = self._cuStreamIsCapturing(stream)
+        return OK, status, 1, real.CUgraph(self._new()), [], [], 0
+
+    def _cuEventRecord(self, event, stream):
+        if int(stream) in self.capturing:
+            self.capture_events.add(int(event))
+        return (OK,)
+
+    def _cuStreamWaitEvent(self, stream, event, flags):
+        if int(event) in self.capture_events:  # the stream joins the capture (a fork)
+            self.capturing.setdefault(int(stream), 0)
+        return (OK,)
+
+    def _cuStreamEndCapture(self, stream):
+        self.capturing.clear()  # the origin's end also ends every stream forked from it
+        self.capture_events.clear()
+        if int(stream) in self.captures_invalidated:
+            self.captures_invalidated.discard(int(stream))
+            return real.CUresult.CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, None
+        return OK, real.CUgraph(self._new())
+
+    def _cuStreamSynchronize(self, stream):
+        if int(stream) in self.capturing:  # what the driver does: it breaks the capture
+            self.captures_invalidated.add(int(stream))
+            return (real.CUresult.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,)
+        return (OK,)
+
+    def _cuGraphGetNodes(self, graph, count=0):
+        captured = sum(self.capturing.values())
+        return OK, [], captured
+
+    # kernels and graphs
+    def _cuModuleLoadData(self, image):
+        return OK, real.CUmodule(self._new())
+
+    def _cuModuleGetFunction(self, module, name):
+        handle = self._new()
+        self.functions[handle] = bytes(name)
+        return OK, real.CUfunction(handle)
+
+    def _cuLaunchKernel(self, function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        self.launches += 1
+        if self.functions.get(int(function)) == b"eagle_decide" and \
+                int(stream) not in self.capturing:
+            # Play a decide kernel that ends the run: nsteps (the control's first field) = 0.
+            argument = ctypes.cast(int(params), ctypes.POINTER(ctypes.c_void_p))[0]
+            control = ctypes.cast(argument, ctypes.POINTER(ctypes.c_uint64))[0]
+            ctypes.cast(control, ctypes.POINTER(ctypes.c_int64))[0] = 0
+        if int(stream) in self.capturing:
+            self.capturing[int(stream)] += 1
+        return (OK,)
+
+    def _cuGraphCreate(self, flags):
+        return OK, real.CUgraph(self._new())
+
+    def _cuGraphAddKernelNode(self, graph, dependencies, count, params):
+        return OK, real.CUgraphNode(self._new())
+
+    def _cuGraphAddNode(self, graph, dependencies, data, count, params):
+        return OK, real.CUgraphNode(self._new())
+
+    def _cuGraphAddChildGraphNode(self, graph, dependencies, count, child):
+        return OK, real.CUgraphNode(self._new())
+
+    def _cuGraphConditionalHandleCreate(self, graph, context, default, flags):
+        return OK, real.CUgraphConditionalHandle(self._new())
+
+    def _cuGraphInstantiate(self, graph, flags):
+        return OK, real.CUgraphExec(self._new())
+
+    def _cuGraphLaunch(self, executable, stream):
+        self.graph_launches += 1
+        return (OK,)

@@ -1,0 +1,184 @@
+"""eagle's GPU code paths run against a stand-in driver (``fake_driver``) on a machine without
+a GPU: every driver call is checked against cuda.bindings' own argument rules, and the calls
+each path makes are checked. Numbers are not computed here; tests/test_gpu.py checks those on a
+real device. Skipped where a real GPU is present (the real tests run instead)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eagle
+from kernels import falling, oscillator
+
+pytest.importorskip("cuda.bindings.driver")
+from eagle.cuda import driver as driver_module  # noqa: E402
+
+if driver_module.is_available():
+    pytest.skip("a real GPU is present: tests/test_gpu.py runs instead", allow_module_level=True)
+
+from fake_driver import FakeDriver  # noqa: E402
+
+MODULES = ["eagle.cuda.driver", "eagle.cuda.stream", "eagle.cuda.graph", "eagle.cuda.launcher",
+           "eagle.cuda.memory", "eagle.cuda.loop"]
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    import importlib
+
+    import eagle.cuda.backend as backend
+    import eagle.cuda.loop as loop
+    import eagle.cuda.stream as stream
+
+    driver = FakeDriver()
+    for name in MODULES:
+        monkeypatch.setattr(importlib.import_module(name), "driver", lambda: driver)
+    monkeypatch.setattr(driver_module, "_contexts", {})
+    monkeypatch.setattr(stream, "_default_streams", {})
+    monkeypatch.setattr(backend, "_loaded", {})
+    monkeypatch.setattr(loop, "_modules", {})
+    driver_module.unavailable_reason.cache_clear()
+    driver_module.device_info.cache_clear()
+    yield driver
+    driver_module.unavailable_reason.cache_clear()
+    driver_module.device_info.cache_clear()
+
+
+class GpuArray:
+    """Device memory from the fake driver, exported like CuPy exports it."""
+
+    def __init__(self, driver, shape, dtype=np.float64, fill=0):
+        host = np.full(shape, fill, dtype=dtype)
+        self.address = driver._allocate(host.nbytes)
+        driver._copy(self.address, host.ctypes.data, host.nbytes)
+        self.__cuda_array_interface__ = dict(data=(self.address, False), shape=host.shape,
+                                             typestr=host.dtype.str, strides=None, version=3)
+
+
+def spec_bindings(driver, n=1000):
+    return dict(x=GpuArray(driver, n, fill=1.0), v=GpuArray(driver, n), t=GpuArray(driver, n),
+                omega=GpuArray(driver, n, fill=2.0), t_end=1.0, dt=1e-3)
+
+
+def test_the_fake_is_a_gpu(fake):
+    info = eagle.cuda.device_info(0)
+    assert eagle.cuda.is_available() and info.arch == "sm_90" and info.supports_while_nodes
+
+
+def test_until_done_records_one_while_graph_and_launches_it(fake):
+    runner = eagle.until_done(eagle.deploy(oscillator), max_steps=100, **spec_bindings(fake))
+    assert runner.device == "cuda:0"
+    assert "cuModuleLoadData" in fake.calls  # compiled (real NVRTC) and loaded in until_done
+    fake.calls.clear()
+    report = runner.run()
+    assert report.mode == "graph-while" and report.build_s > 0 and fake.graph_launches == 1
+    order = [c for c in fake.calls if c in ("cuGraphConditionalHandleCreate", "cuGraphAddNode",
+                                             "cuGraphAddKernelNode", "cuGraphInstantiate",
+                                             "cuGraphUpload", "cuGraphLaunch")]
+    assert order == ["cuGraphConditionalHandleCreate", "cuGraphAddNode", "cuGraphAddKernelNode",
+                     "cuGraphAddKernelNode", "cuGraphInstantiate", "cuGraphUpload",
+                     "cuGraphLaunch"]
+    assert runner.run().build_s == 0 and fake.graph_launches == 2  # replayed, not rebuilt
+    runner.reset()
+    assert "cuMemsetD8" in fake.calls
+
+
+def test_eager_loop_launches_step_and_decide_and_reads_back(fake):
+    runner = eagle.until_done(eagle.deploy(oscillator), max_steps=100, steps_per_launch=1,
+                              eager=True, **spec_bindings(fake))
+    report = runner.run()
+    assert report.mode == "host-loop" and fake.launches == 2 and fake.graph_launches == 0
+    assert "cuMemcpyDtoHAsync" in fake.calls
+
+
+def test_vector_kernels_and_float32_bind_and_build(fake):
+    n = 300
+    runner = eagle.until_done(eagle.deploy(falling, "gpu"), max_steps=10,
+                              position=GpuArray(fake, (3, n), fill=1.5),
+                              velocity=GpuArray(fake, (3, n)), mu=1.0, dt=0.01, r_min=0.1)
+    runner.run(progress=True)
+    assert fake.graph_launches == 1
+    single = {k: (GpuArray(fake, 100, np.float32, 1.0) if k != "t_end" and k != "dt" else v)
+              for k, v in spec_bindings(fake, 100).items()}
+    eagle.until_done(eagle.deploy(oscillator), max_steps=10, **single).run()
+
+
+def test_graph_pipeline_and_its_capture_rules(fake):
+    from eagle.cuda import DeviceBuffer, Launcher
+    from eagle.pipeline import GraphPipeline
+
+    function = eagle.cuda.Module(b"\0" * 8).function("add_one")
+    add_one = Launcher(function, ["double*", "long long"], block=128)
+    x = GpuArray(fake, 1000)
+    pipe = GraphPipeline().add(lambda: add_one.launch(8, x, 1000)).build()
+    pipe.launch(n=5)
+    assert fake.graph_launches == 5
+    with pytest.raises(eagle.CaptureError, match="step 1 .*allocate"):
+        GraphPipeline().add(lambda: add_one.launch(8, x, 1000)).add(
+            lambda: DeviceBuffer(64)).build()
+    stream = eagle.cuda.current_stream()
+    with pytest.raises(eagle.CaptureError, match="step 0 .*synchronise"):
+        GraphPipeline().add(lambda: eagle.cuda.current_stream().synchronize()).build()
+    with pytest.raises(eagle.CaptureError, match="issued 2 operations"):
+        GraphPipeline().add(lambda: (add_one.launch(8, x, 1000),
+                                     add_one.launch(8, x, 1000))).build()
+    with pytest.raises(eagle.CaptureError, match="issued 0 operations"):
+        GraphPipeline().add(lambda: None).build()
+    stream.synchronize()  # the stream is usable after every failed capture
+    GraphPipeline().add(lambda: add_one.launch(8, x, 1000)).build().launch(1)
+
+
+def test_loaded_vector_links_the_fixture_and_launches_in_a_pipeline(fake):
+    from pathlib import Path
+
+    from eagle.loaded import LoadedVector
+    from eagle.pipeline import GraphPipeline
+
+    fixtures = Path(__file__).resolve().parent.parent / "docs" / "guide" / "_fixtures"
+    force = LoadedVector(fixtures / "gravity.ptx")  # real nvJitLink: PTX -> sm_90 cubin
+    n = 64
+    position, out = GpuArray(fake, (3, n), fill=1.0), GpuArray(fake, (3, n))
+    terminated = GpuArray(fake, n, np.bool_)
+    pipe = GraphPipeline()
+    pipe.add(lambda: force.launch(out=out, position=position, mu=2.0, terminated=terminated))
+    pipe.build().launch(n=5)
+    with pytest.raises(eagle.BindingTypeError, match="missing a binding for 'mu'"):
+        force.launch(out=out, position=position)
+
+
+def test_repeat_while_on_the_gpu_records_the_body_once(fake):
+    from eagle.cuda import Launcher
+
+    function = eagle.cuda.Module(b"\0" * 8).function("countdown")
+    countdown = Launcher(function, ["long long*"], block=1)
+    left = GpuArray(fake, 1, np.int64, 5)
+    calls = []
+
+    def body():
+        calls.append(1)
+        countdown.launch(1, left)
+
+    eagle.repeat_while(left, body, max_iterations=3)
+    assert calls == [1] and fake.graph_launches == 1
+    assert "cuGraphAddChildGraphNode" in fake.calls
+
+
+def test_graph_composer_forks_and_joins(fake):
+    from eagle.compose import GraphComposer
+    from eagle.cuda import Launcher
+    from eagle.pipeline import GraphPipeline
+
+    runners = [eagle.until_done(eagle.deploy(oscillator), max_steps=100,
+                                **spec_bindings(fake)) for _ in range(2)]
+    add_one = Launcher(eagle.cuda.Module(b"\0" * 8).function("add_one"),
+                       ["double*", "long long"])
+    x = GpuArray(fake, 10)
+    pipe = GraphPipeline().add(lambda: add_one.launch(1, x, 10))
+    composer = GraphComposer().add(runners[0]).add(runners[1]).add(pipe).build()
+    composer.launch(2)
+    assert fake.graph_launches == 2
+    assert fake.calls.count("cuStreamWaitEvent") == 6  # 3 forks and 3 joins
+    assert fake.calls.count("cuStreamUpdateCaptureDependencies") == 2
+    for runner in runners:
+        runner.sync_from_device()
