@@ -129,6 +129,13 @@ def test_nan_and_inf_inputs_propagate_in_their_own_samples_only():
     np.testing.assert_array_equal(b["x"][others], clean["x"][others])
 
 
+def test_an_immutable_jax_array_bound_as_state_says_so():
+    Array = type("Array", (OnlyDLPack,), {"__module__": "jaxlib.xla_extension"})
+    b = dict(good(), x=Array(read_only()))
+    with pytest.raises(ValueError, match="JAX arrays are immutable"):
+        eagle.until_done(eagle.deploy(oscillator), max_steps=10, **b)
+
+
 def test_dlpack_only_arrays_are_used_in_place():
     b = good()
     x = np.ones(500)

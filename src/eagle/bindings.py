@@ -97,6 +97,7 @@ def bind(kernel: Kernel, bindings: dict, device: str | None, caller: str = "unti
             raise BindingTypeError(f"{p.name!r} ({_describe(p)}) must be {_expected(p)}, got "
                                    f"{type(value).__name__}")
     device = _common_device(devices, device)
+    originals = dict(arrays)
     for name, value in list(arrays.items()):
         try:
             arrays[name] = _adapt(value, device)
@@ -106,7 +107,7 @@ def bind(kernel: Kernel, bindings: dict, device: str | None, caller: str = "unti
 
     checked = {}
     for name, array in arrays.items():
-        checked[name] = _check_array(params[name], array, n)
+        checked[name] = _check_array(params[name], array, n, originals[name])
     _check_aliasing(kernel, checked)
 
     float_types = {a.dtype for a in checked.values() if a.dtype.kind == "f"}
@@ -247,7 +248,7 @@ def _sample_count(kernel: Kernel, arrays: dict[str, np.ndarray]) -> int:
     return n
 
 
-def _check_array(p: Parameter, array: np.ndarray, n: int) -> np.ndarray:
+def _check_array(p: Parameter, array: np.ndarray, n: int, original=None) -> np.ndarray:
     expected = p.shape(n)
     if array.shape != expected:
         hint = ""
@@ -264,8 +265,11 @@ def _check_array(p: Parameter, array: np.ndarray, n: int) -> np.ndarray:
                                "float64, float32, int64, bool")
     if p.role.written:
         if not array.flags.writeable:
+            immutable = type(original).__module__.split(".")[0] in ("jax", "jaxlib")
+            hint = (" (JAX arrays are immutable: bind a NumPy or CuPy array, e.g. "
+                    "np.array(a), and read the results from it)" if immutable else "")
             raise BindingValueError(f"{p.name!r} ({_describe(p)}) is read-only; eagle updates it "
-                                    "in place, so pass a writable array")
+                                    f"in place, so pass a writable array{hint}")
         if not array.flags.c_contiguous:
             raise BindingValueError(f"{p.name!r} ({_describe(p)}) is not contiguous; eagle "
                                     "updates it in place, so pass np.ascontiguousarray(...) and "
