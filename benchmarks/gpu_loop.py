@@ -34,6 +34,7 @@ from cpu_loop import DT, MAX_STEPS, oscillator, spread_oscillator, t_end_of  # n
 
 import eagle  # noqa: E402
 import hawk  # noqa: E402
+from eagle.bench import array_eager  # noqa: E402
 from hawk import Mutable, Param, Scalar, Terminated  # noqa: E402
 
 SIGMA, BETA, LORENZ_DT = 10.0, 8.0 / 3.0, 0.01
@@ -115,19 +116,11 @@ def card_rows(n: int, config: str, repeats: int) -> list[dict]:
             return s, report
         return run
 
-    def cupy_eager():
+    def cupy_eager():  # the card's array loop, a host round trip after every step
         s = fresh()
-        x, v, t, omega, t_end = s["x"], s["v"], s["t"], s["omega"], s["t_end"]
-        done = cp.zeros(n, dtype=bool)
-        for _ in range(MAX_STEPS):
-            alive = ~done
-            if not bool(alive.any()):  # the host round trip after every step
-                break
-            xn, vn, tn = x + DT * v, v - DT * omega * omega * x, t + DT
-            x[...] = cp.where(alive, xn, x)
-            v[...] = cp.where(alive, vn, v)
-            t[...] = cp.where(alive, tn, t)
-            done |= alive & (tn >= t_end)
+        if config == "uniform":
+            s["t_end"] = cp.full(n, 1.0)
+        array_eager(cp, s)
         return s, None
 
     arms = {"cupy_eager": cupy_eager,

@@ -46,6 +46,12 @@ def unavailable_reason() -> str | None:
         d = driver()
     except BackendUnavailable as exc:
         return str(exc)
+    import cuda.bindings
+
+    major = int(cuda.bindings.__version__.split(".")[0])
+    if major < 13:  # eagle calls the CUDA 13 forms (cuGraphAddNode with edge data, ...)
+        return (f"eagle needs cuda-bindings >= 13 (this is {cuda.bindings.__version__}): "
+                "pip install -U 'cuda-bindings>=13'")
     try:
         call(d.cuInit, 0)
         count = call(d.cuDeviceGetCount)
