@@ -103,7 +103,7 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [100_000] if args.quick else [100_000, 1_000_000]
     repeats = 3 if args.quick else 5
-    peer = make_peer_oscillator()
+    peer = make_peer_oscillator(block=2048)
     arms = {
         "numpy_eager": lambda s, c: numpy_eager(s),
         "eager_loop": eagle_arm(1),

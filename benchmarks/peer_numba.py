@@ -87,7 +87,7 @@ def peer_oscillator(nsteps, x, v, t, omega, t_end, dt, terminated):
 """
 
 
-def make_peer_oscillator(block=1024, unroll=4):
+def make_peer_oscillator(block=2048, unroll=4):
     """Compile the peer kernel ``(nsteps, x, v, t, omega, t_end, dt,
     terminated) -> (live, steps)`` for a block size and step unroll."""
     src = _KERNEL.format(
@@ -158,8 +158,8 @@ def measure(kernel, n, config, per_call, reference, repeats=7):
 
 
 def main():
-    kernel = make_peer_oscillator(block=1024, unroll=4)
-    print(f"peer_numba B=1024 U=4, {numba.get_num_threads()} threads, G sample-steps/s (median)")
+    kernel = make_peer_oscillator(block=2048, unroll=4)
+    print(f"peer_numba B=2048 U=4, {numba.get_num_threads()} threads, G sample-steps/s (median)")
     print(f"{'n':>9} {'config':<12} {'per call':>8} {'G/s':>6}  exact")
     for n in (100_000, 1_000_000):
         for config in ("uniform", "spread-1000"):

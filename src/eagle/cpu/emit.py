@@ -28,7 +28,7 @@ from ..codegen import ExpressionRenderer
 
 __all__ = ["emit_launch", "argument_names", "BLOCK", "UNROLL"]
 
-BLOCK = 1024
+BLOCK = 2048
 UNROLL = 4
 
 _NUMPY_TYPES = {DType.BOOL: "np.bool_", DType.INT64: "np.int64",
