@@ -1,0 +1,222 @@
+"""eagle's GPU runner end to end on an emulated GPU (``emulated_gpu``): the real control
+blocks, graphs, WHILE loops, counters and reports, around the generated kernels run on the
+host. Results must equal the reference executor bit for bit. Skipped where a real GPU is
+present (tests/test_gpu.py runs there) or no host C++ compiler is."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+import eagle
+from differential import assert_bitwise_equal, reference_run
+from kernels import bouncing, falling, oscillator, spread_oscillator
+from test_cpu_backend import (
+    bouncing_bindings,
+    falling_bindings,
+    oscillator_bindings,
+    spread_bindings,
+)
+
+pytest.importorskip("cuda.bindings.driver")
+from eagle.cuda import driver as driver_module  # noqa: E402
+from host_cuda import compiler  # noqa: E402
+
+if driver_module.is_available():
+    pytest.skip("a real GPU is present: tests/test_gpu.py runs instead", allow_module_level=True)
+if compiler() is None:
+    pytest.skip("no host C++ compiler to emulate the GPU with", allow_module_level=True)
+
+from emulated_gpu import EmulatedDriver  # noqa: E402
+from test_gpu_plumbing import MODULES  # noqa: E402
+
+
+def _source_as_image(source, arch="sm_90", target="cubin", **options):
+    return source.encode() + b"\0"
+
+
+@pytest.fixture
+def gpu(monkeypatch, tmp_path_factory):
+    import importlib
+
+    import eagle.cuda.backend as backend
+    import eagle.cuda.loop as loop
+    import eagle.cuda.nvrtc as nvrtc
+    import eagle.cuda.stream as stream
+
+    driver = EmulatedDriver(tmp_path_factory.mktemp("emulated"))
+    for name in MODULES:
+        monkeypatch.setattr(importlib.import_module(name), "driver", lambda: driver)
+    for module in (backend, loop, nvrtc):
+        monkeypatch.setattr(module, "compile_source", _source_as_image)
+    monkeypatch.setattr(driver_module, "_contexts", {})
+    monkeypatch.setattr(stream, "_default_streams", {})
+    monkeypatch.setattr(backend, "_loaded", {})
+    monkeypatch.setattr(loop, "_modules", {})
+    driver_module.unavailable_reason.cache_clear()
+    driver_module.device_info.cache_clear()
+    yield driver
+    driver_module.unavailable_reason.cache_clear()
+    driver_module.device_info.cache_clear()
+
+
+class GpuArray:
+    """Emulated device memory holding a copy of a host array; ``get()`` copies it back."""
+
+    def __init__(self, driver, host):
+        host = np.ascontiguousarray(host)
+        self.address = driver._allocate(host.nbytes)
+        self.shape, self.dtype = host.shape, host.dtype
+        driver._copy(self.address, host.ctypes.data, host.nbytes)
+        self.__cuda_array_interface__ = dict(data=(self.address, False), shape=host.shape,
+                                             typestr=host.dtype.str, strides=None, version=3)
+
+    def get(self):
+        out = np.empty(self.shape, self.dtype)
+        ctypes_copy(out.ctypes.data, self.address, out.nbytes)
+        return out
+
+
+def ctypes_copy(destination, source, nbytes):
+    import ctypes
+
+    ctypes.memmove(destination, source, nbytes)
+
+
+def to_gpu(driver, bindings):
+    return {k: GpuArray(driver, v) if isinstance(v, np.ndarray) else v
+            for k, v in copy.deepcopy(bindings).items()}
+
+
+def back(arrays):
+    return {k: v.get() if isinstance(v, GpuArray) else v for k, v in arrays.items()}
+
+
+CASES = {
+    "oscillator-uniform": (oscillator, lambda: oscillator_bindings(1000), 2000),
+    "oscillator-spread": (spread_oscillator, lambda: spread_bindings(1000), 2000),
+    "vec3-falling": (falling, lambda: falling_bindings(600), 500),
+    "if-else-bouncing": (bouncing, lambda: bouncing_bindings(600), 3000),
+}
+
+
+@pytest.mark.parametrize("steps_per_launch", [1, 64, None])
+@pytest.mark.parametrize("case", list(CASES))
+def test_until_done_on_the_emulated_gpu_equals_reference(gpu, case, steps_per_launch):
+    kernel, make, max_steps = CASES[case]
+    bindings = make()
+    expected, expected_steps = reference_run(kernel, bindings, max_steps)
+    arrays = to_gpu(gpu, bindings)
+    runner = eagle.until_done(eagle.deploy(kernel), max_steps=max_steps,
+                              steps_per_launch=steps_per_launch, **arrays)
+    report = runner.run()
+    assert report.device == "cuda:0" and report.mode == "graph-while"
+    assert report.steps == expected_steps
+    assert report.done == int(np.count_nonzero(expected["terminated"]))
+    per_launch = steps_per_launch or 64
+    assert report.launches == -(-expected_steps // per_launch)
+    assert gpu.graph_launches == 1  # the whole loop was one graph launch
+    actual = back(arrays)
+    assert_bitwise_equal({k: actual[k] for k in expected if k in actual},
+                         {k: expected[k] for k in expected if k in actual})
+
+
+def test_spec_loop_contract_on_the_emulated_gpu(gpu):
+    bindings = oscillator_bindings(2000)
+    arrays = to_gpu(gpu, bindings)
+    runner = eagle.until_done(eagle.deploy(oscillator), max_steps=10_000, **arrays)
+    first = runner.run()
+    assert first.launches == 16 and first.steps == 1000 and first.build_s > 0
+    again = runner.run()
+    assert again.launches == 0 and again.build_s == 0 and again.steps == 0
+    final = back(arrays)["x"]
+    for key, value in to_gpu(gpu, bindings).items():  # re-initialise the user's arrays
+        if isinstance(value, GpuArray):
+            ctypes_copy(arrays[key].address, value.address, value.get().nbytes)
+    runner.reset()
+    third = runner.run()
+    assert third.launches == 16 and np.array_equal(back(arrays)["x"], final)
+
+
+def test_max_steps_exact_and_truncation_then_continue(gpu):
+    bindings = spread_bindings(1000)
+    expected_333, _ = reference_run(spread_oscillator, bindings, 333)
+    expected_all, steps_all = reference_run(spread_oscillator, bindings, 5000)
+    arrays = to_gpu(gpu, bindings)
+    runner = eagle.until_done(eagle.deploy(spread_oscillator), max_steps=333,
+                              steps_per_launch=50, **arrays)
+    report = runner.run()
+    assert report.truncated and report.steps == 333 and report.launches == 7
+    assert np.array_equal(back(arrays)["x"], expected_333["x"])
+    runner.max_steps = 340  # a run that starts 7 steps short of its limit takes exactly 7
+    expected_340, _ = reference_run(spread_oscillator, bindings, 340)
+    assert runner.run().steps == 7 and runner.steps == 340
+    assert np.array_equal(back(arrays)["x"], expected_340["x"])
+    runner.max_steps = 5000
+    rest = runner.run()
+    assert not rest.truncated and runner.steps == steps_all
+    assert np.array_equal(back(arrays)["x"], expected_all["x"])
+
+
+def test_eager_loop_gives_the_same_bits(gpu):
+    bindings = spread_bindings(800)
+    expected, steps = reference_run(spread_oscillator, bindings, 2000)
+    arrays = to_gpu(gpu, bindings)
+    report = eagle.until_done(eagle.deploy(spread_oscillator), max_steps=2000,
+                              steps_per_launch=1, eager=True, **arrays).run()
+    assert report.mode == "host-loop" and report.launches == steps and gpu.graph_launches == 0
+    assert np.array_equal(back(arrays)["x"], expected["x"])
+
+
+def test_graph_pipeline_replays_a_launch(gpu):
+    from eagle.cuda import Launcher, Module
+    from eagle.cuda.nvrtc import compile_source
+    from eagle.pipeline import GraphPipeline
+
+    source = ('extern "C" __global__ void add_one(double* x, long long n) {\n'
+              '    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n'
+              '    if (i < n) x[i] += 1.0;\n}\n')
+    add_one = Launcher(Module(compile_source(source)).function("add_one"),
+                       ["double*", "long long"], block=128)
+    x = GpuArray(gpu, np.zeros(1000))
+    GraphPipeline().add(lambda: add_one.launch(8, x, 1000)).build().launch(n=5)
+    assert np.all(x.get() == 5.0)
+
+
+def test_repeat_while_loops_on_the_emulated_device(gpu):
+    from eagle.cuda import Launcher, Module
+    from eagle.cuda.nvrtc import compile_source
+
+    source = ('extern "C" __global__ void countdown(long long* left, double* total) {\n'
+              '    total[0] += 1.0; left[0] -= 1;\n}\n')
+    countdown = Launcher(Module(compile_source(source)).function("countdown"),
+                         ["long long*", "double*"], block=1)
+    left, total = GpuArray(gpu, np.array([5])), GpuArray(gpu, np.zeros(1))
+    assert eagle.repeat_while(left, lambda: countdown.launch(1, left, total)) == 5
+    assert total.get()[0] == 5.0 and left.get()[0] == 0
+    ctypes_copy(left.address, np.array([10]).ctypes.data, 8)
+    assert eagle.repeat_while(left, lambda: countdown.launch(1, left, total),
+                              max_iterations=3) == 3
+    assert left.get()[0] == 7
+
+
+def test_graph_composer_of_two_runners_equals_running_them_alone(gpu):
+    from eagle.compose import GraphComposer
+
+    a, b = spread_bindings(700), spread_bindings(900, k=500)
+    expected_a, steps_a = reference_run(spread_oscillator, a, 3000)
+    expected_b, steps_b = reference_run(spread_oscillator, b, 3000)
+    arrays = [to_gpu(gpu, a), to_gpu(gpu, b)]
+    runners = [eagle.until_done(eagle.deploy(spread_oscillator), max_steps=3000, **s)
+               for s in arrays]
+    composer = GraphComposer()
+    for runner in runners:
+        composer.add(runner)
+    composer.build().launch(1)
+    for runner, s, expected, steps in zip(runners, arrays, (expected_a, expected_b),
+                                          (steps_a, steps_b), strict=True):
+        runner.sync_from_device()
+        assert runner.steps == steps and runner.live == 0
+        assert np.array_equal(back(s)["x"], expected["x"])
