@@ -220,3 +220,48 @@ def test_graph_composer_of_two_runners_equals_running_them_alone(gpu):
         runner.sync_from_device()
         assert runner.steps == steps and runner.live == 0
         assert np.array_equal(back(s)["x"], expected["x"])
+
+
+def test_spec_gravity_cell_on_the_emulated_gpu(gpu, monkeypatch):
+    """The spec's LoadedVector cells: the artifact's PTX cannot run on the host, so the module
+    loaded is the CUDA source the same hawk kernel generates (its sidecar's ``source_sha256``
+    is checked to match); everything else is the artifact path: the sidecar's argument list,
+    the bindings, the pipeline's capture and replays, accumulate."""
+    import hashlib
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    import eagle.loaded
+    from eagle.cuda.emit import emit_cuda
+    from eagle.pipeline import GraphPipeline
+
+    fixtures = Path(__file__).resolve().parent.parent / "docs" / "guide" / "_fixtures"
+    spec = importlib.util.spec_from_file_location("gravity_source", fixtures / "gravity.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    source = emit_cuda(module.gravity.specialize({}))
+    sidecar = json.loads((fixtures / "gravity.json").read_text())
+    assert hashlib.sha256(source.encode()).hexdigest() == sidecar["source_sha256"]
+    import eagle.cuda.nvrtc as nvrtc
+
+    monkeypatch.setattr(nvrtc, "ptx_to_cubin", lambda ptx, arch: source.encode() + b"\0")
+    force = eagle.loaded.LoadedVector(fixtures / "gravity.ptx")
+
+    MU = 3.986004418e5
+    N = 1024
+    rng = np.random.default_rng(2)
+    host_position = rng.uniform(7.0e3, 4.2e4, size=(3, N))
+    position = GpuArray(gpu, host_position)
+    out = GpuArray(gpu, np.zeros((3, N)))
+    terminated = GpuArray(gpu, np.zeros(N, dtype=bool))
+    pipe = GraphPipeline()
+    pipe.add(lambda: force.launch(out=out, position=position, mu=MU, terminated=terminated))
+    pipe.build()
+    replays = 5
+    pipe.launch(n=replays)
+    r = np.sqrt((host_position ** 2).sum(axis=0))
+    expected_once = -MU * host_position / r**3
+    rel_err = np.max(np.abs(out.get() - replays * expected_once)
+                     / np.abs(replays * expected_once))
+    assert rel_err < 1e-14, rel_err
