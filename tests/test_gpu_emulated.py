@@ -265,3 +265,14 @@ def test_spec_gravity_cell_on_the_emulated_gpu(gpu, monkeypatch):
     rel_err = np.max(np.abs(out.get() - replays * expected_once)
                      / np.abs(replays * expected_once))
     assert rel_err < 1e-14, rel_err
+
+
+def test_progress_on_the_emulated_gpu_reads_the_device_count(gpu, capsys):
+    bindings = spread_bindings(1000)
+    expected, _ = reference_run(spread_oscillator, bindings, 2000)
+    arrays = to_gpu(gpu, bindings)
+    runner = eagle.until_done(eagle.deploy(spread_oscillator), max_steps=2000, **arrays)
+    report = runner.run(progress=True)
+    assert report.done == 1000 and "1000/1000" in capsys.readouterr().err
+    assert runner.graph_loop().live_now() == 0  # what the decide kernel wrote to host memory
+    assert np.array_equal(back(arrays)["x"], expected["x"])
