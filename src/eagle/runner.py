@@ -62,9 +62,9 @@ class Report:
 
     def __str__(self) -> str:
         state = "truncated at max_steps" if self.truncated else f"{self.done}/{self.n} done"
+        how = f"{self.mode}, {self.threads} threads" if self.device == "cpu" else self.mode
         return (f"{state} after {self.steps} steps in {self.launches} launches on {self.device} "
-                f"({self.mode}, {self.threads} threads): {self.wall_s * 1e3:.2f} ms, "
-                f"build {self.build_s * 1e3:.2f} ms")
+                f"({how}): {self.wall_s * 1e3:.2f} ms, build {self.build_s * 1e3:.2f} ms")
 
 
 class Runner:
