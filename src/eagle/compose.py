@@ -14,8 +14,7 @@ one stopped; ``runner.sync_from_device()`` reads its counters back afterwards.
 
 from __future__ import annotations
 
-from .errors import CaptureError
-from .pipeline import GraphPipeline, _describe
+from .pipeline import GraphPipeline, _describe, run_captured
 
 __all__ = ["GraphComposer"]
 
@@ -93,23 +92,18 @@ class GraphComposer:
     def _record(index: int, piece, loop, stream, capture) -> None:
         from .runner import Runner
 
-        try:
-            if isinstance(piece, Runner):
+        if isinstance(piece, Runner):
+            def action():
                 loop.append_to_capture(stream)
-            elif isinstance(piece, GraphPipeline):
+        elif isinstance(piece, GraphPipeline):
+            def action():
                 for step in piece.steps:
                     step()
-            else:
-                piece()
-        except CaptureError:
-            raise
-        except Exception as exc:
-            raise CaptureError(f"piece {index} ({_describe(piece)}) failed while being "
-                               f"captured: {type(exc).__name__}: {exc}") from exc
-        if capture.status() == "invalidated":
-            raise CaptureError(f"piece {index} ({_describe(piece)}) broke the capture: nothing "
-                               "inside a captured piece may allocate device memory or "
-                               "synchronise")
+        else:
+            action = piece
+        run_captured(capture, f"piece {index} ({_describe(piece)})", action,
+                     "nothing inside a captured piece may allocate device memory or "
+                     "synchronise")
 
     def launch(self, n: int = 1) -> None:
         """Replay the composed graph ``n`` times (asynchronously, on the origin stream)."""

@@ -23,6 +23,20 @@ def _describe(step) -> str:
     return f"{name}{where}"
 
 
+def run_captured(capture, what: str, action, rule: str) -> None:
+    """Call ``action`` inside an open ``capture``; an error it raises, or a capture it broke,
+    becomes a ``CaptureError`` naming ``what`` and the ``rule``."""
+    try:
+        action()
+    except CaptureError:
+        raise
+    except Exception as exc:
+        raise CaptureError(f"{what} failed while being captured: {type(exc).__name__}: {exc}. "
+                           f"{rule[0].upper()}{rule[1:]}") from exc
+    if capture.status() == "invalidated":
+        raise CaptureError(f"{what} broke the capture: {rule}")
+
+
 class GraphPipeline:
     """A sequence of one-launch steps captured into one CUDA graph.
 
@@ -68,19 +82,10 @@ class GraphPipeline:
 
     @staticmethod
     def _capture_step(capture, index: int, step) -> None:
-        rule = ("nothing inside a captured step may allocate device memory or synchronise; "
-                "allocate every buffer before build()")
         before = capture.node_count()
-        try:
-            step()
-        except CaptureError:
-            raise
-        except Exception as exc:
-            raise CaptureError(f"step {index} ({_describe(step)}) failed while being captured: "
-                               f"{type(exc).__name__}: {exc}. {rule[0].upper()}{rule[1:]}") \
-                from exc
-        if capture.status() == "invalidated":
-            raise CaptureError(f"step {index} ({_describe(step)}) broke the capture: {rule}")
+        run_captured(capture, f"step {index} ({_describe(step)})", step,
+                     "nothing inside a captured step may allocate device memory or synchronise; "
+                     "allocate every buffer before build()")
         issued = capture.node_count() - before
         if issued != 1:
             raise CaptureError(f"step {index} ({_describe(step)}) issued {issued} operations; "
