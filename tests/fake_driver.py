@@ -9,8 +9,11 @@ are not computed: tests/test_gpu.py checks those on a real device.
 from __future__ import annotations
 
 import ctypes
+import importlib
 import itertools
+from contextlib import contextmanager
 
+import numpy as np
 from cuda.bindings import driver as real
 
 try:
@@ -213,3 +216,49 @@ class FakeDriver:
     def _cuGraphLaunch(self, executable, stream):
         self.graph_launches += 1
         return (OK,)
+
+
+#: every eagle module that calls ``driver()`` by that name
+MODULES = ["eagle.cuda.driver", "eagle.cuda.stream", "eagle.cuda.graph", "eagle.cuda.launcher",
+           "eagle.cuda.memory", "eagle.cuda.loop"]
+
+
+@contextmanager
+def installed(driver: FakeDriver, monkeypatch):
+    """Make ``driver`` the one eagle talks to, with eagle's per-process GPU state fresh."""
+    import eagle.cuda.backend as backend
+    import eagle.cuda.driver as driver_module
+    import eagle.cuda.loop as loop
+    import eagle.cuda.stream as stream
+
+    for name in MODULES:
+        monkeypatch.setattr(importlib.import_module(name), "driver", lambda: driver)
+    monkeypatch.setattr(driver_module, "_contexts", {})
+    monkeypatch.setattr(stream, "_default_streams", {})
+    monkeypatch.setattr(backend, "_loaded", {})
+    monkeypatch.setattr(loop, "_modules", {})
+    driver_module.unavailable_reason.cache_clear()
+    driver_module.device_info.cache_clear()
+    try:
+        yield driver
+    finally:
+        driver_module.unavailable_reason.cache_clear()
+        driver_module.device_info.cache_clear()
+
+
+class GpuArray:
+    """A copy of a host array in the stand-in's device memory, exported like CuPy exports
+    one; ``get()`` copies it back."""
+
+    def __init__(self, driver: FakeDriver, host):
+        host = np.ascontiguousarray(host)
+        self.address = driver._allocate(host.nbytes)
+        self.shape, self.dtype = host.shape, host.dtype
+        driver._copy(self.address, host.ctypes.data, host.nbytes)
+        self.__cuda_array_interface__ = dict(data=(self.address, False), shape=host.shape,
+                                             typestr=host.dtype.str, strides=None, version=3)
+
+    def get(self) -> np.ndarray:
+        out = np.empty(self.shape, self.dtype)
+        ctypes.memmove(out.ctypes.data, self.address, out.nbytes)
+        return out

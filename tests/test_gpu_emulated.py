@@ -30,7 +30,7 @@ if compiler() is None:
     pytest.skip("no host C++ compiler to emulate the GPU with", allow_module_level=True)
 
 from emulated_gpu import EmulatedDriver  # noqa: E402
-from test_gpu_plumbing import MODULES  # noqa: E402
+from fake_driver import GpuArray, installed  # noqa: E402
 
 
 def _source_as_image(source, arch="sm_90", target="cubin", **options):
@@ -39,44 +39,14 @@ def _source_as_image(source, arch="sm_90", target="cubin", **options):
 
 @pytest.fixture
 def gpu(monkeypatch, tmp_path_factory):
-    import importlib
-
     import eagle.cuda.backend as backend
     import eagle.cuda.loop as loop
     import eagle.cuda.nvrtc as nvrtc
-    import eagle.cuda.stream as stream
 
-    driver = EmulatedDriver(tmp_path_factory.mktemp("emulated"))
-    for name in MODULES:
-        monkeypatch.setattr(importlib.import_module(name), "driver", lambda: driver)
     for module in (backend, loop, nvrtc):
         monkeypatch.setattr(module, "compile_source", _source_as_image)
-    monkeypatch.setattr(driver_module, "_contexts", {})
-    monkeypatch.setattr(stream, "_default_streams", {})
-    monkeypatch.setattr(backend, "_loaded", {})
-    monkeypatch.setattr(loop, "_modules", {})
-    driver_module.unavailable_reason.cache_clear()
-    driver_module.device_info.cache_clear()
-    yield driver
-    driver_module.unavailable_reason.cache_clear()
-    driver_module.device_info.cache_clear()
-
-
-class GpuArray:
-    """Emulated device memory holding a copy of a host array; ``get()`` copies it back."""
-
-    def __init__(self, driver, host):
-        host = np.ascontiguousarray(host)
-        self.address = driver._allocate(host.nbytes)
-        self.shape, self.dtype = host.shape, host.dtype
-        driver._copy(self.address, host.ctypes.data, host.nbytes)
-        self.__cuda_array_interface__ = dict(data=(self.address, False), shape=host.shape,
-                                             typestr=host.dtype.str, strides=None, version=3)
-
-    def get(self):
-        out = np.empty(self.shape, self.dtype)
-        ctypes_copy(out.ctypes.data, self.address, out.nbytes)
-        return out
+    with installed(EmulatedDriver(tmp_path_factory.mktemp("emulated")), monkeypatch) as driver:
+        yield driver
 
 
 def ctypes_copy(destination, source, nbytes):

@@ -17,48 +17,22 @@ from eagle.cuda import driver as driver_module  # noqa: E402
 if driver_module.is_available():
     pytest.skip("a real GPU is present: tests/test_gpu.py runs instead", allow_module_level=True)
 
-from fake_driver import FakeDriver  # noqa: E402
-
-MODULES = ["eagle.cuda.driver", "eagle.cuda.stream", "eagle.cuda.graph", "eagle.cuda.launcher",
-           "eagle.cuda.memory", "eagle.cuda.loop"]
+from fake_driver import FakeDriver, GpuArray, installed  # noqa: E402
 
 
 @pytest.fixture
 def fake(monkeypatch):
-    import importlib
-
-    import eagle.cuda.backend as backend
-    import eagle.cuda.loop as loop
-    import eagle.cuda.stream as stream
-
-    driver = FakeDriver()
-    for name in MODULES:
-        monkeypatch.setattr(importlib.import_module(name), "driver", lambda: driver)
-    monkeypatch.setattr(driver_module, "_contexts", {})
-    monkeypatch.setattr(stream, "_default_streams", {})
-    monkeypatch.setattr(backend, "_loaded", {})
-    monkeypatch.setattr(loop, "_modules", {})
-    driver_module.unavailable_reason.cache_clear()
-    driver_module.device_info.cache_clear()
-    yield driver
-    driver_module.unavailable_reason.cache_clear()
-    driver_module.device_info.cache_clear()
+    with installed(FakeDriver(), monkeypatch) as driver:
+        yield driver
 
 
-class GpuArray:
-    """Device memory from the fake driver, exported like CuPy exports it."""
-
-    def __init__(self, driver, shape, dtype=np.float64, fill=0):
-        host = np.full(shape, fill, dtype=dtype)
-        self.address = driver._allocate(host.nbytes)
-        driver._copy(self.address, host.ctypes.data, host.nbytes)
-        self.__cuda_array_interface__ = dict(data=(self.address, False), shape=host.shape,
-                                             typestr=host.dtype.str, strides=None, version=3)
+def full(driver, shape, dtype=np.float64, fill=0):
+    return GpuArray(driver, np.full(shape, fill, dtype=dtype))
 
 
 def spec_bindings(driver, n=1000):
-    return dict(x=GpuArray(driver, n, fill=1.0), v=GpuArray(driver, n), t=GpuArray(driver, n),
-                omega=GpuArray(driver, n, fill=2.0), t_end=1.0, dt=1e-3)
+    return dict(x=full(driver, n, fill=1.0), v=full(driver, n), t=full(driver, n),
+                omega=full(driver, n, fill=2.0), t_end=1.0, dt=1e-3)
 
 
 def test_the_fake_is_a_gpu(fake):
@@ -95,11 +69,11 @@ def test_eager_loop_launches_step_and_decide_and_reads_back(fake):
 def test_vector_kernels_and_float32_bind_and_build(fake):
     n = 300
     runner = eagle.until_done(eagle.deploy(falling, "gpu"), max_steps=10,
-                              position=GpuArray(fake, (3, n), fill=1.5),
-                              velocity=GpuArray(fake, (3, n)), mu=1.0, dt=0.01, r_min=0.1)
+                              position=full(fake, (3, n), fill=1.5),
+                              velocity=full(fake, (3, n)), mu=1.0, dt=0.01, r_min=0.1)
     runner.run(progress=True)
     assert fake.graph_launches == 1
-    single = {k: (GpuArray(fake, 100, np.float32, 1.0) if k != "t_end" and k != "dt" else v)
+    single = {k: (full(fake, 100, np.float32, 1.0) if k != "t_end" and k != "dt" else v)
               for k, v in spec_bindings(fake, 100).items()}
     eagle.until_done(eagle.deploy(oscillator), max_steps=10, **single).run()
 
@@ -110,7 +84,7 @@ def test_graph_pipeline_and_its_capture_rules(fake):
 
     function = eagle.cuda.Module(b"\0" * 8).function("add_one")
     add_one = Launcher(function, ["double*", "long long"], block=128)
-    x = GpuArray(fake, 1000)
+    x = full(fake, 1000)
     pipe = GraphPipeline().add(lambda: add_one.launch(8, x, 1000)).build()
     pipe.launch(n=5)
     assert fake.graph_launches == 5
@@ -138,8 +112,8 @@ def test_loaded_vector_links_the_fixture_and_launches_in_a_pipeline(fake):
     fixtures = Path(__file__).resolve().parent.parent / "docs" / "guide" / "_fixtures"
     force = LoadedVector(fixtures / "gravity.ptx")  # real nvJitLink: PTX -> sm_90 cubin
     n = 64
-    position, out = GpuArray(fake, (3, n), fill=1.0), GpuArray(fake, (3, n))
-    terminated = GpuArray(fake, n, np.bool_)
+    position, out = full(fake, (3, n), fill=1.0), full(fake, (3, n))
+    terminated = full(fake, n, np.bool_)
     pipe = GraphPipeline()
     pipe.add(lambda: force.launch(out=out, position=position, mu=2.0, terminated=terminated))
     pipe.build().launch(n=5)
@@ -152,7 +126,7 @@ def test_repeat_while_on_the_gpu_records_the_body_once(fake):
 
     function = eagle.cuda.Module(b"\0" * 8).function("countdown")
     countdown = Launcher(function, ["long long*"], block=1)
-    left = GpuArray(fake, 1, np.int64, 5)
+    left = full(fake, 1, np.int64, 5)
     calls = []
 
     def body():
@@ -173,7 +147,7 @@ def test_graph_composer_forks_and_joins(fake):
                                 **spec_bindings(fake)) for _ in range(2)]
     add_one = Launcher(eagle.cuda.Module(b"\0" * 8).function("add_one"),
                        ["double*", "long long"])
-    x = GpuArray(fake, 10)
+    x = full(fake, 10)
     pipe = GraphPipeline().add(lambda: add_one.launch(1, x, 10))
     composer = GraphComposer().add(runners[0]).add(runners[1]).add(pipe).build()
     composer.launch(2)
