@@ -31,25 +31,14 @@ from peer_numba import make_peer_oscillator  # noqa: E402
 
 import eagle  # noqa: E402
 import hawk  # noqa: E402
+from eagle.bench import DT, MAX_STEPS  # noqa: E402
+from eagle.bench import oscillator as spread_oscillator  # noqa: E402  (t_end per sample)
 from hawk import Mutable, Param, Scalar, Terminated  # noqa: E402
-
-DT = 1e-3
-MAX_STEPS = 10_000
 
 
 @hawk.kernel
 def oscillator(omega: Scalar, t_end: Param, dt: Param, terminated: Terminated,
                x: Mutable[Scalar], v: Mutable[Scalar], t: Mutable[Scalar]):
-    x0, v0 = x, v
-    x = x0 + dt * v0
-    v = v0 - dt * omega * omega * x0
-    t += dt
-    terminated = t >= t_end
-
-
-@hawk.kernel
-def spread_oscillator(omega: Scalar, t_end: Scalar, dt: Param, terminated: Terminated,
-                      x: Mutable[Scalar], v: Mutable[Scalar], t: Mutable[Scalar]):
     x0, v0 = x, v
     x = x0 + dt * v0
     v = v0 - dt * omega * omega * x0

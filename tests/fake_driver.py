@@ -220,7 +220,7 @@ class FakeDriver:
 
 #: every eagle module that calls ``driver()`` by that name
 MODULES = ["eagle.cuda.driver", "eagle.cuda.stream", "eagle.cuda.graph", "eagle.cuda.launcher",
-           "eagle.cuda.memory", "eagle.cuda.loop"]
+           "eagle.cuda.backend", "eagle.cuda.memory", "eagle.cuda.loop"]
 
 
 @contextmanager

@@ -41,8 +41,7 @@ def save(runner, path: str | Path) -> Path:
     program = runner.plan.kernel.specialize(runner.bound.dtypes)
     meta = dict(format=FORMAT, kernel=program.name, digest=program.digest(),
                 dtypes={k: v.value for k, v in runner.bound.dtypes.items()},
-                uniforms={k: [np.dtype(type(v)).name if not hasattr(v, "dtype") else
-                              v.dtype.name, v.item() if hasattr(v, "item") else v]
+                uniforms={k: [v.dtype.name, v.item()]  # bound uniforms are NumPy scalars
                           for k, v in runner.bound.uniforms.items()},
                 steps=runner.steps, launches=runner.launches, live=runner.live,
                 max_steps=runner.max_steps, steps_per_launch=runner.fixed_steps_per_launch,

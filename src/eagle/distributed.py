@@ -166,7 +166,6 @@ def until_done(plan: Plan | hawk.Kernel, client, chunks, max_steps: int,
     bound = bind(plan.kernel, {**bindings, **standins}, "cpu", caller="distributed.until_done")
     program = plan.kernel.specialize(bound.dtypes)
     kernel = ProgramKernel(program)
-    device = None if plan.device is None else plan.device
     per_sample = [p.name for p in program.params
                   if p.role is not Role.PARAM and p.name in bindings]
     uniforms = {k: v for k, v in bindings.items() if k not in per_sample}
@@ -186,7 +185,7 @@ def until_done(plan: Plan | hawk.Kernel, client, chunks, max_steps: int,
             # scheduler can run it again elsewhere (data scattered to that worker would be lost).
             warnings.filterwarnings("ignore", message=".*large graph.*")
             tasks.append((index, lo, hi, client.submit(
-                _run_chunk, kernel, device, pieces, uniforms, max_steps, steps_per_launch,
+                _run_chunk, kernel, plan.device, pieces, uniforms, max_steps, steps_per_launch,
                 index, lo, pure=False,
                 key=f"eagle-chunk-{program.name}-{index}-{time.time_ns()}")))
     wait([future for *_, future in tasks])

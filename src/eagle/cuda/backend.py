@@ -26,7 +26,7 @@ import numpy as np
 from hawk.ir import Program, Role
 
 from ..bindings import Bound
-from .driver import activate, device_info
+from .driver import activate, call, device_info, driver
 from .emit import (
     BLOCK_SIZE,
     CONTROL_FIELDS,
@@ -154,8 +154,6 @@ class GraphLoop:
         """Record this loop into the graph ``stream`` is capturing, at the top level (CUDA
         refuses conditional nodes inside child graphs): a start kernel, then the WHILE node.
         Each replay of that graph continues the run from where the last one stopped."""
-        from .driver import call, driver
-
         d = driver()
         info = call(d.cuStreamGetCaptureInfo, stream.handle)
         status, graph, dependencies = info[0], info[2], list(info[3] or [])
