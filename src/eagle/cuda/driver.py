@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from ..errors import BackendUnavailable, CudaError
 
-__all__ = ["driver", "call", "is_available", "unavailable_reason", "device_count", "DeviceInfo",
-           "device_info", "activate", "ordinal_of"]
+__all__ = ["driver", "call", "release", "is_available", "unavailable_reason", "device_count",
+           "DeviceInfo", "device_info", "activate", "ordinal_of"]
 
 
 def driver():
@@ -37,6 +37,17 @@ def call(function, *args):
     if not values:
         return None
     return values[0] if len(values) == 1 else values
+
+
+def release(function_name: str, handle) -> None:
+    """Free a driver object from a finaliser (``__del__``): nothing to free is a no-op, and it
+    never raises (at interpreter shutdown the driver may be gone already)."""
+    if handle is None or (isinstance(handle, int) and handle == 0):
+        return
+    try:
+        getattr(driver(), function_name)(handle)
+    except Exception:
+        pass
 
 
 @functools.cache

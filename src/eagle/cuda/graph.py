@@ -7,7 +7,7 @@ decide kernel that sets the node's condition on the device.
 
 from __future__ import annotations
 
-from .driver import call, driver
+from .driver import call, driver, release
 
 __all__ = ["Graph", "GraphExec", "add_kernel_node", "add_while_node", "condition_handle"]
 
@@ -31,11 +31,7 @@ class Graph:
 
     def __del__(self):
         handle, self.handle = getattr(self, "handle", None), None
-        if handle is not None:
-            try:
-                driver().cuGraphDestroy(handle)
-            except Exception:
-                pass
+        release("cuGraphDestroy", handle)
 
 
 class GraphExec:
@@ -52,11 +48,7 @@ class GraphExec:
 
     def __del__(self):
         handle, self.handle = getattr(self, "handle", None), None
-        if handle is not None:
-            try:
-                driver().cuGraphExecDestroy(handle)
-            except Exception:
-                pass
+        release("cuGraphExecDestroy", handle)
 
 
 def add_kernel_node(graph_handle, function, grid: int, block: int, arguments,

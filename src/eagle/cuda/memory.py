@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .driver import activate, call, driver
+from .driver import activate, call, driver, release
 
 __all__ = ["DeviceBuffer", "DeviceArray", "as_device_array", "device_full", "HostMapped", "clear",
            "to_host"]
@@ -47,11 +47,7 @@ class DeviceBuffer:
 
     def __del__(self):
         ptr, self.ptr = getattr(self, "ptr", 0), 0
-        if ptr:
-            try:
-                driver().cuMemFree(ptr)
-            except Exception:  # interpreter shutdown: the driver may be gone already
-                pass
+        release("cuMemFree", ptr)
 
 
 class HostMapped:
@@ -72,11 +68,7 @@ class HostMapped:
 
     def __del__(self):
         ptr, self.host_ptr = getattr(self, "host_ptr", 0), 0
-        if ptr:
-            try:
-                driver().cuMemFreeHost(ptr)
-            except Exception:
-                pass
+        release("cuMemFreeHost", ptr)
 
 
 @dataclass

@@ -11,7 +11,7 @@ import threading
 from contextlib import contextmanager
 
 from ..errors import CaptureError, CudaError
-from .driver import activate, call, driver
+from .driver import activate, call, driver, release
 
 __all__ = ["Stream", "StreamCapturer", "Event", "current_stream"]
 
@@ -56,10 +56,7 @@ class Stream:
 
     def __del__(self):
         if getattr(self, "_owned", False):
-            try:
-                driver().cuStreamDestroy(self.handle)
-            except Exception:
-                pass
+            release("cuStreamDestroy", self.handle)
 
 
 class Event:
@@ -77,11 +74,7 @@ class Event:
 
     def __del__(self):
         handle, self.handle = getattr(self, "handle", None), None
-        if handle is not None:
-            try:
-                driver().cuEventDestroy(handle)
-            except Exception:
-                pass
+        release("cuEventDestroy", handle)
 
 
 def _stack() -> list[Stream]:
