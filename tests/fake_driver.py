@@ -9,7 +9,6 @@ are not computed: tests/test_gpu.py checks those on a real device.
 from __future__ import annotations
 
 import ctypes
-import importlib
 import itertools
 from contextlib import contextmanager
 
@@ -218,32 +217,17 @@ class FakeDriver:
         return (OK,)
 
 
-#: every eagle module that calls ``driver()`` by that name
-MODULES = ["eagle.cuda.driver", "eagle.cuda.stream", "eagle.cuda.graph", "eagle.cuda.launcher",
-           "eagle.cuda.backend", "eagle.cuda.memory", "eagle.cuda.loop"]
-
-
 @contextmanager
-def installed(driver: FakeDriver, monkeypatch):
-    """Make ``driver`` the one eagle talks to, with eagle's per-process GPU state fresh."""
-    import eagle.cuda.backend as backend
-    import eagle.cuda.driver as driver_module
-    import eagle.cuda.loop as loop
-    import eagle.cuda.stream as stream
+def installed(driver: FakeDriver, compiler=None):
+    """Make ``driver`` the one eagle's CUDA layer talks to, and a fresh CUDA backend (compiling
+    with ``compiler``, NVRTC by default) the one serving ``cuda`` devices."""
+    from eagle.backend import registered
+    from eagle.cuda.backend import CudaBackend
+    from eagle.cuda.driver import use_driver
 
-    for name in MODULES:
-        monkeypatch.setattr(importlib.import_module(name), "driver", lambda: driver)
-    monkeypatch.setattr(driver_module, "_contexts", {})
-    monkeypatch.setattr(stream, "_default_streams", {})
-    monkeypatch.setattr(backend, "_loaded", {})
-    monkeypatch.setattr(loop, "_modules", {})
-    driver_module.unavailable_reason.cache_clear()
-    driver_module.device_info.cache_clear()
-    try:
+    backend = CudaBackend() if compiler is None else CudaBackend(compiler)
+    with use_driver(driver), registered(backend):
         yield driver
-    finally:
-        driver_module.unavailable_reason.cache_clear()
-        driver_module.device_info.cache_clear()
 
 
 class GpuArray:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from eagle.cuda.emit import CONTROL_FIELDS, emit_cuda, kernel_arguments
-from hawk.ir import Program, Role
+from eagle.cuda.emit import CONTROL_FIELDS, emit_cuda, slot_ctype
+from hawk.ir import Program
 
 PRELUDE = r"""
 #include <math.h>
@@ -57,10 +57,9 @@ class HostKernel:
 
     def __init__(self, program: Program, folder: Path):
         self.program = program
-        self.arguments = kernel_arguments(program)
         params = ", ".join(["long long n", "EagleControl* control", "bool* flags",
-                            *[f"{ctype} {name}" for name, ctype, _ in self.arguments]])
-        names = ", ".join(["n", "control", "flags", *[name for name, _, _ in self.arguments]])
+                            *[f"{slot_ctype(s)} {s.name}" for s in program.slots]])
+        names = ", ".join(["n", "control", "flags", *[s.name for s in program.slots]])
         source = PRELUDE + emit_cuda(program) + f"""
 extern "C" {{ unsigned int eagle_condition = 1; }}
 extern "C" void cudaGraphSetConditional(cudaGraphConditionalHandle, unsigned int value) {{
@@ -91,9 +90,10 @@ extern "C" void host_step({params}) {{
         control[_FIELD["steps_per_launch"]] = steps_per_launch
         values = [ctypes.c_longlong(flags.shape[0]), ctypes.c_void_p(control.ctypes.data),
                   ctypes.c_void_p(flags.ctypes.data)]
-        for _, ctype, (param, component) in self.arguments:
-            if self.program.param(param).role is Role.PARAM:
-                values.append(_CTYPES[ctype](uniforms[param].item()))
+        for slot in self.program.slots:
+            param, component = slot.key
+            if slot.is_uniform:
+                values.append(_CTYPES[slot_ctype(slot)](uniforms[param].item()))
             else:
                 array = arrays[param]
                 row = array if component is None else array[component]

@@ -74,7 +74,7 @@ def test_missing_or_garbled_sidecar_is_refused(artifact):
 
 def test_gravity_fixture_is_what_its_command_writes_today(tmp_path):
     out = tmp_path / "gravity.ptx"
-    done = subprocess.run([sys.executable, "-m", "hawk", "compile",
+    done = subprocess.run([sys.executable, "-m", "eagle", "compile",
                            f"{FIXTURES / 'gravity.py'}:gravity", "--target", "ptx", "--arch",
                            "sm_80", "-o", str(out)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

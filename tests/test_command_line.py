@@ -50,4 +50,5 @@ def test_cache_clear_empties_the_cache(tmp_path):
 
 def test_unknown_command_prints_usage():
     done = run("frobnicate")
-    assert done.returncode == 2 and "python -m eagle bench" in done.stderr
+    assert done.returncode == 2 and "usage: python -m eagle" in done.stderr
+    assert "frobnicate" in done.stderr and "bench" in done.stderr

@@ -123,7 +123,7 @@ def test_bad_arch_is_refused():
 
 
 @pytest.mark.parametrize("target", ["cuda", "ptx", "cubin"])
-def test_hawk_compile_command_writes_the_artifact_and_its_sidecar(tmp_path, target):
+def test_eagle_compile_command_writes_the_artifact_and_its_sidecar(tmp_path, target):
     import json
     import subprocess
     import sys
@@ -131,7 +131,7 @@ def test_hawk_compile_command_writes_the_artifact_and_its_sidecar(tmp_path, targ
 
     tests = Path(__file__).resolve().parent
     out = tmp_path / f"falling.{target}"
-    done = subprocess.run([sys.executable, "-m", "hawk", "compile",
+    done = subprocess.run([sys.executable, "-m", "eagle", "compile",
                            f"{tests / 'kernels.py'}:falling", "--target", target,
                            "--arch", "sm_80", "-o", str(out)],
                           capture_output=True, text=True, timeout=120)
@@ -152,13 +152,13 @@ def test_hawk_compile_command_writes_the_artifact_and_its_sidecar(tmp_path, targ
         assert {STEP_KERNEL, DECIDE_KERNEL} <= defined_functions(data)
 
 
-def test_hawk_compile_names_a_missing_kernel(tmp_path):
+def test_eagle_compile_names_a_missing_kernel(tmp_path):
     import subprocess
     import sys
     from pathlib import Path
 
     kernels_file = Path(__file__).resolve().parent / "kernels.py"
-    done = subprocess.run([sys.executable, "-m", "hawk", "compile", f"{kernels_file}:nope",
+    done = subprocess.run([sys.executable, "-m", "eagle", "compile", f"{kernels_file}:nope",
                            "--target", "cuda", "-o", str(tmp_path / "x.cu")],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode != 0

@@ -113,7 +113,7 @@ def test_graph_composer_rules_before_capture():
     cpu_runner = eagle.until_done(eagle.deploy(oscillator, "cpu"), max_steps=10,
                                   x=np.ones(10), v=np.zeros(10), t=np.zeros(10),
                                   omega=np.ones(10), t_end=1.0, dt=0.1)
-    with pytest.raises(TypeError, match="runs on the CPU"):
+    with pytest.raises(TypeError, match="runs on cpu, whose loop is not recorded as a graph"):
         composer.add(cpu_runner)
     with pytest.raises(ValueError, match="add\\(\\) at least one piece"):
         composer.build()

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import eagle
+from eagle.backend import backend_for
 from differential import assert_bitwise_equal, reference_run
 from kernels import bouncing, falling, oscillator, spread_oscillator
 from test_cpu_backend import (
@@ -38,14 +39,11 @@ def _source_as_image(source, arch="sm_90", target="cubin", **options):
 
 
 @pytest.fixture
-def gpu(monkeypatch, tmp_path_factory):
-    import eagle.cuda.backend as backend
-    import eagle.cuda.loop as loop
-    import eagle.cuda.nvrtc as nvrtc
-
-    for module in (backend, loop, nvrtc):
-        monkeypatch.setattr(module, "compile_source", _source_as_image)
-    with installed(EmulatedDriver(tmp_path_factory.mktemp("emulated")), monkeypatch) as driver:
+def gpu(tmp_path_factory):
+    """The emulated GPU registered as the backend serving ``cuda`` devices: its driver runs
+    kernels on the host, and its compiler hands the CUDA source itself to that driver."""
+    with installed(EmulatedDriver(tmp_path_factory.mktemp("emulated")),
+                   compiler=_source_as_image) as driver:
         yield driver
 
 
@@ -142,7 +140,8 @@ def test_eager_loop_gives_the_same_bits(gpu):
 
 def test_graph_pipeline_replays_a_launch(gpu):
     from eagle.cuda import Launcher, Module
-    from eagle.cuda.nvrtc import compile_source
+
+    compile_source = backend_for("cuda").compiler  # the emulated GPU's
     from eagle.pipeline import GraphPipeline
 
     source = ('extern "C" __global__ void add_one(double* x, long long n) {\n'
@@ -157,7 +156,8 @@ def test_graph_pipeline_replays_a_launch(gpu):
 
 def test_repeat_while_loops_on_the_emulated_device(gpu):
     from eagle.cuda import Launcher, Module
-    from eagle.cuda.nvrtc import compile_source
+
+    compile_source = backend_for("cuda").compiler  # the emulated GPU's
 
     source = ('extern "C" __global__ void countdown(long long* left, double* total) {\n'
               '    total[0] += 1.0; left[0] -= 1;\n}\n')

@@ -21,8 +21,8 @@ from fake_driver import FakeDriver, GpuArray, installed  # noqa: E402
 
 
 @pytest.fixture
-def fake(monkeypatch):
-    with installed(FakeDriver(), monkeypatch) as driver:
+def fake():
+    with installed(FakeDriver()) as driver:
         yield driver
 
 

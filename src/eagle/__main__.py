@@ -1,14 +1,23 @@
-"""``python -m eagle``: the performance card, what this machine offers, the cache.
+"""``python -m eagle``: the performance card, compiled artifacts, this machine, the cache.
 
-    python -m eagle bench [--quick] [--out DIR]   the eager-loop vs graph card
-    python -m eagle info                          versions, devices, threads, cache
-    python -m eagle cache clear                   delete every compiled kernel
+    python -m eagle bench [--quick] [--out DIR] ...   the eager-loop vs graph card
+    python -m eagle compile MODULE.py:KERNEL --target {cuda,ptx,cubin} [--arch sm_90]
+                            [--dtype NAME=float32 ...] [--fmad] -o FILE
+    python -m eagle info                              versions, devices, threads, cache
+    python -m eagle cache clear                       delete every compiled kernel
+
+``compile`` writes the CUDA source, PTX or cubin of a hawk kernel's step and a JSON sidecar
+beside it (``FILE`` with the suffix ``.json``; the format is in ``docs/artifacts.md``), for
+``eagle.loaded.LoadedVector`` or a native program; NVRTC needs no GPU. (It lives here, not in
+``python -m hawk``: the language knows nothing of the runtime's artifacts.)
 """
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import sys
+from pathlib import Path
 
 
 def _size(path) -> int:
@@ -24,31 +33,13 @@ def info() -> int:
     import hawk
 
     from . import __version__, cache
-    from .cuda.driver import device_count, device_info, unavailable_reason
-    from .threads import ENV_VAR, get_num_threads
+    from .backend import backends
 
     print(f"eagle {__version__}, hawk {hawk.__version__}, Python {platform.python_version()}, "
           f"NumPy {numpy.__version__}, Numba {numba.__version__}")
-    print(f"CPU: {platform.machine()} {platform.processor() or ''}".rstrip())
-    print(f"  host team: {get_num_threads()} threads (eagle's own pool over GIL-free Numba "
-          f"code; set ${ENV_VAR} or eagle.set_num_threads)")
-    reason = unavailable_reason()
-    if reason:
-        print(f"GPU: none usable ({reason})")
-    else:
-        for ordinal in range(device_count()):
-            d = device_info(ordinal)
-            print(f"GPU {ordinal}: {d.name}, compute capability {d.compute_capability[0]}."
-                  f"{d.compute_capability[1]} ({d.arch}), {d.total_memory / 2**30:.1f} GiB, "
-                  f"driver {d.driver_version[0]}.{d.driver_version[1]}, "
-                  f"{'WHILE nodes' if d.supports_while_nodes else 'no WHILE nodes (unrolled)'}")
-    try:
-        from .cuda.nvrtc import nvrtc_version
-
-        print(f"NVRTC {'.'.join(map(str, nvrtc_version()))} (CUDA code generation works "
-              "without a GPU)")
-    except Exception as exc:
-        print(f"NVRTC: not available ({exc})")
+    for backend in backends():
+        for line in backend.describe():
+            print(line)
     folder = cache.cache_dir()
     print(f"cache: {folder} ({_size(folder) / 2**20:.1f} MiB)")
     return 0
@@ -65,18 +56,53 @@ def clear_cache() -> int:
     return 0
 
 
+def compile_artifact(args) -> int:
+    from hawk.__main__ import dtypes_of, load_kernel
+
+    from .cuda.artifact import write_artifact
+
+    kernel = load_kernel(args.kernel)
+    program = kernel.specialize(dtypes_of(args.dtype))
+    path, meta = write_artifact(program, args.target, args.output, args.arch, args.fmad)
+    print(f"wrote {path} ({path.stat().st_size} bytes) and {meta}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    main_parser = argparse.ArgumentParser(prog="python -m eagle",
+                                          description=__doc__.splitlines()[0],
+                                          formatter_class=argparse.RawDescriptionHelpFormatter,
+                                          epilog="\n".join(__doc__.splitlines()[1:7]))
+    commands = main_parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("bench", add_help=False,
+                        help="the eager-loop vs graph card (bench --help for its options)")
+    compile_ = commands.add_parser("compile", help="write CUDA source, PTX or a cubin")
+    compile_.add_argument("kernel", help="MODULE.py:KERNEL")
+    compile_.add_argument("--dtype", action="append", default=[], metavar="NAME=DTYPE",
+                          help="a parameter's dtype (default float64)")
+    compile_.add_argument("--target", choices=["cuda", "ptx", "cubin"], required=True)
+    compile_.add_argument("--arch", default="sm_90", help="GPU architecture (default sm_90)")
+    compile_.add_argument("--fmad", action="store_true",
+                          help="allow fused multiply-add (results then differ from the CPU)")
+    compile_.add_argument("-o", "--output", required=True, type=Path)
+    commands.add_parser("info", help="versions, devices, threads, cache")
+    cache = commands.add_parser("cache", help="the compile cache")
+    cache.add_argument("action", choices=["clear"], help="clear: delete every compiled kernel")
+    return main_parser
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["bench"]:
+    if argv[:1] == ["bench"]:  # the card parses its own options
         from .bench import main as bench
 
         return bench(argv[1:])
-    if argv == ["info"]:
+    args = parser().parse_args(argv)
+    if args.command == "compile":
+        return compile_artifact(args)
+    if args.command == "info":
         return info()
-    if argv == ["cache", "clear"]:
-        return clear_cache()
-    print(__doc__.strip(), file=sys.stderr)
-    return 0 if argv in ([], ["-h"], ["--help"]) else 2
+    return clear_cache()
 
 
 if __name__ == "__main__":

@@ -1,18 +1,15 @@
 """Turning what a user binds into arrays eagle can run on, without copying.
 
 NumPy arrays pass as they are; objects that export ``__array_interface__``, the buffer protocol
-or DLPack (PyTorch CPU tensors, JAX CPU arrays) become NumPy views of the same memory. Arrays that
-live on a GPU (``__cuda_array_interface__``, or a DLPack device other than the CPU) are reported
-as such so the binding step can say which device they are on.
+or DLPack (PyTorch CPU tensors, JAX CPU arrays) become NumPy views of the same memory. Which
+device an array lives on is the backends' to say (``eagle.backend.device_of``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["device_of", "as_host_array", "is_array_like"]
-
-_DLPACK_CPU = 1
+__all__ = ["as_host_array", "is_array_like", "cuda_ordinal"]
 
 
 def is_array_like(value) -> bool:
@@ -23,19 +20,9 @@ def is_array_like(value) -> bool:
             or isinstance(value, memoryview))  # fmt: skip
 
 
-def device_of(value) -> str:
-    """``"cpu"`` or ``"cuda:K"`` for an array-like value."""
-    if isinstance(value, np.ndarray):
-        return "cpu"
-    if hasattr(value, "__cuda_array_interface__"):
-        return f"cuda:{_cuda_ordinal(value)}"
-    if hasattr(value, "__dlpack_device__"):
-        kind, ordinal = value.__dlpack_device__()
-        return "cpu" if int(kind) == _DLPACK_CPU else f"cuda:{int(ordinal)}"
-    return "cpu"
-
-
-def _cuda_ordinal(value) -> int:
+def cuda_ordinal(value) -> int:
+    """The device index of an array exporting ``__cuda_array_interface__`` (CuPy's
+    ``.device.id``, PyTorch's ``.device.index``; 0 when it does not say)."""
     device = getattr(value, "device", None)
     ordinal = getattr(device, "id", None)
     if ordinal is None:

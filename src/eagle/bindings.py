@@ -2,7 +2,8 @@
 
 ``bind`` either returns a complete, consistent set of arrays for one launch signature or raises
 an error that names the parameter and what was expected. It never writes to a user's array, so a
-refused call leaves every array as it was.
+refused call leaves every array as it was. It validates only: which device an array lives on,
+how it is viewed without a copy and how a new one is made are the backend's (``eagle.backend``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import numpy as np
 from hawk import Kernel
 from hawk.ir import DType, Parameter, Role
 
-from .arrays import as_host_array, device_of, is_array_like
+from . import backend as backends
+from .arrays import is_array_like
 from .errors import BindingTypeError, BindingValueError
 
 __all__ = ["Bound", "bind", "check_max_steps", "check_steps_per_launch"]
@@ -89,7 +91,7 @@ def bind(kernel: Kernel, bindings: dict, device: str | None, caller: str = "unti
         if p.role is Role.PARAM:
             scalars[p.name] = _uniform(p, value)
         elif is_array_like(value):
-            devices[p.name] = device_of(value)
+            devices[p.name] = backends.device_of(value)
             arrays[p.name] = value
         elif p.role is Role.SCALAR and _is_number(value):
             scalars[p.name] = value
@@ -97,10 +99,11 @@ def bind(kernel: Kernel, bindings: dict, device: str | None, caller: str = "unti
             raise BindingTypeError(f"{p.name!r} ({_describe(p)}) must be {_expected(p)}, got "
                                    f"{type(value).__name__}")
     device = _common_device(devices, device)
+    backend = backends.backend_for(device)
     originals = dict(arrays)
     for name, value in list(arrays.items()):
         try:
-            arrays[name] = _adapt(value, device)
+            arrays[name] = backend.view(value, device)
         except TypeError as exc:
             raise BindingTypeError(f"{name!r} ({_describe(params[name])}): {exc}") from None
     n = _sample_count(kernel, arrays)
@@ -108,7 +111,7 @@ def bind(kernel: Kernel, bindings: dict, device: str | None, caller: str = "unti
     checked = {}
     for name, array in arrays.items():
         checked[name] = _check_array(params[name], array, n, originals[name])
-    _check_aliasing(kernel, checked)
+    _check_aliasing(kernel, checked, backend)
 
     float_types = {a.dtype for a in checked.values() if a.dtype.kind == "f"}
     working_float = np.dtype("float32") if float_types == {np.dtype("float32")} else np.dtype(
@@ -118,7 +121,7 @@ def bind(kernel: Kernel, bindings: dict, device: str | None, caller: str = "unti
         p = params[name]
         if p.role is Role.SCALAR:  # a number broadcast to every sample (read-only, so a copy)
             dtype = _number_dtype(value, working_float)
-            checked[name] = _full(p.shape(n), value, dtype, device)
+            checked[name] = backend.full(p.shape(n), value, dtype, device)
         else:
             uniforms[name] = value if isinstance(value, np.generic) else _number_dtype(
                 value, working_float).type(value)
@@ -127,35 +130,12 @@ def bind(kernel: Kernel, bindings: dict, device: str | None, caller: str = "unti
     if flag_param is not None and flag_param.name in checked:
         flags = checked[flag_param.name]
     else:
-        flags = _full((n,), False, np.dtype(bool), device)
+        flags = backend.full((n,), False, np.dtype(bool), device)
         if flag_param is not None:
             checked[flag_param.name] = flags
     dtypes = {name: DType.from_numpy(a.dtype) for name, a in checked.items()}
     dtypes.update({name: DType.from_numpy(v.dtype) for name, v in uniforms.items()})
     return Bound(n, device, checked, uniforms, flags, dtypes)
-
-
-def _adapt(value, device: str):
-    """A NumPy view of a host array, or a ``DeviceArray`` view of a GPU one (never a copy)."""
-    if device == "cpu":
-        return as_host_array(value)
-    from .cuda.memory import as_device_array
-
-    return as_device_array(value, device)
-
-
-def _full(shape: tuple[int, ...], value, dtype: np.dtype, device: str):
-    if device == "cpu":
-        return np.full(shape, value, dtype=dtype)
-    from .cuda.memory import device_full
-
-    return device_full(shape, value, dtype, device)
-
-
-def _shares(a, b) -> bool:
-    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
-        return np.may_share_memory(a, b)
-    return a.overlaps(b)
 
 
 def _expected(p: Parameter) -> str:
@@ -210,7 +190,7 @@ def _common_device(devices: dict[str, str], requested: str | None) -> str:
         where = ", ".join(f"{name} on {dev}" for name, dev in devices.items())
         raise BindingValueError(f"the arrays live on different devices ({where}); put them on "
                                 "one device")
-    found_device = found[0] if found else "cpu"
+    found_device = found[0] if found else backends.HOST
     if requested is not None and requested != found_device and found:
         name = next(iter(devices))
         raise BindingValueError(f"{name!r} lives on {found_device} but the plan is for "
@@ -287,10 +267,10 @@ def _check_array(p: Parameter, array: np.ndarray, n: int, original=None) -> np.n
     return array
 
 
-def _check_aliasing(kernel: Kernel, arrays: dict[str, np.ndarray]) -> None:
+def _check_aliasing(kernel: Kernel, arrays: dict[str, np.ndarray], backend) -> None:
     written = [p.name for p in kernel.params if p.role.written and p.name in arrays]
     for name in written:
         for other, array in arrays.items():
-            if other != name and _shares(arrays[name], array):
+            if other != name and backend.shares_memory(arrays[name], array):
                 raise BindingValueError(f"{name!r} and {other!r} share memory; every array a "
                                         "kernel writes must be its own (pass a copy)")

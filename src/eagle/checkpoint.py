@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from . import cache
+from .backend import backend_for
 from .errors import EagleError
 
 __all__ = ["save", "load", "CheckpointError", "FORMAT"]
@@ -25,14 +26,6 @@ FORMAT = "eagle-checkpoint/1"
 
 class CheckpointError(EagleError, ValueError):
     """A checkpoint is unreadable, damaged, or belongs to another kernel."""
-
-
-def _host(array) -> np.ndarray:
-    if isinstance(array, np.ndarray):
-        return array
-    from .cuda.memory import to_host
-
-    return to_host(array)
 
 
 def save(runner, path: str | Path) -> Path:
@@ -46,8 +39,9 @@ def save(runner, path: str | Path) -> Path:
                 steps=runner.steps, launches=runner.launches, live=runner.live,
                 max_steps=runner.max_steps, steps_per_launch=runner.fixed_steps_per_launch,
                 n=runner.n, device=runner.device)
-    arrays = {f"array:{k}": _host(v) for k, v in runner.bound.arrays.items()}
-    arrays["flags"] = _host(runner.bound.flags)
+    to_host = backend_for(runner.device).to_host
+    arrays = {f"array:{k}": to_host(v) for k, v in runner.bound.arrays.items()}
+    arrays["flags"] = to_host(runner.bound.flags)
     buffer = io.BytesIO()
     np.savez(buffer, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
     path.parent.mkdir(parents=True, exist_ok=True)

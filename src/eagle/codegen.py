@@ -2,16 +2,19 @@
 
 A backend subclasses ``ExpressionRenderer`` and changes tables, not logic (the tinygrad way): the
 format string of each op, how a literal and a cast are spelled, and how a math function is
-called. The CPU (Numba) and CUDA emitters both walk a program with ``render``.
+called. ``walk`` is the one walk over a program's ops that every emitter shares: it names each
+value and renders each op once, and the emitter only decides how a line is spelled.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from hawk.ir import DType, Op, OpKind
+from hawk.ir import DType, Op, OpKind, Program
 
-__all__ = ["ExpressionRenderer"]
+__all__ = ["ExpressionRenderer", "Assignment", "walk"]
 
 
 class ExpressionRenderer:
@@ -55,3 +58,33 @@ class ExpressionRenderer:
         if math.isinf(value):
             return "inf" if value > 0 else "-inf"
         return repr(float(value))
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """One op of a program as ``name = expression``, for an emitter to spell as a line."""
+
+    index: int  # the op's index in the program
+    op: Op
+    name: str
+    expression: str
+
+
+def walk(program: Program, renderer: ExpressionRenderer,
+         load: Callable[[tuple[str, int | None]], str], suffix: str = "",
+         ) -> tuple[list[Assignment], list[str]]:
+    """Every op of ``program`` rendered in order: the assignments (one per op that is not a
+    ``LOAD``), and the name of every op's value by index. A ``LOAD`` is named by
+    ``load((parameter, component))``; op ``i`` is named ``v{i}{suffix}`` (a suffix keeps the
+    names of unrolled steps apart)."""
+    names: list[str] = []
+    assignments = []
+    for index, op in enumerate(program.ops):
+        if op.kind is OpKind.LOAD:
+            names.append(load(op.attr))
+            continue
+        name = f"v{index}{suffix}"
+        expression = renderer.render(op, [names[a] for a in op.args])
+        assignments.append(Assignment(index, op, name, expression))
+        names.append(name)
+    return assignments, names

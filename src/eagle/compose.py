@@ -41,9 +41,10 @@ class GraphComposer:
         from .runner import Runner
 
         if isinstance(piece, Runner):
-            if piece.device == "cpu":
-                raise TypeError("GraphComposer.add(): this runner runs on the CPU; a composer "
-                                "records GPU work (deploy for a GPU and pass GPU arrays)")
+            if not hasattr(piece._loop, "graph_loop"):
+                raise TypeError(f"GraphComposer.add(): this runner runs on {piece.device}, "
+                                "whose loop is not recorded as a graph; a composer records GPU "
+                                "work (deploy for a GPU and pass GPU arrays)")
         elif not isinstance(piece, GraphPipeline) and not callable(piece):
             raise TypeError(f"GraphComposer.add() takes a GraphPipeline, a GPU Runner or a "
                             f"callable, got {type(piece).__name__}")

@@ -22,6 +22,7 @@ import hawk
 from hawk.ir import Role
 from hawk.kernel import ProgramKernel
 
+from .backend import HOST
 from .bindings import bind, check_max_steps, check_steps_per_launch
 from .plan import Plan, deploy
 
@@ -89,24 +90,18 @@ class DistributedResult:
 def _run_chunk(kernel: hawk.Kernel, device: str | None, arrays: dict, uniforms: dict,
                max_steps: int, steps_per_launch: int | None, index: int, start: int):
     """On a worker: run one chunk to the end; return its final arrays and its report."""
+    from . import backend as backends
     from . import runner as runner_module
-    from .cuda.driver import is_available
 
     t0 = time.perf_counter()
-    if device is None:
-        device = "cuda:0" if is_available() else "cpu"
-    if device != "cpu":
-        import cupy
-
-        on_device = {k: cupy.asarray(v) for k, v in arrays.items()}
-    else:
-        on_device = {k: np.array(v, copy=True) for k, v in arrays.items()}
+    device = device or backends.default_device()
+    backend = backends.backend_for(device)
+    on_device = {k: backend.from_host(v, device) for k, v in arrays.items()}
     runner = runner_module.until_done(deploy(kernel, device), max_steps=max_steps,
                                       steps_per_launch=steps_per_launch, **on_device, **uniforms)
     report = runner.run()
-    final = {k: (v.get() if hasattr(v, "get") else v) for k, v in on_device.items()}
-    flags = runner.bound.flags
-    final["__flags__"] = flags.get() if hasattr(flags, "get") else np.asarray(flags)
+    final = {k: backend.to_host(v) for k, v in on_device.items()}
+    final["__flags__"] = backend.to_host(runner.bound.flags)
     try:
         from distributed import get_worker
 
@@ -144,7 +139,7 @@ def until_done(plan: Plan | hawk.Kernel, client, chunks, max_steps: int,
 
     Every per-sample binding (NumPy or dask arrays) is cut into ``chunks`` (a number of chunks,
     or their sizes); ``Param`` values go to every chunk. Each chunk runs to the end on one
-    worker (its GPU if it has one, unless ``plan`` is for ``"cpu"``). Bindings are checked
+    worker (its accelerator if it has one, unless ``plan`` names a device). Bindings are checked
     here first, exactly as ``eagle.until_done`` checks them. Returns the final state as dask
     arrays backed by the workers' results (NumPy arrays with ``compute=True``) and the merged
     report. A chunk that fails re-raises its original error, with the chunk's index and
@@ -163,7 +158,7 @@ def until_done(plan: Plan | hawk.Kernel, client, chunks, max_steps: int,
     lazy = {k: v for k, v in bindings.items() if isinstance(v, da.Array)}
     # Check every binding now (dask inputs by their metadata: a small stand-in).
     standins = {k: np.empty(v.shape, v.dtype) for k, v in lazy.items()}  # never written
-    bound = bind(plan.kernel, {**bindings, **standins}, "cpu", caller="distributed.until_done")
+    bound = bind(plan.kernel, {**bindings, **standins}, HOST, caller="distributed.until_done")
     program = plan.kernel.specialize(bound.dtypes)
     kernel = ProgramKernel(program)
     per_sample = [p.name for p in program.params

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from hawk.ir import slots
+
 from .bindings import bind
 from .cuda.artifact import Artifact, read_artifact
 
@@ -27,7 +29,7 @@ class LoadedVector:
     def __init__(self, path: str | Path, device: str = "cuda:0"):
         from .cuda.driver import device_info, ordinal_of, require
         from .cuda.emit import CONTROL_FIELDS
-        from .cuda.launcher import Launcher, Module
+        from .cuda.launcher import Module
         from .cuda.memory import DeviceBuffer
         from .cuda.nvrtc import ptx_to_cubin
 
@@ -41,9 +43,7 @@ class LoadedVector:
             else self.artifact.data
         self.module = Module(cubin, self.ordinal)
         self.block = int(meta["block_size"])
-        self._launcher = Launcher(self.module.function(meta["entry"]),
-                                  [_ctype(a) for a in meta["arguments"]], self.block,
-                                  self.ordinal)
+        self._function = self.module.function(meta["entry"])
         control = np.zeros(len(CONTROL_FIELDS), dtype=np.int64)
         control[list(meta["control_fields"]).index("nsteps")] = 1  # one step per launch
         self._control = DeviceBuffer(control.nbytes, self.ordinal)
@@ -59,22 +59,15 @@ class LoadedVector:
 
     def launch(self, **bindings) -> None:
         """Check ``bindings`` against the sidecar, then advance every live sample one step."""
+        from .cuda.backend import step_arguments
+        from .cuda.launcher import Launcher
+
         bound = bind(self.artifact, bindings, self.device, caller=f"{self.name}.launch")
-        values = [bound.n, self._control.ptr, bound.flags.ptr]
-        for argument in self.artifact.meta["arguments"][3:]:
-            name, component = argument["parameter"], argument["component"]
-            if self.artifact.param(name).role.value == "Param":
-                values.append(bound.uniforms[name].item())
-            else:
-                array = bound.arrays[name]
-                values.append(array.row(component) if component is not None else array.ptr)
+        types, values = step_arguments(slots(self.artifact.params), bound, self._control)
+        launcher = Launcher(self._function, types, self.block, self.ordinal)
         grid = -(-bound.n // self.block)
-        self._keep = self._launcher.launch(grid, *values)
+        self._keep = launcher.launch(grid, *values)
 
     def __repr__(self) -> str:
         return f"<eagle.LoadedVector {self.name} from {self.artifact.path.name} on {self.device}>"
 
-
-def _ctype(argument: dict) -> str:
-    ctype = argument["ctype"]
-    return "ptr" if ctype.endswith("*") or "*" in ctype else ctype

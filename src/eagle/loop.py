@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
+from . import backend as backends
 
 __all__ = ["repeat_while"]
 
@@ -34,17 +34,5 @@ def repeat_while(condition, body, *, max_iterations: int | None = None) -> int:
                                        or max_iterations < 0):  # fmt: skip
         raise ValueError(f"max_iterations must be a non-negative int or None, got "
                          f"{max_iterations!r}")
-    if hasattr(condition, "__cuda_array_interface__"):
-        from .arrays import device_of
-        from .cuda.loop import repeat_while_on_gpu
-
-        return repeat_while_on_gpu(condition, body, max_iterations, device_of(condition))
-    flag = np.asarray(condition)
-    if flag.shape not in ((1,), ()) or flag.dtype.kind not in "biu":
-        raise TypeError("repeat_while(condition, body): condition must be a one-element integer "
-                        f"or bool array, got shape {flag.shape} dtype {flag.dtype}")
-    iterations = 0
-    while flag.reshape(-1)[0] and (max_iterations is None or iterations < max_iterations):
-        body()
-        iterations += 1
-    return iterations
+    device = backends.device_of(condition)
+    return backends.backend_for(device).repeat_while(condition, body, max_iterations, device)

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import re
-
 import hawk
 
+from . import backend as backends
 from .bindings import Bound
-from .errors import BackendUnavailable
 
 __all__ = ["Plan", "deploy"]
-
-_DEVICE = re.compile(r"^(cpu|gpu|cuda(:\d+)?)$")
 
 
 class Plan:
@@ -28,27 +24,16 @@ class Plan:
         self.fmad = fmad
 
     def resolve_device(self, bound_device: str) -> str:
+        """The device a run goes to (the plan's, else the arrays'); ``BackendUnavailable``
+        saying why when it cannot be used here."""
         device = self.device or bound_device
-        if device != "cpu":
-            from .cuda.driver import unavailable_reason
-
-            reason = unavailable_reason()
-            if reason:
-                raise BackendUnavailable(
-                    f"{self.kernel.name} was asked to run on {device}, but no CUDA device can "
-                    f"be used here: {reason}. Deploy with device='cpu' and pass NumPy arrays")
+        backends.require(device, self.kernel.name)
         return device
 
     def compile(self, bound: Bound):
-        """The backend's compiled kernel for ``bound``'s dtypes (CPU or GPU)."""
+        """The backend's compiled kernel for ``bound``'s dtypes on ``bound``'s device."""
         program = self.kernel.specialize(bound.dtypes)
-        if bound.device == "cpu":
-            from .cpu.backend import compile_program
-
-            return compile_program(program, bound)
-        from .cuda.backend import compile_program as compile_for_gpu
-
-        return compile_for_gpu(program, bound.device, self.fmad)
+        return backends.backend_for(bound.device).compile(program, bound.device, fmad=self.fmad)
 
     def __repr__(self) -> str:
         return f"<eagle.Plan {self.kernel.name} on {self.device or 'the arrays device'}>"
@@ -64,8 +49,8 @@ def deploy(kernel: hawk.Kernel, device: str | None = None, *, fmad: bool = False
     if not isinstance(kernel, hawk.Kernel):
         raise TypeError(f"deploy() takes a @hawk.kernel function, got {type(kernel).__name__}")
     if device is not None:
-        if not isinstance(device, str) or not _DEVICE.match(device):
-            raise ValueError(f"deploy(device=...) must be 'cpu', 'gpu', 'cuda' or 'cuda:K', "
-                             f"got {device!r}")
-        device = "cuda:0" if device in ("gpu", "cuda") else device
+        try:
+            device = backends.normalize_device(device)
+        except ValueError as exc:
+            raise ValueError(f"deploy(device=...): {exc}") from None
     return Plan(kernel, device, bool(fmad))

@@ -12,19 +12,11 @@ import numpy as np
 
 import hawk
 
+from . import backend as backends
 from .bindings import bind, check_max_steps, check_steps_per_launch
-from .interrupts import deferred_interrupts
-from .loop import repeat_while
 from .plan import Plan, deploy
-from .threads import get_num_threads
 
 __all__ = ["Runner", "Report", "until_done", "simulate"]
-
-# The CPU's adaptive launch size: start small, double while a launch is quicker than half the
-# target, halve when slower than twice it. Bounding a launch in time keeps Ctrl-C responsive.
-_FIRST_STEPS_PER_LAUNCH = 16
-_TARGET_LAUNCH_S = 0.05
-_MAX_STEPS_PER_LAUNCH = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -44,7 +36,7 @@ class Report:
         device: where it ran (``"cpu"``, ``"cuda:0"``).
         mode: how the loop ran: ``"host-loop"`` (CPU), ``"graph-while"`` (a GPU graph whose
             WHILE node loops on the device) or ``"graph-unrolled"`` (drivers before 12.4).
-        threads: host threads used (CPU; 0 on a GPU).
+        threads: host threads used (0 where the device computes, a GPU).
         steps_per_launch: the launch size last used.
     """
 
@@ -62,7 +54,7 @@ class Report:
 
     def __str__(self) -> str:
         state = "truncated at max_steps" if self.truncated else f"{self.done}/{self.n} done"
-        how = f"{self.mode}, {self.threads} threads" if self.device == "cpu" else self.mode
+        how = f"{self.mode}, {self.threads} threads" if self.threads else self.mode
         return (f"{state} after {self.steps} steps in {self.launches} launches on {self.device} "
                 f"({how}): {self.wall_s * 1e3:.2f} ms, build {self.build_s * 1e3:.2f} ms")
 
@@ -80,21 +72,26 @@ class Runner:
         self.eager = eager
         self.bound = bound
         self.device = plan.resolve_device(bound.device)
+        self.backend = backends.backend_for(self.device)
         self.max_steps = max_steps
         self.fixed_steps_per_launch = steps_per_launch
-        self.steps_per_launch = steps_per_launch or _FIRST_STEPS_PER_LAUNCH
         self.steps = 0
         self.launches = 0
         self.live: int | None = None  # unknown until the first launch
-        self._compiled = None
-        self._arguments = None
-        # On a GPU the kernel is compiled and loaded now, so that run()'s build_s is the cost
-        # of recording the graph alone (nothing may load while a graph is being recorded).
-        self._gpu_kernel = plan.compile(bound) if self.device != "cpu" else None
+        # The backend decides what happens now and what on the first run: a GPU compiles and
+        # loads the kernel here, so that run()'s build_s is the cost of recording the graph
+        # (nothing may load while a graph is being recorded); the CPU compiles on first run.
+        self._loop = self.backend.loop(plan.kernel.specialize(bound.dtypes), bound,
+                                       steps_per_launch, eager=eager, fmad=plan.fmad)
 
     @property
     def n(self) -> int:
         return self.bound.n
+
+    @property
+    def steps_per_launch(self) -> int:
+        """The launch size the next launch uses (the backend's schedule, or the fixed one)."""
+        return self._loop.steps_per_launch
 
     @property
     def finished(self) -> bool:
@@ -137,82 +134,46 @@ class Runner:
                     or not checkpoint_every > 0:
                 raise ValueError(f"checkpoint_every must be a positive number of seconds, got "
                                  f"{checkpoint_every!r}")
-            if self.device != "cpu":
-                raise ValueError("checkpoint_every works on the CPU; on a GPU call "
+            if not self._loop.sees_launches:
+                raise ValueError(f"checkpoint_every needs a loop whose launches the host sees; "
+                                 f"on {self.device} the whole loop runs on the device, so call "
                                  "runner.checkpoint(path) between run() calls")
-        with _progress_bar(self, progress) as bar:
-            if self.device != "cpu":
-                report = self._run_gpu(bar)
-            else:
-                report = self._run_cpu(bar, checkpoint_every, checkpoint_path)
-        if checkpoint_path is not None:
-            self.checkpoint(checkpoint_path)
-        return report
-
-    def _run_cpu(self, bar, checkpoint_every, checkpoint_path) -> Report:
         start = time.perf_counter()
-        build_s = 0.0
-        if self._compiled is None:
-            self._compiled = self.plan.compile(self.bound)
-            self._arguments = self._compiled.arguments(self.bound)
-            build_s = time.perf_counter() - start
+        build_s = self._loop.build()
         launches0, steps0 = self.launches, self.steps
-        threads = get_num_threads()
-        condition = np.array([0 if self.finished else 1], dtype=np.int64)
         last_checkpoint = time.perf_counter()
-        with deferred_interrupts() as interrupts:
+        with _progress_bar(self, progress) as bar, _polling(bar, self._loop, self.n):
 
-            def one_launch():
+            def after_launch():
                 nonlocal last_checkpoint
-                k = min(self.steps_per_launch, self.max_steps - self.steps)
-                t0 = time.perf_counter()
-                live, taken = self._compiled.launch(k, threads, self._arguments)
-                self._record(k, live, taken, time.perf_counter() - t0)
-                condition[0] = not self.finished
                 if bar is not None:
-                    bar.update(self.n - live - bar.n)
+                    bar.update(self.n - self.live - bar.n)
                 if checkpoint_every is not None and \
                         time.perf_counter() - last_checkpoint >= checkpoint_every:
                     self.checkpoint(checkpoint_path)
                     last_checkpoint = time.perf_counter()
-                interrupts.check()
 
-            repeat_while(condition, one_launch)
-        return self._report(build_s, launches0, steps0, start, "host-loop", threads)
+            self._loop.run(self, after_launch)
+        report = self._report(build_s, launches0, steps0, start)
+        if checkpoint_path is not None:
+            self.checkpoint(checkpoint_path)
+        return report
 
-    def _run_gpu(self, bar) -> Report:
-        from .cuda.backend import GraphLoop
-
-        start = time.perf_counter()
-        build_s = 0.0
-        if self._compiled is None:
-            self._compiled = GraphLoop(self._gpu_kernel, self.bound,
-                                       self.fixed_steps_per_launch)
-        if not self.eager and self._compiled.exec is None:
-            self._compiled.build()
-            build_s = time.perf_counter() - start
-        launches0, steps0 = self.launches, self.steps
-        loop = self._compiled.run_host_loop if self.eager else self._compiled.run
-        if not self.finished:
-            with _polling(bar, self._compiled, self.n):
-                launches, taken, live = loop(self.steps, self.max_steps)
-            self.launches += launches
-            self.steps += taken
-            self.live = live
-        self.steps_per_launch = self._compiled.steps_per_launch
-        mode = "host-loop" if self.eager else self._compiled.mode
-        return self._report(build_s, launches0, steps0, start, mode, 0)
+    def record(self, launches: int, taken: int, live: int) -> None:
+        """Add ``launches`` launches in which the slowest sample took ``taken`` steps, after
+        which ``live`` samples are left (what a backend's loop reports)."""
+        self.launches += launches
+        self.steps += taken
+        self.live = live
 
     def graph_loop(self):
-        """This runner's GPU loop (made on first use): what ``GraphComposer`` records."""
-        from .cuda.backend import GraphLoop
-
-        if self.device == "cpu":
-            raise TypeError("graph_loop(): this runner runs on the CPU")
-        if self._compiled is None:
-            self._compiled = GraphLoop(self._gpu_kernel, self.bound,
-                                       self.fixed_steps_per_launch)
-        return self._compiled
+        """This runner's loop recorded as a graph (made on first use): what
+        ``GraphComposer`` records. ``TypeError`` where the backend records no graphs."""
+        graph_loop = getattr(self._loop, "graph_loop", None)
+        if graph_loop is None:
+            raise TypeError(f"graph_loop(): this runner runs on {self.device}, whose loop is "
+                            "not recorded as a graph")
+        return graph_loop()
 
     def sync_from_device(self) -> None:
         """Read the step and launch counters back after a ``GraphComposer`` replayed this
@@ -257,8 +218,7 @@ class Runner:
         runner.steps, runner.launches, runner.live = meta["steps"], meta["launches"], meta["live"]
         return runner
 
-    def _report(self, build_s: float, launches0: int, steps0: int, start: float, mode: str,
-                threads: int) -> Report:
+    def _report(self, build_s: float, launches0: int, steps0: int, start: float) -> Report:
         return Report(
             build_s=build_s,
             launches=self.launches - launches0,
@@ -268,30 +228,15 @@ class Runner:
             truncated=bool(self.live) and self.steps >= self.max_steps,
             wall_s=time.perf_counter() - start,
             device=self.device,
-            mode=mode,
-            threads=threads,
+            mode=self._loop.mode,
+            threads=self._loop.threads,
             steps_per_launch=self.steps_per_launch,
         )
-
-    def _record(self, k: int, live: int, taken: int, seconds: float) -> None:
-        self.launches += 1
-        self.steps += taken
-        self.live = live
-        if self.fixed_steps_per_launch is None and taken == k:
-            if seconds < _TARGET_LAUNCH_S / 2:
-                self.steps_per_launch = min(2 * self.steps_per_launch, _MAX_STEPS_PER_LAUNCH)
-            elif seconds > 2 * _TARGET_LAUNCH_S:
-                self.steps_per_launch = max(1, self.steps_per_launch // 2)
 
     def reset(self) -> None:
         """Clear the terminated flags and the step counters; the state arrays are the user's
         to re-initialise."""
-        if isinstance(self.bound.flags, np.ndarray):
-            self.bound.flags[...] = False
-        else:
-            from .cuda.memory import clear
-
-            clear(self.bound.flags)
+        self.backend.clear(self.bound.flags)
         self.steps = 0
         self.launches = 0
         self.live = None
@@ -356,8 +301,9 @@ def _progress_bar(runner: Runner, enabled: bool):
 @contextmanager
 def _polling(bar, loop, n: int, interval: float = 0.05):
     """While the body runs, copy the live count the device writes to host memory into ``bar``
-    from a thread: the graph itself never waits for the host."""
-    if bar is None:
+    from a thread: the graph itself never waits for the host. (A loop whose launches the host
+    sees updates the bar after each launch instead.)"""
+    if bar is None or loop.sees_launches:
         yield
         return
     stop = threading.Event()

@@ -28,7 +28,8 @@ import numpy as np
 
 from .errors import Loc
 
-__all__ = ["DType", "Role", "OpKind", "Op", "Parameter", "Store", "Program", "MATH_FUNCTIONS"]
+__all__ = ["DType", "Role", "OpKind", "Op", "Parameter", "Slot", "slots", "Store", "Program",
+           "MATH_FUNCTIONS"]
 
 
 class DType(Enum):
@@ -165,6 +166,51 @@ class Parameter:
 
 
 @dataclass(frozen=True)
+class Slot:
+    """One argument of a compiled kernel after the terminated flags: a ``Param``'s value, or
+    the array of one per-sample parameter, or one component row of a vector parameter.
+
+    This is the kernel's argument layout, defined here once: every emitter, backend, artifact
+    sidecar and loader reads it, so they cannot disagree on the order or the names.
+    """
+
+    param: Parameter
+    component: int | None  # the vector component, or None for a scalar parameter or a Param
+
+    @property
+    def name(self) -> str:
+        """The generated code's name for this argument: ``p_x``, or ``p_x_0`` for a component
+        (prefixed, so that no parameter can shadow a name of the generated loop or a C++
+        keyword)."""
+        base = f"p_{self.param.name}"
+        return base if self.component is None else f"{base}_{self.component}"
+
+    @property
+    def key(self) -> tuple[str, int | None]:
+        """``(parameter name, component)``, as ``LOAD`` ops and ``Store``s name a value."""
+        return self.param.name, self.component
+
+    @property
+    def is_uniform(self) -> bool:
+        """A ``Param``: passed by value, the same for every sample."""
+        return self.param.role is Role.PARAM
+
+
+def slots(params: tuple[Parameter, ...]) -> tuple[Slot, ...]:
+    """The argument layout of a kernel with ``params``, in parameter order: one slot per
+    ``Param`` and per scalar per-sample parameter, one per component of a vector parameter.
+    The ``Terminated`` flag is not a slot: every backend passes the flags array itself, before
+    the slots, whether or not the kernel declares it."""
+    out = []
+    for p in params:
+        if p.role is Role.TERMINATED:
+            continue
+        components = range(p.width) if p.is_vector and p.role is not Role.PARAM else [None]
+        out += [Slot(p, k) for k in components]
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class Store:
     """At the end of a step, write value ``value`` to component ``component`` of ``param``."""
 
@@ -189,6 +235,11 @@ class Program:
             if p.name == name:
                 return p
         raise KeyError(name)
+
+    @property
+    def slots(self) -> tuple[Slot, ...]:
+        """The kernel's argument layout (see ``Slot``)."""
+        return slots(self.params)
 
     @property
     def accumulate(self) -> bool:

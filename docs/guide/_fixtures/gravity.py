@@ -4,7 +4,7 @@ Each launch adds ``-mu * position / |position|^3`` into ``out`` (``accumulate=Tr
 replays of one launch give k times the single-launch answer. Regenerate the fixture (PTX and its
 sidecar ``gravity.json``) from the repository root with::
 
-    python -m hawk compile docs/guide/_fixtures/gravity.py:gravity --target ptx --arch sm_80 \\
+    python -m eagle compile docs/guide/_fixtures/gravity.py:gravity --target ptx --arch sm_80 \\
         -o docs/guide/_fixtures/gravity.ptx
 
 ``tests/test_artifacts.py`` checks that the checked-in files are what this command writes.

@@ -1,5 +1,9 @@
 """The CPU backend: compile a hawk program with Numba, cache it on disk, and run launches.
 
+``CpuBackend`` is the ``eagle.backend.Backend`` of the host: NumPy views of the user's arrays,
+the compiled launch (``CpuKernel``), and ``CpuLoop``, the host loop that ``until_done`` runs
+with its adaptive launch size.
+
 The emitted source (``cpu.emit``) is written into the cache folder and imported from there, so
 Numba's own on-disk cache (``cache=True``) keeps the machine code across processes. The entry's
 key covers the program, the emitter's shape and the numba/eagle/Python versions; an entry whose
@@ -13,19 +17,30 @@ import importlib.util
 import shutil
 import sys
 import threading
+import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-from hawk.ir import Program, Role
+from hawk.ir import Program
 
 from .. import cache
-from ..bindings import Bound
+from ..arrays import as_host_array
+from ..interrupts import deferred_interrupts
+from ..threads import get_num_threads
 from .emit import BLOCK, UNROLL, emit_launch
 from .team import team
 
-__all__ = ["CpuKernel", "compile_program", "launch_arguments", "EMITTER_VERSION"]
+__all__ = ["CpuBackend", "CpuLoop", "CpuKernel", "compile_program", "launch_arguments",
+           "EMITTER_VERSION"]
+
+# The adaptive launch size: start small, double while a launch is quicker than half the
+# target, halve when slower than twice it. Bounding a launch in time keeps Ctrl-C responsive.
+FIRST_STEPS_PER_LAUNCH = 16
+TARGET_LAUNCH_S = 0.05
+MAX_STEPS_PER_LAUNCH = 1 << 20
+_DLPACK_CPU = 1
 
 EMITTER_VERSION = 3
 _loaded: dict[str, CpuKernel] = {}
@@ -48,7 +63,7 @@ class CpuKernel:
         self.function = function
         self.source_path = source_path
 
-    def arguments(self, bound: Bound) -> tuple:
+    def arguments(self, bound) -> tuple:
         """The generated function's arguments after ``tid, nthreads, nsteps``, from ``bound``."""
         return launch_arguments(self.program, bound)
 
@@ -60,18 +75,16 @@ class CpuKernel:
         return int(live), int(steps)
 
 
-def launch_arguments(program: Program, bound: Bound) -> tuple:
+def launch_arguments(program: Program, bound) -> tuple:
     """``bound``'s arrays and values in the order of the generated function's arguments."""
     values = [bound.flags]
-    for p in program.params:
-        if p.role is Role.TERMINATED:
-            continue
-        if p.role is Role.PARAM:
-            values.append(bound.uniforms[p.name])
-        elif p.is_vector:
-            values += [bound.arrays[p.name][k] for k in range(p.width)]
+    for slot in program.slots:
+        name, component = slot.key
+        if slot.is_uniform:
+            values.append(bound.uniforms[name])
         else:
-            values.append(bound.arrays[p.name])
+            array = bound.arrays[name]
+            values.append(array if component is None else array[component])
     return tuple(values)
 
 
@@ -86,8 +99,9 @@ def _entry(program: Program) -> tuple[str, Path, str]:
     return module, folder / f"{module}.py", emit_launch(program)
 
 
-def compile_program(program: Program, bound: Bound) -> CpuKernel:
-    """The compiled launch of ``program`` for ``bound``'s argument types (from memory, from
+def compile_program(program: Program, bound=None) -> CpuKernel:
+    """The compiled launch of ``program`` for ``bound``'s argument types, or for writable
+    contiguous arrays of the program's dtypes when no ``bound`` is given (from memory, from
     disk, or new)."""
     module_name, path, source = _entry(program)
     with _lock:
@@ -97,7 +111,8 @@ def compile_program(program: Program, bound: Bound) -> CpuKernel:
             shutil.rmtree(path.parent / "__pycache__", ignore_errors=True)
             cache.write_atomic(path, source.encode())
         function = _import(module_name, path).run_blocks
-        signature = _signature(launch_arguments(program, bound))
+        signature = (_signature(launch_arguments(program, bound)) if bound is not None
+                     else _program_signature(program))
         try:
             function.compile(signature)
         except Exception:  # a damaged Numba cache entry: forget it and compile afresh
@@ -129,3 +144,150 @@ def _import(module_name: str, path: Path):
 def _signature(example: tuple):
     numba = _numba()
     return (numba.int64, numba.int64, numba.int64, *(numba.typeof(a) for a in example))
+
+
+def _program_signature(program: Program):
+    numba = _numba()
+
+    def array(dtype):
+        return numba.types.Array(numba.from_dtype(dtype), 1, "C")
+
+    types = [array(np.dtype(bool))]
+    for slot in program.slots:
+        dtype = slot.param.dtype.numpy
+        types.append(numba.from_dtype(dtype) if slot.is_uniform else array(dtype))
+    return (numba.int64, numba.int64, numba.int64, *types)
+
+
+class CpuLoop:
+    """``until_done``'s loop on the host: one compiled launch per iteration of a host loop,
+    each launch sized so that it takes about ``TARGET_LAUNCH_S`` (unless the runner fixed the
+    size), Ctrl-C deferred to the next launch boundary."""
+
+    mode = "host-loop"
+    sees_launches = True
+
+    def __init__(self, program: Program, bound, steps_per_launch: int | None):
+        self.program = program
+        self.bound = bound
+        self.fixed_steps_per_launch = steps_per_launch
+        self.steps_per_launch = steps_per_launch or FIRST_STEPS_PER_LAUNCH
+        self.threads = get_num_threads()
+        self.kernel: CpuKernel | None = None
+        self._arguments: tuple = ()
+
+    def build(self) -> float:
+        """Compile (or load from the cache) the launch; 0 once done."""
+        if self.kernel is not None:
+            return 0.0
+        start = time.perf_counter()
+        self.kernel = compile_program(self.program, self.bound)
+        self._arguments = self.kernel.arguments(self.bound)
+        return time.perf_counter() - start
+
+    def run(self, counters, after_launch) -> None:
+        self.build()
+        self.threads = get_num_threads()
+        condition = np.array([0 if counters.finished else 1], dtype=np.int64)
+        with deferred_interrupts() as interrupts:
+
+            def one_launch():
+                k = min(self.steps_per_launch, counters.max_steps - counters.steps)
+                t0 = time.perf_counter()
+                live, taken = self.kernel.launch(k, self.threads, self._arguments)
+                counters.record(1, taken, live)
+                self._adapt(k, taken, time.perf_counter() - t0)
+                condition[0] = not counters.finished
+                after_launch()
+                interrupts.check()
+
+            host_repeat_while(condition, one_launch, None)
+
+    def _adapt(self, k: int, taken: int, seconds: float) -> None:
+        if self.fixed_steps_per_launch is None and taken == k:
+            if seconds < TARGET_LAUNCH_S / 2:
+                self.steps_per_launch = min(2 * self.steps_per_launch, MAX_STEPS_PER_LAUNCH)
+            elif seconds > 2 * TARGET_LAUNCH_S:
+                self.steps_per_launch = max(1, self.steps_per_launch // 2)
+
+    def live_now(self) -> None:
+        return None  # the host sees every launch: progress comes through after_launch
+
+
+def host_repeat_while(condition, body, max_iterations: int | None) -> int:
+    """``eagle.repeat_while`` on the host: the plain Python loop it is defined as."""
+    flag = np.asarray(condition)
+    if flag.shape not in ((1,), ()) or flag.dtype.kind not in "biu":
+        raise TypeError("repeat_while(condition, body): condition must be a one-element integer "
+                        f"or bool array, got shape {flag.shape} dtype {flag.dtype}")
+    iterations = 0
+    while flag.reshape(-1)[0] and (max_iterations is None or iterations < max_iterations):
+        body()
+        iterations += 1
+    return iterations
+
+
+class CpuBackend:
+    """The host: NumPy arrays (and anything exporting ``__array_interface__``, the buffer
+    protocol or a CPU DLPack capsule: PyTorch and JAX CPU arrays), Numba-compiled launches and
+    eagle's own team of host threads."""
+
+    family = "cpu"
+
+    def unavailable_reason(self) -> None:
+        return None
+
+    def normalize(self, device: str) -> str:
+        if device != "cpu":
+            raise ValueError(f"the host is device 'cpu', got {device!r}")
+        return device
+
+    def default_device(self) -> str:
+        return "cpu"
+
+    def device_of(self, value) -> str | None:
+        if isinstance(value, np.ndarray | memoryview) or hasattr(value, "__array_interface__"):
+            return "cpu"
+        if hasattr(value, "__dlpack_device__"):
+            kind, _ = value.__dlpack_device__()
+            return "cpu" if int(kind) == _DLPACK_CPU else None
+        return None
+
+    def view(self, value, device: str) -> np.ndarray:
+        return as_host_array(value)
+
+    def full(self, shape, value, dtype, device: str) -> np.ndarray:
+        return np.full(shape, value, dtype=dtype)
+
+    def shares_memory(self, a, b) -> bool:
+        return bool(np.may_share_memory(a, b))
+
+    def to_host(self, array) -> np.ndarray:
+        return as_host_array(array)
+
+    def from_host(self, array: np.ndarray, device: str) -> np.ndarray:
+        return np.array(array, copy=True)
+
+    def clear(self, array) -> None:
+        array[...] = 0
+
+    def compile(self, program: Program, device: str, *, fmad: bool = False) -> CpuKernel:
+        """The compiled launch of ``program`` for float64/float32 arrays (``fmad`` does not
+        apply: the host code never contracts multiply-adds)."""
+        return compile_program(program)
+
+    def loop(self, program: Program, bound, steps_per_launch: int | None, *, eager: bool,
+             fmad: bool) -> CpuLoop:
+        return CpuLoop(program, bound, steps_per_launch)  # the host decides on every launch
+
+    def repeat_while(self, condition, body, max_iterations: int | None, device: str) -> int:
+        return host_repeat_while(condition, body, max_iterations)
+
+    def describe(self) -> list[str]:
+        import platform
+
+        from ..threads import ENV_VAR
+
+        return [f"CPU: {platform.machine()} {platform.processor() or ''}".rstrip(),
+                f"  host team: {get_num_threads()} threads (eagle's own pool over GIL-free "
+                f"Numba code; set ${ENV_VAR} or eagle.set_num_threads)"]

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from hawk.ir import DType, OpKind, Program, Role
 
-from ..codegen import ExpressionRenderer
+from ..codegen import ExpressionRenderer, walk
 
-__all__ = ["emit_launch", "argument_names", "BLOCK", "UNROLL"]
+__all__ = ["emit_launch", "BLOCK", "UNROLL"]
 
 BLOCK = 2048
 UNROLL = 4
@@ -65,37 +65,26 @@ class NumbaRenderer(ExpressionRenderer):
         return f"{_NUMPY_TYPES[dtype]}({_FUNCTIONS[name]}({', '.join(args)}))"
 
 
-def argument_names(program: Program) -> list[str]:
-    """The generated function's arguments after ``..., nsteps, flags``: one per scalar
-    parameter (``p_x``) and one per vector component (``p_x_0, p_x_1, p_x_2``), in order."""
-    names = []
-    for p in program.params:
-        if p.role is Role.TERMINATED:
-            continue
-        names += ([_array_name(p.name, k) for k in range(p.width)] if p.is_vector
-                  else [_array_name(p.name, None)])
-    return names
-
-
-def _array_name(param: str, component: int | None) -> str:
-    """The generated name of a parameter's argument, prefixed so that no kernel parameter can
-    shadow the loop's own names (``i``, ``flags``, ``np``)."""
-    return f"p_{param}" if component is None else f"p_{param}_{component}"
-
-
 class _LaneLoop:
     """Writes the lane loop of a block: load a lane, take ``steps`` steps, store it back."""
 
     def __init__(self, program: Program):
         self.program = program
         self.renderer = NumbaRenderer()
+        self.slots = {slot.key: slot for slot in program.slots}
         # Mutable state and Out values live in local variables for the whole visit.
         self.state = {(s.param, s.component) for s in program.stores}
         self.outputs = {(s.param, s.component) for s in program.stores
                         if program.param(s.param).role is Role.OUT}
 
     def local(self, key) -> str:
-        return "s" + _array_name(*key)[1:]
+        """The local variable holding a per-sample value during a visit (``s_x``)."""
+        return "s" + self.slots[key].name[1:]
+
+    def value(self, key) -> str:
+        """A loaded value's name in the step: a ``Param``'s argument, else the lane's local."""
+        slot = self.slots[key]
+        return slot.name if slot.is_uniform else self.local(key)
 
     def lines(self, steps: int) -> list[str]:
         p = self.program
@@ -104,34 +93,24 @@ class _LaneLoop:
         out = ["for i in range(np.uint64(lo), np.uint64(hi)):"]
         reads = sorted({op.attr for op in p.ops if op.kind is OpKind.LOAD} | self.state,
                        key=str)
-        for name, component in reads:
-            if p.param(name).role is not Role.PARAM:
-                out.append(f"    {self.local((name, component))} = "
-                           f"{_array_name(name, component)}[i]")
+        for key in reads:
+            if not self.slots[key].is_uniform:
+                out.append(f"    {self.local(key)} = {self.slots[key].name}[i]")
         # The flag is read after the state: read first, LLVM keeps it packed as 32-bit lanes
         # and repacks it every step (1.2x slower on the oscillator, AVX2).
         out += ["    done = flags[i]", "    lane_steps = 0"]
         for k in range(steps):
             out += [f"    {line}" for line in self.step(k)]
         for key in sorted(self.state, key=str):
-            out.append(f"    {_array_name(*key)}[i] = {self.local(key)}")
+            out.append(f"    {self.slots[key].name}[i] = {self.local(key)}")
         out += ["    flags[i] = done", "    live += 1 - done",
                 "    visit = max(visit, lane_steps)"]
         return out
 
     def step(self, k: int) -> list[str]:
-        p, names, lines = self.program, [], ["lane_steps += 1 - done"]
-        for i, op in enumerate(p.ops):
-            if op.kind is OpKind.LOAD:
-                name, component = op.attr
-                if p.param(name).role is Role.PARAM:
-                    names.append(_array_name(name, None))
-                else:
-                    names.append(self.local((name, component)))
-                continue
-            var = f"v{i}_{k}"
-            lines.append(f"{var} = {self.renderer.render(op, [names[a] for a in op.args])}")
-            names.append(var)
+        p, lines = self.program, ["lane_steps += 1 - done"]
+        assignments, names = walk(p, self.renderer, self.value, suffix=f"_{k}")
+        lines += [f"{a.name} = {a.expression}" for a in assignments]
         for store in p.stores:
             key = (store.param, store.component)
             local, value = self.local(key), names[store.value]
@@ -156,7 +135,7 @@ def emit_launch(program: Program) -> str:
     """The Python source of a module whose ``run_blocks(tid, nthreads, nsteps, flags, ...)``
     is one thread's share of a launch of ``program``."""
     lane_loop = _LaneLoop(program)
-    arrays = ", ".join(["flags", *argument_names(program)])
+    arrays = ", ".join(["flags", *(slot.name for slot in program.slots)])
     visit_args = f"lo, hi, {arrays}"
     body = [
         *_visit("visit_unrolled", visit_args, lane_loop.lines(UNROLL)),

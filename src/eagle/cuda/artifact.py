@@ -16,11 +16,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from hawk.ir import DType, Parameter, Program, Role
+from hawk.ir import DType, Parameter, Program, Role, slots
 
 from ..errors import EagleError
-from .emit import BLOCK_SIZE, CONTROL_FIELDS, DECIDE_KERNEL, STEP_KERNEL, emit_cuda
-from .emit import kernel_arguments as _kernel_arguments
+from .emit import BLOCK_SIZE, CONTROL_FIELDS, DECIDE_KERNEL, STEP_KERNEL, emit_cuda, slot_ctype
 
 __all__ = ["FORMAT", "TARGETS", "sidecar", "write_artifact", "read_artifact", "Artifact",
            "ArtifactError"]
@@ -53,9 +52,9 @@ def sidecar(program: Program, target: str, arch: str | None, fmad: bool, data: b
     arguments = [{"name": "n", "kind": "count", "ctype": "long long"},
                  {"name": "control", "kind": "control", "ctype": "EagleControl*"},
                  {"name": "flags", "kind": "terminated", "ctype": "bool*"}]
-    for c_name, ctype, (param, component) in _kernel_arguments(program):
-        arguments.append({"name": c_name, "kind": "parameter", "parameter": param,
-                          "component": component, "ctype": ctype})
+    for slot in program.slots:
+        arguments.append({"name": slot.name, "kind": "parameter", "parameter": slot.param.name,
+                          "component": slot.component, "ctype": slot_ctype(slot)})
     meta = {
         "format": FORMAT,
         "kernel": program.name,
@@ -169,11 +168,7 @@ def read_artifact(path: str | Path) -> Artifact:
         params = artifact.params
     except (KeyError, ValueError, TypeError) as exc:
         raise ArtifactError(f"{meta_path} has a malformed parameter list ({exc})") from None
-    derived = ["n", "control", "flags"]
-    for p in params:
-        if p.role is not Role.TERMINATED:
-            derived += ([f"p_{p.name}_{k}" for k in range(p.width)] if p.is_vector
-                        else [f"p_{p.name}"])
+    derived = ["n", "control", "flags", *(slot.name for slot in slots(params))]
     if [a.get("name") for a in meta["arguments"]] != derived:
         raise ArtifactError(f"{meta_path}: the argument list does not match the parameters")
     return artifact

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from hawk.ir import Program, Role
+from hawk.ir import Program, Slot
 
 from ..bindings import Bound
 from .driver import activate, call, device_info, driver
@@ -34,15 +34,16 @@ from .emit import (
     START_KERNEL,
     STEP_KERNEL,
     emit_cuda,
+    slot_ctype,
 )
-from .emit import kernel_arguments as _kernel_arguments
 from .graph import Graph, add_kernel_node, add_while_node, condition_handle
 from .launcher import Launcher, Module, pack
 from .memory import DeviceBuffer, HostMapped
 from .nvrtc import compile_source
 from .stream import Stream
 
-__all__ = ["CudaKernel", "compile_program", "GraphLoop", "DEFAULT_STEPS_PER_LAUNCH", "UNROLLED"]
+__all__ = ["CudaBackend", "CudaLoop", "CudaKernel", "compile_program", "GraphLoop",
+           "step_arguments", "DEFAULT_STEPS_PER_LAUNCH", "UNROLLED"]
 
 #: GPU launches are cheap inside a graph; 64 steps per launch keeps each launch short enough
 #: that samples finishing early waste little: the spec's oscillator (1000 steps) takes 16.
@@ -50,21 +51,19 @@ DEFAULT_STEPS_PER_LAUNCH = 64
 UNROLLED = 8
 _FIELD = {name: k for k, name in enumerate(CONTROL_FIELDS)}
 _DECIDE = ["ptr", "u64", "int", "ptr"]  # control, condition handle, set it?, progress or 0
-_loaded: dict[tuple, CudaKernel] = {}
 _lock = threading.Lock()
 
 
 class CudaKernel:
     """One program loaded on one device, with its kernel functions resolved."""
 
-    def __init__(self, program: Program, ordinal: int, fmad: bool):
+    def __init__(self, program: Program, ordinal: int, fmad: bool, compiler=compile_source):
         self.program = program
         self.ordinal = ordinal
         info = device_info(ordinal)
         self.arch = info.arch
         self.source = emit_cuda(program)
-        self.cubin = compile_source(self.source, self.arch, fmad=fmad,
-                                    name=f"{program.name}.cu")
+        self.cubin = compiler(self.source, self.arch, fmad=fmad, name=f"{program.name}.cu")
         self.module = Module(self.cubin, ordinal)
         self.step = self.module.function(STEP_KERNEL)
         self.decide = self.module.function(DECIDE_KERNEL)
@@ -73,26 +72,23 @@ class CudaKernel:
 
 
 def compile_program(program: Program, device: str, fmad: bool = False) -> CudaKernel:
-    from .driver import ordinal_of
+    """``program`` compiled by NVRTC and loaded on ``device`` (by the registered backend)."""
+    from ..backend import backend_for
 
-    ordinal = ordinal_of(device)
-    key = (program.digest(), ordinal, fmad)
-    with _lock:
-        if key not in _loaded:
-            _loaded[key] = CudaKernel(program, ordinal, fmad)
-        return _loaded[key]
+    return backend_for(device).compile(program, device, fmad=fmad)
 
 
-def step_arguments(kernel: CudaKernel, bound: Bound, control: DeviceBuffer):
-    """The step kernel's argument types and values for ``bound``."""
+def step_arguments(slots: tuple[Slot, ...], bound: Bound, control: DeviceBuffer):
+    """The step kernel's argument types and values for ``bound``: the count, the control
+    block, the flags, then one value per slot (the layout ``Program.slots`` defines)."""
     types, values = ["long long", "ptr", "ptr"], [bound.n, control.ptr, bound.flags.ptr]
-    for _, ctype, (param, component) in _kernel_arguments(kernel.program):
-        p = kernel.program.param(param)
-        if p.role is Role.PARAM:
-            types.append(ctype)
-            values.append(bound.uniforms[param].item())
+    for slot in slots:
+        name, component = slot.key
+        if slot.is_uniform:
+            types.append(slot_ctype(slot))
+            values.append(bound.uniforms[name].item())
         else:
-            array = bound.arrays[param]
+            array = bound.arrays[name]
             types.append("ptr")
             values.append(array.row(component) if component is not None else array.ptr)
     return types, values
@@ -122,7 +118,7 @@ class GraphLoop:
         """Record and instantiate the graph; return the seconds it took."""
         start = time.perf_counter()
         grid = -(-self.bound.n // BLOCK_SIZE)
-        types, values = step_arguments(self.kernel, self.bound, self.control)
+        types, values = step_arguments(self.kernel.program.slots, self.bound, self.control)
         step_args = pack(types, values)
         self.graph = Graph()
         if self.mode == "graph-while":
@@ -160,7 +156,7 @@ class GraphLoop:
         if int(status) != 1:
             raise RuntimeError("append_to_capture() needs a stream that is capturing")
         grid = -(-self.bound.n // BLOCK_SIZE)
-        types, values = step_arguments(self.kernel, self.bound, self.control)
+        types, values = step_arguments(self.kernel.program.slots, self.bound, self.control)
         step_args = pack(types, values)
         start_args = pack(["ptr"], [self.control.ptr])
         start = add_kernel_node(graph, self.kernel.start, 1, 1, start_args, dependencies)
@@ -220,7 +216,7 @@ class GraphLoop:
         launch again (the eager loop a graph replaces; ``until_done(..., loop="host")``)."""
         grid = -(-self.bound.n // BLOCK_SIZE)
         if not hasattr(self, "_host_launch"):
-            types, values = step_arguments(self.kernel, self.bound, self.control)
+            types, values = step_arguments(self.kernel.program.slots, self.bound, self.control)
             self._host_launch = (
                 Launcher(self.kernel.step, types, BLOCK_SIZE, self.kernel.ordinal),
                 pack(types, values),
@@ -236,3 +232,169 @@ class GraphLoop:
             if c[_FIELD["nsteps"]] <= 0:
                 break
         return self._finish(c, steps)
+
+
+class CudaLoop:
+    """``until_done``'s loop on a GPU (the ``eagle.backend.Loop`` of ``CudaBackend``): the
+    kernel is compiled and loaded when the runner is made, so ``build`` (on the first run) is
+    the cost of recording and instantiating the graph alone. ``eager=True`` launches from a
+    host loop that reads the live count back after every launch (the loop a graph replaces)."""
+
+    sees_launches = False
+    threads = 0
+
+    def __init__(self, kernel: CudaKernel, bound: Bound, steps_per_launch: int | None,
+                 eager: bool):
+        self.kernel = kernel
+        self.bound = bound
+        self.fixed_steps_per_launch = steps_per_launch
+        self.steps_per_launch = steps_per_launch or DEFAULT_STEPS_PER_LAUNCH
+        self.eager = eager
+        self.mode = "host-loop" if eager else (
+            "graph-while" if kernel.while_nodes else "graph-unrolled")
+        self._graph_loop: GraphLoop | None = None
+
+    def graph_loop(self) -> GraphLoop:
+        """The recorded loop (made on first use): what ``GraphComposer`` records."""
+        if self._graph_loop is None:
+            self._graph_loop = GraphLoop(self.kernel, self.bound, self.fixed_steps_per_launch)
+        return self._graph_loop
+
+    def build(self) -> float:
+        loop = self.graph_loop()
+        if self.eager or loop.exec is not None:
+            return 0.0
+        return loop.build()
+
+    def run(self, counters, after_launch) -> None:
+        self.build()
+        loop = self.graph_loop()
+        if not counters.finished:
+            run = loop.run_host_loop if self.eager else loop.run
+            launches, taken, live = run(counters.steps, counters.max_steps)
+            counters.record(launches, taken, live)
+        self.steps_per_launch = loop.steps_per_launch
+
+    def live_now(self) -> int | None:
+        return None if self._graph_loop is None else self._graph_loop.live_now()
+
+
+class CudaBackend:
+    """NVIDIA GPUs through the CUDA driver API: arrays that export
+    ``__cuda_array_interface__`` or DLPack (CuPy, PyTorch, JAX) viewed in place, kernels
+    compiled by NVRTC, and the loop recorded as one CUDA graph.
+
+    ``compiler`` turns CUDA source into a loadable image (NVRTC's ``compile_source``; the
+    tests' emulated GPU passes the source itself). Loaded kernels are kept per backend."""
+
+    family = "cuda"
+
+    def __init__(self, compiler=compile_source):
+        self.compiler = compiler
+        self._loaded: dict[tuple, CudaKernel] = {}
+        self._condition_modules: dict[int, Module] = {}
+
+    def unavailable_reason(self) -> str | None:
+        from .driver import unavailable_reason
+
+        reason = unavailable_reason()
+        return f"no CUDA device can be used here: {reason}" if reason else None
+
+    def normalize(self, device: str) -> str:
+        _, _, ordinal = device.partition(":")
+        return f"cuda:{int(ordinal or 0)}"
+
+    def default_device(self) -> str:
+        return "cuda:0"
+
+    def device_of(self, value) -> str | None:
+        from ..arrays import cuda_ordinal
+
+        if hasattr(value, "__cuda_array_interface__"):
+            return f"cuda:{cuda_ordinal(value)}"
+        if hasattr(value, "__dlpack_device__") and not isinstance(value, np.ndarray):
+            kind, ordinal = value.__dlpack_device__()
+            if int(kind) in (2, 3, 13):  # kDLCUDA, kDLCUDAHost, kDLCUDAManaged
+                return f"cuda:{int(ordinal)}"
+        return None
+
+    def view(self, value, device: str):
+        from .memory import as_device_array
+
+        return as_device_array(value, device)
+
+    def full(self, shape, value, dtype, device: str):
+        from .memory import device_full
+
+        return device_full(shape, value, dtype, device)
+
+    def shares_memory(self, a, b) -> bool:
+        return a.overlaps(b)
+
+    def to_host(self, array) -> np.ndarray:
+        from .memory import as_device_array, to_host
+
+        return to_host(as_device_array(array, self.device_of(array) or "cuda:0"))
+
+    def from_host(self, array: np.ndarray, device: str):
+        from .driver import ordinal_of
+
+        try:
+            import cupy
+        except ImportError as exc:
+            raise ImportError("running chunks on a GPU worker needs CuPy: pip install "
+                              "cupy-cuda13x") from exc
+        with cupy.cuda.Device(ordinal_of(device)):
+            return cupy.asarray(array)
+
+    def clear(self, array) -> None:
+        from .memory import clear
+
+        clear(array)
+
+    def compile(self, program: Program, device: str, *, fmad: bool = False) -> CudaKernel:
+        from .driver import ordinal_of
+
+        ordinal = ordinal_of(device)
+        key = (program.digest(), ordinal, fmad)
+        with _lock:
+            if key not in self._loaded:
+                self._loaded[key] = CudaKernel(program, ordinal, fmad, self.compiler)
+            return self._loaded[key]
+
+    def loop(self, program: Program, bound: Bound, steps_per_launch: int | None, *,
+             eager: bool, fmad: bool) -> CudaLoop:
+        return CudaLoop(self.compile(program, bound.device, fmad=fmad), bound,
+                        steps_per_launch, eager)
+
+    def repeat_while(self, condition, body, max_iterations: int | None, device: str) -> int:
+        from .driver import ordinal_of
+        from .loop import condition_module, repeat_while_on_gpu
+
+        ordinal = ordinal_of(device)
+        with _lock:
+            if ordinal not in self._condition_modules:
+                self._condition_modules[ordinal] = condition_module(ordinal, self.compiler)
+        return repeat_while_on_gpu(condition, body, max_iterations, device,
+                                   self._condition_modules[ordinal])
+
+    def describe(self) -> list[str]:
+        from .driver import device_count, device_info, unavailable_reason
+
+        reason = unavailable_reason()
+        lines = [f"GPU: none usable ({reason})"] if reason else []
+        for ordinal in range(0 if reason else device_count()):
+            d = device_info(ordinal)
+            lines.append(
+                f"GPU {ordinal}: {d.name}, compute capability {d.compute_capability[0]}."
+                f"{d.compute_capability[1]} ({d.arch}), {d.total_memory / 2**30:.1f} GiB, "
+                f"driver {d.driver_version[0]}.{d.driver_version[1]}, "
+                f"{'WHILE nodes' if d.supports_while_nodes else 'no WHILE nodes (unrolled)'}")
+        try:
+            from .nvrtc import nvrtc_version
+
+            lines.append(f"NVRTC {'.'.join(map(str, nvrtc_version()))} (CUDA code generation "
+                         "works without a GPU)")
+        except Exception as exc:
+            lines.append(f"NVRTC: not available ({exc})")
+        return lines

@@ -10,16 +10,21 @@ from __future__ import annotations
 
 import functools
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..errors import BackendUnavailable, CudaError
 
 __all__ = ["driver", "call", "release", "is_available", "unavailable_reason", "device_count",
-           "DeviceInfo", "device_info", "activate", "ordinal_of"]
+           "DeviceInfo", "device_info", "activate", "ordinal_of", "use_driver"]
+
+_override = None  # a stand-in for cuda.bindings.driver (tests), set by use_driver
 
 
 def driver():
     """``cuda.bindings.driver``, or ``BackendUnavailable`` saying how to get it."""
+    if _override is not None:
+        return _override
     try:
         from cuda.bindings import driver as cuda_driver
     except ImportError as exc:
@@ -152,3 +157,29 @@ def activate(ordinal: int = 0):
         context = _contexts[ordinal]
     call(d.cuCtxSetCurrent, context)
     return context
+
+
+@contextmanager
+def use_driver(stand_in):
+    """Inside the block every call of eagle's CUDA layer goes to ``stand_in`` (an object with
+    ``cuda.bindings.driver``'s functions), with the per-process GPU state (contexts, default
+    streams, device queries) fresh: how the tests run the GPU path without a GPU."""
+    global _override
+    from . import stream
+
+    saved = _override, dict(_contexts), dict(stream._default_streams)
+    _override = stand_in
+    _contexts.clear()
+    stream._default_streams.clear()
+    unavailable_reason.cache_clear()
+    device_info.cache_clear()
+    try:
+        yield stand_in
+    finally:
+        _override = saved[0]
+        _contexts.clear()
+        _contexts.update(saved[1])
+        stream._default_streams.clear()
+        stream._default_streams.update(saved[2])
+        unavailable_reason.cache_clear()
+        device_info.cache_clear()

@@ -19,7 +19,7 @@ from .memory import DeviceBuffer, as_device_array
 from .nvrtc import compile_source
 from .stream import Stream, StreamCapturer
 
-__all__ = ["repeat_while_on_gpu", "CONDITION_SOURCE"]
+__all__ = ["repeat_while_on_gpu", "condition_module", "CONDITION_SOURCE"]
 
 _CONDITION_TYPES = {("b", 1): "bool", ("i", 1): "signed char", ("u", 1): "unsigned char",
                     ("i", 4): "int", ("u", 4): "unsigned int", ("i", 8): "long long",
@@ -40,18 +40,16 @@ extern "C" __global__ void eagle_set_condition_{kind}{size}(
 }}
 """ for (kind, size), ctype in _CONDITION_TYPES.items())
 
-_modules: dict[int, Module] = {}
+def condition_module(ordinal: int, compiler=compile_source) -> Module:
+    """The condition kernels compiled (by ``compiler``) and loaded on device ``ordinal``."""
+    return Module(compiler(CONDITION_SOURCE, device_info(ordinal).arch,
+                           name="eagle_repeat_while.cu"), ordinal)
 
 
-def _condition_module(ordinal: int) -> Module:
-    if ordinal not in _modules:
-        _modules[ordinal] = Module(compile_source(CONDITION_SOURCE, device_info(ordinal).arch,
-                                                  name="eagle_repeat_while.cu"), ordinal)
-    return _modules[ordinal]
-
-
-def repeat_while_on_gpu(condition, body, max_iterations: int | None, device: str) -> int:
-    """See ``eagle.repeat_while``; ``condition`` is a one-element integer GPU array."""
+def repeat_while_on_gpu(condition, body, max_iterations: int | None, device: str,
+                        module: Module) -> int:
+    """See ``eagle.repeat_while``; ``condition`` is a one-element integer GPU array and
+    ``module`` the loaded ``CONDITION_SOURCE``."""
     ordinal = ordinal_of(device)
     context = activate(ordinal)
     flag = as_device_array(condition, device)
@@ -59,7 +57,7 @@ def repeat_while_on_gpu(condition, body, max_iterations: int | None, device: str
     if flag.shape not in ((1,), ()) or key not in _CONDITION_TYPES:
         raise TypeError("repeat_while(condition, body): condition must be a one-element integer "
                         f"or bool array, got shape {flag.shape} dtype {flag.dtype}")
-    function = _condition_module(ordinal).function(f"eagle_set_condition_{key[0]}{key[1]}")
+    function = module.function(f"eagle_set_condition_{key[0]}{key[1]}")
     stream = Stream(ordinal)
     with StreamCapturer(stream) as capture:
         try:
