@@ -13,12 +13,12 @@ its file, so ``load`` writes the source into a module and imports it.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 from hypothesis import strategies as st
+
+from hawk.source import import_file
 
 LITERALS = ["0.5", "1.5", "-2.0", "3.0", "0.25", "1e-3"]
 UNARY = ["-({})", "abs({})", "math.tanh({})", "math.sin({})", "math.sqrt(abs({}))",
@@ -113,11 +113,7 @@ def load(source: str, folder: Path):
     name = "random_kernel_" + hashlib.sha256(source.encode()).hexdigest()[:16]
     path = folder / f"{name}.py"
     path.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module.random_kernel
+    return import_file(path, name).random_kernel
 
 
 def bindings(n: int, seed: int, dtype=np.float64) -> dict:

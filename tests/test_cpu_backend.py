@@ -1,12 +1,12 @@
-"""The CPU backend against the NumPy reference executor, bit for bit."""
+"""The CPU backend against the NumPy reference executor, bit for bit (the every-backend table
+is ``test_every_backend``; these are the CPU's own cases and the shared bindings)."""
 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from differential import assert_bitwise_equal, eagle_run, reference_run
-from kernels import bouncing, falling, oscillator, spread_oscillator, transcendental
+from kernels import oscillator, spread_oscillator
 
 N = 3001  # not a multiple of the block size, so the last block is partial
 
@@ -39,28 +39,6 @@ def transcendental_bindings(n=N):
     rng = np.random.default_rng(3)
     return dict(k=rng.uniform(0.5, 3.0, n), u=rng.normal(0, 0.5, n), w=rng.normal(0, 0.5, n),
                 peak=np.zeros(n), dt=1e-2)
-
-
-CASES = {
-    "oscillator-uniform": (oscillator, oscillator_bindings, 2000),
-    "oscillator-spread": (spread_oscillator, spread_bindings, 2000),
-    "vec3-falling": (falling, falling_bindings, 500),
-    "if-else-bouncing": (bouncing, bouncing_bindings, 3000),
-    "math-functions": (transcendental, transcendental_bindings, 400),
-}
-
-
-@pytest.mark.parametrize("steps_per_launch", [1, 7, 64, None])
-@pytest.mark.parametrize("case", list(CASES))
-def test_cpu_equals_reference(case, steps_per_launch):
-    kernel, make, max_steps = CASES[case]
-    bindings = make()
-    expected, expected_steps = reference_run(kernel, bindings, max_steps)
-    actual, report = eagle_run(kernel, bindings, max_steps, steps_per_launch)
-    assert_bitwise_equal(actual, expected)
-    assert report.steps == expected_steps
-    assert report.done == int(np.count_nonzero(actual.get("terminated", np.zeros(0))) or
-                              report.done)
 
 
 def test_oscillator_takes_the_reference_number_of_steps():

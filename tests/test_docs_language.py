@@ -6,14 +6,13 @@ own, after the imports the page says its examples assume, and imported from ther
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
 import hawk
+from hawk.source import import_file
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "language.md"
 PRELUDE = """\
@@ -44,14 +43,7 @@ ERROR_BLOCKS = _blocks("python error")
 def _import(source: str, tmp_path: Path, name: str):
     path = tmp_path / f"{name}.py"
     path.write_text(PRELUDE + "\n" + source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[name]
-    return module
+    return import_file(path, name, keep=False)
 
 
 def test_the_page_has_examples():

@@ -6,11 +6,14 @@ is done or ``max_steps`` is reached.
 """
 
 from .errors import (
+    ArtifactError,
     BackendUnavailable,
     BindingError,
     BindingTypeError,
     BindingValueError,
     CaptureError,
+    CheckpointError,
+    CompileFailed,
     CudaError,
     EagleError,
 )
@@ -25,7 +28,7 @@ __all__ = [
     "deploy", "until_done", "simulate", "repeat_while", "Plan", "Runner", "Report",
     "set_num_threads", "get_num_threads",
     "EagleError", "BindingError", "BindingTypeError", "BindingValueError", "BackendUnavailable",
-    "CudaError", "CaptureError",
+    "CudaError", "CaptureError", "CompileFailed", "CheckpointError", "ArtifactError",
 ]  # fmt: skip
 
 

@@ -17,15 +17,11 @@ import numpy as np
 
 from . import cache
 from .backend import backend_for
-from .errors import EagleError
+from .errors import CheckpointError
 
 __all__ = ["save", "load", "CheckpointError", "FORMAT"]
 
 FORMAT = "eagle-checkpoint/1"
-
-
-class CheckpointError(EagleError, ValueError):
-    """A checkpoint is unreadable, damaged, or belongs to another kernel."""
 
 
 def save(runner, path: str | Path) -> Path:

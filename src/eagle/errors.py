@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 __all__ = ["EagleError", "BindingError", "BindingTypeError", "BindingValueError", "CudaError",
-           "CaptureError", "BackendUnavailable"]  # fmt: skip
+           "CaptureError", "CompileFailed", "BackendUnavailable", "CheckpointError",
+           "ArtifactError"]  # fmt: skip
 
 
 class EagleError(Exception):
@@ -36,3 +37,15 @@ class CudaError(EagleError, RuntimeError):
 
 class CaptureError(EagleError, RuntimeError):
     """Something inside a captured step broke a rule of graph capture (allocate, synchronize)."""
+
+
+class CompileFailed(CudaError):
+    """NVRTC or nvJitLink rejected the code; the message holds the full log."""
+
+
+class CheckpointError(EagleError, ValueError):
+    """A checkpoint is unreadable, damaged, or belongs to another kernel."""
+
+
+class ArtifactError(EagleError, ValueError):
+    """An artifact or its sidecar is missing, malformed, of an unknown format, or tampered."""

@@ -194,7 +194,8 @@ class Runner:
         """A runner continuing from the checkpoint at ``path``, for the same kernel as
         ``plan``. The arrays are new NumPy arrays (``xp.asarray`` of them when ``xp`` is given,
         e.g. ``cupy``); ``runner.arrays`` holds them."""
-        from .checkpoint import CheckpointError, load
+        from .checkpoint import load
+        from .errors import CheckpointError
 
         meta, arrays, flags = load(path)
         dtypes = {k: np.dtype(v) for k, v in meta["dtypes"].items()}

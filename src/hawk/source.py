@@ -8,19 +8,39 @@ the body names them (``math``, ``hawk``, numeric constants).
 from __future__ import annotations
 
 import ast
+import importlib.util
 import inspect
 import linecache
+import sys
 import textwrap
 from dataclasses import dataclass
+from pathlib import Path
 
 from .annotations import Annotation
 from .errors import CompileError, Loc
 from .ir import Role
 
-__all__ = ["KernelSource", "ANNOTATION_NAMES"]
+__all__ = ["KernelSource", "ANNOTATION_NAMES", "import_file"]
 
 ANNOTATION_NAMES = ("Scalar, Param, Terminated, Vec3, Mutable[Scalar], Mutable[Vec3], "
                     "Out[Scalar] or Out[Vec3]")  # fmt: skip
+
+
+def import_file(path: str | Path, name: str, keep: bool = True):
+    """Import the Python file at ``path`` as module ``name`` and return it. Kernels must live
+    in files (hawk reads their source), so this is how a kernel written at run time or named
+    on a command line is loaded. ``keep=False`` leaves no entry in ``sys.modules``."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    if not keep:
+        sys.modules.pop(name, None)
+    return module
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ to load is deleted and rebuilt.
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import sys
 import threading
@@ -24,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from hawk.ir import Program
+from hawk.source import import_file
 
 from .. import cache
 from ..arrays import as_host_array
@@ -134,11 +134,7 @@ def _sha256(text: str) -> str:
 
 
 def _import(module_name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-    return module
+    return import_file(path, module_name)
 
 
 def _signature(example: tuple):

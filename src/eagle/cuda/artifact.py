@@ -18,7 +18,7 @@ from pathlib import Path
 
 from hawk.ir import DType, Parameter, Program, Role, slots
 
-from ..errors import EagleError
+from ..errors import ArtifactError
 from .emit import BLOCK_SIZE, CONTROL_FIELDS, DECIDE_KERNEL, STEP_KERNEL, emit_cuda, slot_ctype
 
 __all__ = ["FORMAT", "TARGETS", "sidecar", "write_artifact", "read_artifact", "Artifact",
@@ -29,10 +29,6 @@ TARGETS = ("cuda", "ptx", "cubin")
 _SUFFIX = {"cuda": ".cu", "ptx": ".ptx", "cubin": ".cubin"}
 _REQUIRED = ("format", "kernel", "target", "entry", "decide", "block_size", "options",
              "parameters", "arguments", "control_fields", "sha256", "launch")
-
-
-class ArtifactError(EagleError, ValueError):
-    """An artifact or its sidecar is missing, malformed, of an unknown format, or tampered."""
 
 
 def _ptx_header(ptx: bytes) -> dict:

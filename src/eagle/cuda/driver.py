@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from ..errors import BackendUnavailable, CudaError
 
-__all__ = ["driver", "call", "release", "is_available", "unavailable_reason", "device_count",
-           "DeviceInfo", "device_info", "activate", "ordinal_of", "use_driver"]
+__all__ = ["driver", "call", "check", "release", "is_available", "unavailable_reason",
+           "device_count", "DeviceInfo", "device_info", "activate", "ordinal_of", "use_driver"]
 
 _override = None  # a stand-in for cuda.bindings.driver (tests), set by use_driver
 
@@ -35,10 +35,15 @@ def driver():
 
 def call(function, *args):
     """``function(*args)`` from ``cuda.bindings.driver``; its values, or ``CudaError``."""
-    result = function(*args)
-    err, values = (result[0], result[1:]) if isinstance(result, tuple) else (result, ())
+    return check(function(*args), function.__name__)
+
+
+def check(result, call: str):
+    """The values after a ``cuda.bindings`` result code (driver, NVRTC, nvJitLink): None, one
+    value or a tuple; ``CudaError`` naming the error and ``call`` when the code is not 0."""
+    err, values = (result[0], tuple(result[1:])) if isinstance(result, tuple) else (result, ())
     if int(err) != 0:
-        raise CudaError(getattr(err, "name", str(err)), function.__name__)
+        raise CudaError(getattr(err, "name", str(err)), call)
     if not values:
         return None
     return values[0] if len(values) == 1 else values

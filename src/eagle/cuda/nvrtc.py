@@ -18,13 +18,10 @@ from __future__ import annotations
 import hashlib
 
 from .. import cache
-from ..errors import BackendUnavailable, CudaError
+from ..errors import BackendUnavailable, CompileFailed
+from .driver import check
 
 __all__ = ["compile_source", "ptx_to_cubin", "nvrtc_version", "CompileFailed", "arch_name"]
-
-
-class CompileFailed(CudaError):
-    """NVRTC or nvJitLink rejected the code; the message holds the full log."""
 
 
 def _nvrtc():
@@ -37,18 +34,9 @@ def _nvrtc():
     return nvrtc
 
 
-def _check(result, call: str):
-    """The values after a cuda-bindings NVRTC result code, or CudaError naming the call."""
-    err, *values = result if isinstance(result, tuple) else (result,)
-    if int(err) != 0:
-        name = err.name if hasattr(err, "name") else str(err)
-        raise CudaError(name, call)
-    return values[0] if len(values) == 1 else tuple(values)
-
-
 def nvrtc_version() -> tuple[int, int]:
     nvrtc = _nvrtc()
-    return tuple(_check(nvrtc.nvrtcVersion(), "nvrtcVersion"))
+    return tuple(check(nvrtc.nvrtcVersion(), "nvrtcVersion"))
 
 
 def arch_name(arch: str | int | tuple[int, int]) -> str:
@@ -97,13 +85,13 @@ def compile_source(source: str, arch: str = "sm_90", target: str = "cubin", fmad
             data = cache.read_verified(path, sidecar.read_text().strip())
             if data is not None:
                 return data
-    program = _check(nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []),
+    program = check(nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []),
                      "nvrtcCreateProgram")
     try:
         (result,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
-        size = _check(nvrtc.nvrtcGetProgramLogSize(program), "nvrtcGetProgramLogSize")
+        size = check(nvrtc.nvrtcGetProgramLogSize(program), "nvrtcGetProgramLogSize")
         log = b" " * size
-        _check(nvrtc.nvrtcGetProgramLog(program, log), "nvrtcGetProgramLog")
+        check(nvrtc.nvrtcGetProgramLog(program, log), "nvrtcGetProgramLog")
         if int(result) != 0:
             raise CompileFailed(
                 result.name, "nvrtcCompileProgram",
@@ -111,13 +99,13 @@ def compile_source(source: str, arch: str = "sm_90", target: str = "cubin", fmad
                 f"{log.decode(errors='replace').rstrip(chr(0)).strip()}\n\n"
                 f"generated source:\n{_numbered(source)}")
         if target == "cubin":
-            size = _check(nvrtc.nvrtcGetCUBINSize(program), "nvrtcGetCUBINSize")
+            size = check(nvrtc.nvrtcGetCUBINSize(program), "nvrtcGetCUBINSize")
             data = b" " * size
-            _check(nvrtc.nvrtcGetCUBIN(program, data), "nvrtcGetCUBIN")
+            check(nvrtc.nvrtcGetCUBIN(program, data), "nvrtcGetCUBIN")
         else:
-            size = _check(nvrtc.nvrtcGetPTXSize(program), "nvrtcGetPTXSize")
+            size = check(nvrtc.nvrtcGetPTXSize(program), "nvrtcGetPTXSize")
             data = b" " * size
-            _check(nvrtc.nvrtcGetPTX(program, data), "nvrtcGetPTX")
+            check(nvrtc.nvrtcGetPTX(program, data), "nvrtcGetPTX")
     finally:
         nvrtc.nvrtcDestroyProgram(program)
     if use_cache:
