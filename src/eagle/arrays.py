@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["as_host_array", "is_array_like", "cuda_ordinal"]
+__all__ = ["as_host_array", "is_array_like"]
 
 
 def is_array_like(value) -> bool:
@@ -18,16 +18,6 @@ def is_array_like(value) -> bool:
     return (isinstance(value, np.ndarray) or hasattr(value, "__array_interface__")
             or hasattr(value, "__cuda_array_interface__") or hasattr(value, "__dlpack__")
             or isinstance(value, memoryview))  # fmt: skip
-
-
-def cuda_ordinal(value) -> int:
-    """The device index of an array exporting ``__cuda_array_interface__`` (CuPy's
-    ``.device.id``, PyTorch's ``.device.index``; 0 when it does not say)."""
-    device = getattr(value, "device", None)
-    ordinal = getattr(device, "id", None)
-    if ordinal is None:
-        ordinal = getattr(device, "index", None)
-    return int(ordinal or 0)
 
 
 def as_host_array(value) -> np.ndarray:

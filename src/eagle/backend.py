@@ -137,6 +137,13 @@ class Backend(Protocol):
                      device: str) -> int:
         """``eagle.repeat_while`` with a ``condition`` that lives on this family's device."""
 
+    def array_module(self):
+        """The array library a user of this family writes plain array code in (NumPy, CuPy):
+        what the performance card's eager arm is written in."""
+
+    def synchronize(self, device: str) -> None:
+        """Wait until all work issued to ``device`` is done (for timing)."""
+
     def describe(self) -> list[str]:
         """Lines for ``python -m eagle info``: versions and devices."""
 

@@ -30,6 +30,7 @@ import hawk
 from hawk import Mutable, Param, Scalar, Terminated
 
 from . import __version__
+from .backend import HOST, backend_for, backends
 from .plan import deploy
 from .runner import until_done
 from .threads import get_num_threads
@@ -90,42 +91,33 @@ def _arms(device: str, xp):
             run.report = until_done(plan, max_steps=MAX_STEPS, dt=DT, **options, **s).run()
         return run
 
-    eager_name = "numpy_eager" if device == "cpu" else "cupy_eager"
-    return {eager_name: lambda s: array_eager(xp, s),
+    return {f"{xp.__name__}_eager": lambda s: array_eager(xp, s),
             "eager_loop": eagle_arm(steps_per_launch=1, eager=True),
             "eagle_graph": eagle_arm()}
-
-
-def _synchronize(xp) -> None:
-    if xp.__name__ == "cupy":
-        xp.cuda.runtime.deviceSynchronize()
 
 
 def run_card(n_cpu: int, n_gpu: int, repeats: int, devices: list[str]) -> list[dict]:
     """Time every arm on every device; return one row per (device, config, arm)."""
     rows = []
     for device in devices:
-        if device == "cpu":
-            xp, n = np, n_cpu
-        else:
-            import cupy as xp
-            n = n_gpu
+        backend = backend_for(device)
+        xp, n = backend.array_module(), n_cpu if device == HOST else n_gpu
         for config in CONFIGS:
             finals, host = {}, initial(n, config)
             for arm, run in _arms(device, xp).items():
                 samples = []
-                arm_repeats = 1 if arm.endswith("_eager") and device == "cpu" else repeats
+                arm_repeats = 1 if arm.endswith("_eager") and device == HOST else repeats
                 for _ in range(arm_repeats + 1):  # the first run compiles and warms up
                     s = {k: xp.asarray(v.copy()) for k, v in host.items()}
-                    _synchronize(xp)
+                    backend.synchronize(device)
                     t0 = time.perf_counter()
                     run(s)
-                    _synchronize(xp)
+                    backend.synchronize(device)
                     samples.append(time.perf_counter() - t0)
                 finals[arm] = {k: np.asarray(s[k].get() if hasattr(s[k], "get") else s[k])
                                for k in ("x", "v", "t")}
                 report = getattr(run, "report", None)
-                what = ARMS[arm] if (arm, device) != ("eagle_graph", "cpu") else \
+                what = ARMS[arm] if (arm, device) != ("eagle_graph", HOST) else \
                     "the same step, the whole loop fused and run by the host team"
                 rows.append(dict(device=device, n=n, config=config, arm=arm,
                                  what=what, median_s=float(np.median(samples[1:])),
@@ -193,9 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cpu-only", action="store_true", help="skip the GPU even if present")
     parser.add_argument("--n", type=int, default=None, help="samples on the CPU (overrides)")
     args = parser.parse_args(argv)
-    from .cuda.driver import is_available
-
-    devices = ["cpu"] + (["cuda:0"] if is_available() and not args.cpu_only else [])
+    devices = [HOST] + [b.default_device() for b in backends()[1:]
+                        if b.unavailable_reason() is None and not args.cpu_only]
     n_cpu = args.n or (100_000 if args.quick else 1_000_000)
     rows = run_card(n_cpu, 1_000_000, 1 if args.quick else 3, devices)
     table = markdown(rows)

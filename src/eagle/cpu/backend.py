@@ -279,6 +279,12 @@ class CpuBackend:
     def repeat_while(self, condition, body, max_iterations: int | None, device: str) -> int:
         return host_repeat_while(condition, body, max_iterations)
 
+    def array_module(self):
+        return np
+
+    def synchronize(self, device: str) -> None:
+        pass  # host launches return when they are done
+
     def describe(self) -> list[str]:
         import platform
 

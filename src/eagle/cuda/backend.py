@@ -279,6 +279,16 @@ class CudaLoop:
         return None if self._graph_loop is None else self._graph_loop.live_now()
 
 
+def _ordinal_of_array(value) -> int:
+    """The device index of an array exporting ``__cuda_array_interface__`` (CuPy's
+    ``.device.id``, PyTorch's ``.device.index``; 0 when it does not say)."""
+    device = getattr(value, "device", None)
+    ordinal = getattr(device, "id", None)
+    if ordinal is None:
+        ordinal = getattr(device, "index", None)
+    return int(ordinal or 0)
+
+
 class CudaBackend:
     """NVIDIA GPUs through the CUDA driver API: arrays that export
     ``__cuda_array_interface__`` or DLPack (CuPy, PyTorch, JAX) viewed in place, kernels
@@ -308,10 +318,8 @@ class CudaBackend:
         return "cuda:0"
 
     def device_of(self, value) -> str | None:
-        from ..arrays import cuda_ordinal
-
         if hasattr(value, "__cuda_array_interface__"):
-            return f"cuda:{cuda_ordinal(value)}"
+            return f"cuda:{_ordinal_of_array(value)}"
         if hasattr(value, "__dlpack_device__") and not isinstance(value, np.ndarray):
             kind, ordinal = value.__dlpack_device__()
             if int(kind) in (2, 3, 13):  # kDLCUDA, kDLCUDAHost, kDLCUDAManaged
@@ -339,11 +347,7 @@ class CudaBackend:
     def from_host(self, array: np.ndarray, device: str):
         from .driver import ordinal_of
 
-        try:
-            import cupy
-        except ImportError as exc:
-            raise ImportError("running chunks on a GPU worker needs CuPy: pip install "
-                              "cupy-cuda13x") from exc
+        cupy = self.array_module()
         with cupy.cuda.Device(ordinal_of(device)):
             return cupy.asarray(array)
 
@@ -377,6 +381,20 @@ class CudaBackend:
                 self._condition_modules[ordinal] = condition_module(ordinal, self.compiler)
         return repeat_while_on_gpu(condition, body, max_iterations, device,
                                    self._condition_modules[ordinal])
+
+    def array_module(self):
+        try:
+            import cupy
+        except ImportError as exc:
+            raise ImportError("plain array code on a GPU needs CuPy: pip install "
+                              "cupy-cuda13x") from exc
+        return cupy
+
+    def synchronize(self, device: str) -> None:
+        from .driver import activate, ordinal_of
+
+        activate(ordinal_of(device))
+        call(driver().cuCtxSynchronize)
 
     def describe(self) -> list[str]:
         from .driver import device_count, device_info, unavailable_reason
