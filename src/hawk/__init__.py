@@ -4,17 +4,17 @@
 every eagle backend compiles; ``hawk.reference`` runs that IR with NumPy as the ground truth.
 """
 
-from . import ir, reference
+from . import ir, passes, reference
 from .annotations import Mutable, Out, Param, Scalar, Terminated, Vec3, dot, length, vec3
-from .errors import CompileError
+from .errors import CompileError, IRError
 from .ir import DType, Program, Role
 from .kernel import Kernel, ProgramKernel, kernel
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "kernel", "Kernel", "ProgramKernel", "CompileError",
+    "kernel", "Kernel", "ProgramKernel", "CompileError", "IRError",
     "Scalar", "Param", "Mutable", "Terminated", "Vec3", "Out",
     "vec3", "dot", "length",
-    "Program", "DType", "Role", "ir", "reference",
+    "Program", "DType", "Role", "ir", "passes", "reference",
 ]  # fmt: skip

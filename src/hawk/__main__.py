@@ -1,11 +1,13 @@
 """``python -m hawk``: look at what hawk makes of a kernel, without a GPU.
 
-    python -m hawk ir MODULE.py:KERNEL [--dtype NAME=float32 ...]
+    python -m hawk ir MODULE.py:KERNEL [--dtype NAME=float32 ...] [--stages]
     python -m hawk compile MODULE.py:KERNEL --target {cuda,ptx,cubin} [--arch sm_90]
                            [--dtype NAME=float32 ...] [--fmad] -o FILE
 
-``compile`` writes the CUDA source, PTX or cubin of the kernel's step and a JSON sidecar beside
-it (``FILE`` with the suffix ``.json``; the format is in ``docs/artifacts.md``).
+``ir`` prints the IR every backend compiles (after ``hawk.passes.optimize``); ``--stages`` adds
+each op's stage (launch, sample or step: ``hawk.passes.classify``). ``compile`` writes the CUDA
+source, PTX or cubin of the kernel's step and a JSON sidecar beside it (``FILE`` with the
+suffix ``.json``; the format is in ``docs/artifacts.md``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from .ir import Program
 from .kernel import Kernel
+from .passes import classify
 
 
 def load_kernel(spec: str) -> Kernel:
@@ -49,6 +53,15 @@ def dtypes_of(pairs: list[str]) -> dict[str, str]:
     return out
 
 
+def with_stages(program: Program) -> str:
+    """``program``'s text with each op's stage at the end of its line."""
+    lines = str(program).splitlines()
+    stages = iter(classify(program))
+    width = max((len(line) for line in lines if line.startswith("  %")), default=0)
+    return "\n".join(f"{line:<{width}}  # {next(stages).name.lower()}"
+                      if line.startswith("  %") else line for line in lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hawk", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -58,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("kernel", help="MODULE.py:KERNEL")
         command.add_argument("--dtype", action="append", default=[], metavar="NAME=DTYPE",
                              help="a parameter's dtype (default float64)")
+    ir.add_argument("--stages", action="store_true",
+                    help="mark each op launch, sample or step (what may be hoisted out of the "
+                         "step loop)")
     compile_.add_argument("--target", choices=["cuda", "ptx", "cubin"], required=True)
     compile_.add_argument("--arch", default="sm_90", help="GPU architecture (default sm_90)")
     compile_.add_argument("--fmad", action="store_true",
@@ -67,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     kernel = load_kernel(args.kernel)
     program = kernel.specialize(dtypes_of(args.dtype))
     if args.command == "ir":
-        print(program)
+        print(with_stages(program) if args.stages else program)
         return 0
     from eagle.cuda.artifact import write_artifact
 

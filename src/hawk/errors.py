@@ -1,10 +1,11 @@
-"""The one error hawk raises for a kernel it cannot compile, pointing at the user's source."""
+"""hawk's errors: ``CompileError`` for a kernel it cannot compile, pointing at the user's source,
+and ``IRError`` for a ``Program`` that breaks the IR's rules (a bug in whatever made it)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CompileError", "Loc"]
+__all__ = ["CompileError", "IRError", "Loc"]
 
 
 @dataclass(frozen=True)
@@ -56,3 +57,12 @@ class CompileError(Exception):
     @property
     def lineno(self) -> int | None:
         return self.loc.line if self.loc else None
+
+
+class IRError(Exception):
+    """A ``Program`` breaks a rule of the IR (raised by ``hawk.passes.check``).
+
+    The message names the kernel, the op (``%3``), store or flag, and the rule. Not a mistake in
+    the user's kernel (those are ``CompileError``s): a bug in the frontend or a pass, or a
+    hand-made or tampered ``Program``.
+    """

@@ -685,29 +685,17 @@ class Lowering:
                            for k, c in enumerate(value.comps)]
             else:
                 stores.append(Store(p.name, None, self.cast(value, p.dtype).id))
-        return self._without_dead_ops(stores, terminated)
-
-    def _without_dead_ops(self, stores: list[Store], terminated: int | None) -> Program:
-        live = set()
-        pending = [s.value for s in stores] + ([terminated] if terminated is not None else [])
-        while pending:
-            i = pending.pop()
-            if i not in live:
-                live.add(i)
-                pending.extend(self.ops[i].args)
-        renumber = {old: new for new, old in enumerate(sorted(live))}
-        ops = tuple(Op(op.kind, op.dtype, tuple(renumber[a] for a in op.args), op.attr, op.loc)
-                    for i, op in enumerate(self.ops) if i in live)
         return Program(
             name=self.src.name,
             params=self.param_list,
-            ops=ops,
-            stores=tuple(Store(s.param, s.component, renumber[s.value]) for s in stores),
-            terminated=renumber[terminated] if terminated is not None else None,
+            ops=tuple(self.ops),
+            stores=tuple(stores),
+            terminated=terminated,
             options=self.options,
         )
 
 
 def lower(source: KernelSource, params: tuple[Parameter, ...], options=()) -> Program:
-    """The hawk IR of ``source``'s body for parameters of the given dtypes."""
+    """The hawk IR of ``source``'s body for parameters of the given dtypes, as lowered: it may
+    hold dead ops; ``hawk.passes.optimize`` cleans it up (``Kernel.specialize`` does both)."""
     return Lowering(source, params, options).run()

@@ -9,6 +9,7 @@ import numpy as np
 
 from .frontend import lower
 from .ir import DType, Parameter, Program, Role
+from .passes import check, optimize
 from .source import KernelSource
 
 __all__ = ["kernel", "Kernel", "ProgramKernel", "KERNEL_OPTIONS"]
@@ -24,7 +25,8 @@ class Kernel:
 
     Decorating reads and checks the whole body once (for float64 arrays), so a mistake is
     reported where the kernel is defined, not where it is first run. ``specialize`` gives the IR
-    for other dtypes (float32, int64 inputs), cached like Numba's dispatcher.
+    for other dtypes (float32, int64 inputs), cached like Numba's dispatcher: the frontend's
+    lowering after ``hawk.passes.optimize``, which is what every backend compiles.
 
     Attributes:
         name: the function's name.
@@ -63,7 +65,8 @@ class Kernel:
         raise KeyError(name)
 
     def specialize(self, dtypes: Mapping[str, object]) -> Program:
-        """The IR for the given parameter dtypes (numpy dtypes or names; missing: float64)."""
+        """The optimized IR for the given parameter dtypes (numpy dtypes or names; missing:
+        float64)."""
         params = []
         for p in self.params:
             dtype = dtypes.get(p.name, p.dtype)
@@ -75,7 +78,7 @@ class Kernel:
         key = tuple(params)
         if key not in self._programs:
             options = tuple(sorted(self.options.items()))
-            self._programs[key] = lower(self.source, tuple(params), options)
+            self._programs[key] = optimize(lower(self.source, tuple(params), options))
         return self._programs[key]
 
     def __call__(self, *args, **kwargs):
@@ -92,9 +95,11 @@ class Kernel:
 class ProgramKernel(Kernel):
     """A kernel known by one specialisation's IR alone, without its source: how a kernel
     travels to another process (a Dask worker) or comes back from a file. It runs only with
-    the dtypes it was specialised for."""
+    the dtypes it was specialised for. ``program`` came out of ``specialize``, so it is not
+    optimized again, only checked (it may have travelled through a file or a network)."""
 
     def __init__(self, program: Program):
+        check(program)
         self.func = None
         self.source = None
         self.program = program

@@ -7,16 +7,24 @@ Arithmetic uses NumPy's IEEE operations on arrays of the op's dtype, which are e
 rounded) for ``+ - * /`` and ``sqrt``. Math library functions are evaluated element by element
 with Python's ``math`` module, i.e. the platform's C library, the same one compiled CPU code
 calls, so the CPU backend can match the reference bit for bit even for ``sin`` or ``exp``.
+
+It runs any program that passes ``hawk.passes.check`` (checked once per program), optimized or
+not: ``optimize`` does not change what a program means, and the tests hold it to that, bit for
+bit. It does not hoist launch-stage ops (``hawk.passes.classify``): evaluating an op on a 0-d
+value instead of an array could take a different NumPy code path, and this file is the
+definition, not the fast path.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 
 import numpy as np
 
 from .ir import OpKind, Program, Role
+from .passes import check
 
 __all__ = ["step", "run"]
 
@@ -99,7 +107,9 @@ def step(program: Program, arrays: Mapping[str, np.ndarray], terminated: np.ndar
 
     ``arrays`` maps each parameter name to its NumPy array (``(n,)`` or ``(3, n)``) or, for a
     ``Param``, a scalar. ``terminated`` is the flag array (taken from ``arrays`` when None).
+    Raises ``hawk.IRError`` for a program that breaks the IR's rules.
     """
+    _checked(program)
     flag_param = program.terminated_param
     if terminated is None and flag_param is not None:
         terminated = arrays[flag_param.name]
@@ -126,6 +136,12 @@ def run(program: Program, arrays: Mapping[str, np.ndarray], max_steps: int) -> i
         if step(program, arrays) == 0:
             return steps
     return max_steps
+
+
+@functools.lru_cache(maxsize=64)
+def _checked(program: Program) -> Program:
+    """``check(program)``, once per program rather than every step."""
+    return check(program)
 
 
 def _sample_count(program: Program, arrays, terminated) -> int:

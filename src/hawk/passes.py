@@ -1,0 +1,331 @@
+"""The passes between the frontend and the backends: check, clean up and classify a ``Program``.
+
+``frontend.lower`` turns a kernel body into a flat SSA ``Program``; ``optimize`` runs ``PIPELINE``
+over it, and ``Kernel.specialize`` hands the result to every backend and to the reference
+executor. The pipeline is deliberately tiny (Numba's ``DefaultPassBuilder``, minus everything a
+branch-free, loop-free body does not need):
+
+- ``check``: the IR's rules, checked so a malformed program fails here, naming the op and the
+  rule, instead of miscompiling in an emitter or being read wrongly by a reader of the IR;
+- ``eliminate_dead_code``: drop ops that feed no store and not the terminated flag;
+- ``eliminate_common_subexpressions``: merge ops that compute the same value.
+
+Every pass takes a ``Program`` and returns one, so passes compose and the list is data.
+
+Why these transformations cannot change a result, bit for bit: every op is a pure function of
+its args (the body has no side effects, and ``LOAD`` reads a parameter's value at step start),
+and backends evaluate each op with the same operation wherever it sits. So dropping an unused op,
+or evaluating two identical ops once, gives the same bits. "Identical" is strict for constants:
+``0.0 == -0.0`` and ``nan != nan``, so constants are compared by their bits, not their values.
+
+``classify`` does not change the program: it says, per op, how often its value can change
+(once per launch, per sample, or every step), for a backend that hoists the first two out of its
+step loop. Hoisting is bit-identical for the same reason as above.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import replace
+from enum import Enum
+from typing import NamedTuple
+
+from .errors import IRError
+from .ir import COMPARISONS, MATH_FUNCTIONS, DType, Op, OpKind, Program, Role, Store
+
+__all__ = ["check", "eliminate_dead_code", "eliminate_common_subexpressions", "Stage",
+           "classify", "Pass", "PIPELINE", "optimize", "IRError"]
+
+
+# -- the checker ---------------------------------------------------------------------------------
+
+_UNARY = {OpKind.CAST, OpKind.NEG, OpKind.ABS, OpKind.NOT}
+#: ops whose operands and result share one numeric dtype
+_ARITHMETIC = {OpKind.NEG, OpKind.ADD, OpKind.SUB, OpKind.MUL, OpKind.DIV, OpKind.FLOORDIV,
+               OpKind.MOD, OpKind.ABS, OpKind.MIN, OpKind.MAX}  # fmt: skip
+_LOGIC = {OpKind.AND, OpKind.OR, OpKind.NOT}
+#: the Python type of a ``CONST``'s attr, per dtype (what ``dtype.numpy.type(v).item()`` gives)
+_CONST_TYPES = {DType.BOOL: bool, DType.INT64: int, DType.FLOAT32: float, DType.FLOAT64: float}
+
+
+def _arity(op: Op) -> int:
+    if op.kind in (OpKind.CONST, OpKind.LOAD):
+        return 0
+    if op.kind in _UNARY:
+        return 1
+    if op.kind is OpKind.SELECT:
+        return 3
+    if op.kind is OpKind.CALL:
+        return MATH_FUNCTIONS[op.attr]  # the attr is checked first
+    return 2
+
+
+def _fits(value: object, dtype: DType) -> bool:
+    """Whether ``value`` is exactly a value of ``dtype``, as the frontend materialises it."""
+    if type(value) is not _CONST_TYPES[dtype]:
+        return False
+    try:
+        return repr(dtype.numpy.type(value).item()) == repr(value)  # repr: -0.0, nan
+    except OverflowError:
+        return False
+
+
+def _op_rule(program: Program, index: int, op: Op, dtypes: list[DType]) -> str | None:
+    """The first rule ``op`` (at ``index``) breaks, or None. ``dtypes``: the earlier ops'."""
+    for a in op.args:
+        if not (type(a) is int and 0 <= a < index):
+            return f"argument %{a} does not refer to an earlier op"
+    if op.kind is OpKind.CALL and not (isinstance(op.attr, str) and op.attr in MATH_FUNCTIONS):
+        return f"calls {op.attr!r}, which is not one of MATH_FUNCTIONS"
+    if len(op.args) != _arity(op):
+        what = f"math.{op.attr}" if op.kind is OpKind.CALL else op.kind.value
+        return f"{what} takes {_arity(op)} argument(s), got {len(op.args)}"
+    args = [dtypes[a] for a in op.args]
+    if op.kind is OpKind.CONST:
+        if not _fits(op.attr, op.dtype):
+            return f"the constant {op.attr!r} is not exactly a value of dtype {op.dtype.value}"
+    elif op.kind is OpKind.LOAD:
+        return _load_rule(program, op)
+    elif op.attr is not None and op.kind is not OpKind.CALL:
+        return f"{op.kind.value} takes no attr, got {op.attr!r}"
+    if op.kind is OpKind.CAST:
+        if not (args[0].is_number and op.dtype.is_number and args[0] is not op.dtype):
+            return (f"a cast converts a number to another number dtype, not {args[0].value} "
+                    f"to {op.dtype.value}")
+    elif op.kind in _ARITHMETIC:
+        if not op.dtype.is_number:
+            return f"{op.kind.value} computes numbers, not {op.dtype.value}"
+        if op.kind is OpKind.DIV and not op.dtype.is_float:
+            return f"div computes floats (an integer / is cast first), not {op.dtype.value}"
+        if any(d is not op.dtype for d in args):
+            return (f"the operands must have the result dtype {op.dtype.value}, got "
+                    f"{', '.join(d.value for d in args)}")
+    elif op.kind in COMPARISONS:
+        if op.dtype is not DType.BOOL or args[0] is not args[1]:
+            return (f"a comparison takes two operands of one dtype and gives bool, got "
+                    f"{args[0].value}, {args[1].value} -> {op.dtype.value}")
+        if args[0] is DType.BOOL and op.kind not in (OpKind.EQ, OpKind.NE):
+            return f"{op.kind.value} orders numbers; bools only compare with eq/ne"
+    elif op.kind in _LOGIC:
+        if op.dtype is not DType.BOOL or any(d is not DType.BOOL for d in args):
+            return (f"{op.kind.value} takes and gives bools, got "
+                    f"{', '.join(d.value for d in args)} -> {op.dtype.value}")
+    elif op.kind is OpKind.SELECT:
+        if args[0] is not DType.BOOL:
+            return f"the condition of a select must be bool, got {args[0].value}"
+        if args[1] is not op.dtype or args[2] is not op.dtype:
+            return (f"the branches of a select must have the result dtype {op.dtype.value}, "
+                    f"got {args[1].value}, {args[2].value}")
+    elif op.kind is OpKind.CALL:
+        if not op.dtype.is_float or any(d is not op.dtype for d in args):
+            return (f"math.{op.attr} takes and gives floats of one dtype, got "
+                    f"{', '.join(d.value for d in args)} -> {op.dtype.value}")
+    return None
+
+
+def _load_rule(program: Program, op: Op) -> str | None:
+    if not (isinstance(op.attr, tuple) and len(op.attr) == 2):
+        return f"a load's attr is (parameter name, component), got {op.attr!r}"
+    name, component = op.attr
+    try:
+        param = program.param(name)
+    except KeyError:
+        return f"loads {name!r}, which is not a parameter"
+    if param.role in (Role.OUT, Role.TERMINATED):
+        return f"loads {name!r}, which is {param.role.value}: a step never reads it"
+    if rule := _component_rule(param.width, component):
+        return f"loads {name!r}: {rule}"
+    if op.dtype is not param.dtype:
+        return f"loads {name!r} ({param.dtype.value}) as {op.dtype.value}"
+    return None
+
+
+def _component_rule(width: int, component: object) -> str | None:
+    if width == 1:
+        return None if component is None else f"a scalar has no component {component!r}"
+    if type(component) is int and 0 <= component < width:
+        return None
+    return f"a Vec3's component is 0, 1 or 2, not {component!r}"
+
+
+def _fail(program: Program, where: str, rule: str, op: Op | None = None) -> IRError:
+    shown = f" ({op})" if op is not None else ""
+    at = f" [from {op.loc.file}, line {op.loc.line}]" if op is not None and op.loc else ""
+    return IRError(f"IR of kernel {program.name!r}: {where}{shown}{at}: {rule}")
+
+
+def check(program: Program) -> Program:
+    """``program``, unchanged, if it follows the IR's rules; otherwise raise ``IRError``.
+
+    The error names the op (``%3``), the store or the terminated flag, and the rule it breaks.
+    An ``IRError`` is a bug in whatever made the program (the frontend, a pass, a hand-written
+    or tampered ``Program``), never in the user's kernel: the frontend refuses bad kernels
+    earlier, with a ``CompileError`` pointing at the source.
+    """
+    names = [p.name for p in program.params]
+    for p in program.params:
+        if names.count(p.name) > 1:
+            raise _fail(program, f"parameter {p.name!r}", "two parameters have this name")
+    dtypes: list[DType] = []
+    for index, op in enumerate(program.ops):
+        if rule := _op_rule(program, index, op, dtypes):
+            raise _fail(program, f"op %{index}", rule, op)
+        dtypes.append(op.dtype)
+    written = set()
+    for k, store in enumerate(program.stores):
+        if rule := _store_rule(program, store, dtypes, written):
+            raise _fail(program, f"store {k} ({store.param} <- %{store.value})", rule)
+        written.add((store.param, store.component))
+    if program.terminated is not None:
+        flag = program.terminated
+        if not (type(flag) is int and 0 <= flag < len(dtypes)):
+            rule = "does not refer to an op"
+        elif dtypes[flag] is not DType.BOOL:
+            rule = f"must be a bool op, got {dtypes[flag].value}"
+        elif program.terminated_param is None:
+            rule = "is set, but the kernel has no Terminated parameter"
+        else:
+            rule = None
+        if rule:
+            raise _fail(program, f"terminated <- %{flag}", rule)
+    return program
+
+
+def _store_rule(program: Program, store: Store, dtypes: list[DType], written: set) -> str | None:
+    try:
+        param = program.param(store.param)
+    except KeyError:
+        return f"{store.param!r} is not a parameter"
+    if param.role not in (Role.MUTABLE, Role.OUT):
+        return f"{store.param!r} is {param.role.value}, not Mutable or Out: a step cannot write it"
+    if rule := _component_rule(param.width, store.component):
+        return rule
+    if (store.param, store.component) in written:
+        return "this component is already stored to"
+    if not (type(store.value) is int and 0 <= store.value < len(dtypes)):
+        return f"%{store.value} does not refer to an op"
+    if dtypes[store.value] is not param.dtype:
+        return f"stores {dtypes[store.value].value} into a {param.dtype.value} parameter"
+    return None
+
+
+# -- dead code and common subexpressions ---------------------------------------------------------
+
+
+def _rebuilt(program: Program, ops: list[Op], new_index: list[int]) -> Program:
+    """``program`` with ``ops``, its stores and flag renumbered by ``new_index`` (old -> new)."""
+    flag = program.terminated
+    return Program(
+        name=program.name,
+        params=program.params,
+        ops=tuple(ops),
+        stores=tuple(Store(s.param, s.component, new_index[s.value]) for s in program.stores),
+        terminated=None if flag is None else new_index[flag],
+        options=program.options,
+    )
+
+
+def eliminate_dead_code(program: Program) -> Program:
+    """``program`` without the ops that feed no store and not the terminated flag.
+
+    One sweep from the last op back suffices: an op's args are always earlier ops.
+    """
+    live = [False] * len(program.ops)
+    for root in [s.value for s in program.stores] + [program.terminated]:
+        if root is not None:
+            live[root] = True
+    for index in reversed(range(len(program.ops))):
+        if live[index]:
+            for a in program.ops[index].args:
+                live[a] = True
+    new_index, ops = [], []
+    for op, keep in zip(program.ops, live, strict=True):
+        new_index.append(len(ops) if keep else -1)
+        if keep:
+            ops.append(replace(op, args=tuple(new_index[a] for a in op.args)))
+    return _rebuilt(program, ops, new_index)
+
+
+def _attr_key(attr: object) -> object:
+    """A dict key that tells attrs apart exactly as their bits do: ``0.0`` from ``-0.0``, and
+    NaNs by payload and sign (every NaN is unequal to itself, so no NaN could be a key)."""
+    if type(attr) is float:
+        return float, struct.pack("<d", attr)
+    return type(attr), attr
+
+
+def eliminate_common_subexpressions(program: Program) -> Program:
+    """``program`` with each value computed once: ops equal in kind, dtype, args (after earlier
+    merges) and attr become one, the first. Safe because every op is pure (see the module's
+    docstring); the source location kept is the first op's."""
+    first: dict[tuple, int] = {}
+    new_index, ops = [], []
+    for op in program.ops:
+        args = tuple(new_index[a] for a in op.args)
+        key = (op.kind, op.dtype, args, _attr_key(op.attr))
+        if key not in first:
+            first[key] = len(ops)
+            ops.append(replace(op, args=args))
+        new_index.append(first[key])
+    return _rebuilt(program, ops, new_index)
+
+
+# -- stages --------------------------------------------------------------------------------------
+
+
+class Stage(Enum):
+    """How often an op's value can change, for hoisting it out of the step loop.
+
+    Ordered: an op is at the latest stage of its args.
+    """
+
+    LAUNCH = 0  # constants and Param loads only: one value for every sample and step
+    SAMPLE = 1  # also per-sample read-only inputs (Scalar): one value per sample, every step
+    STEP = 2  # reads mutable state: recomputed every step
+
+
+_LOAD_STAGES = {Role.PARAM: Stage.LAUNCH, Role.SCALAR: Stage.SAMPLE, Role.MUTABLE: Stage.STEP}
+
+
+def classify(program: Program) -> tuple[Stage, ...]:
+    """The ``Stage`` of each op of ``program``, in order (``check`` the program first)."""
+    stages: list[Stage] = []
+    for op in program.ops:
+        if op.kind is OpKind.CONST:
+            stage = Stage.LAUNCH
+        elif op.kind is OpKind.LOAD:
+            stage = _LOAD_STAGES[program.param(op.attr[0]).role]
+        else:
+            stage = max((stages[a] for a in op.args), key=lambda s: s.value)
+        stages.append(stage)
+    return tuple(stages)
+
+
+# -- the pipeline --------------------------------------------------------------------------------
+
+
+class Pass(NamedTuple):
+    """One named step of the pipeline: a function from ``Program`` to ``Program``."""
+
+    name: str
+    run: Callable[[Program], Program]
+
+
+#: what ``optimize`` runs, in order. The second dead-code pass removes nothing today (merging
+#: keeps every value some op used); it keeps "no dead ops" true after any future merging pass,
+#: and the final check catches a pass that broke a rule.
+PIPELINE: tuple[Pass, ...] = (
+    Pass("check", check),
+    Pass("dead code", eliminate_dead_code),
+    Pass("common subexpressions", eliminate_common_subexpressions),
+    Pass("dead code", eliminate_dead_code),
+    Pass("check", check),
+)
+
+
+def optimize(program: Program, pipeline: tuple[Pass, ...] = PIPELINE) -> Program:
+    """``program`` after each pass of ``pipeline`` in turn: what every backend compiles."""
+    for step in pipeline:
+        program = step.run(program)
+    return program
