@@ -38,3 +38,9 @@ def staged(omega: Scalar, dt: Param, x: Mutable[Scalar], v: Mutable[Scalar]):
     w2 = omega * omega
     x = x + dt * v - half_dt2 * w2 * x
     v = v - dt * w2 * x
+
+
+@hawk.kernel
+def nan_signs(x: Mutable[Scalar], y: Mutable[Scalar]):
+    x = math.inf - math.inf  # a NaN ...
+    y = -(math.inf - math.inf)  # ... and the same NaN with the other sign bit: two constants

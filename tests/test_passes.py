@@ -281,6 +281,14 @@ def test_cse_compares_nan_constants_by_their_bits():
     assert [bits(arrays[n]) for n in "xyz"] == [bits(np.array([v])) for v in (nan, nan, negated)]
 
 
+def test_frontend_keeps_nan_constants_of_either_sign_apart():
+    nan = math.inf - math.inf
+    arrays = {"x": np.zeros(1), "y": np.zeros(1)}
+    reference.step(pass_kernels.nan_signs.program, arrays)
+    assert bits(arrays["x"]) == bits(np.array([nan]))
+    assert bits(arrays["y"]) == bits(np.array([-nan]))
+
+
 def test_pipeline_is_the_named_passes_in_order():
     assert [p.name for p in PIPELINE] == ["check", "dead code", "common subexpressions",
                                           "dead code", "check"]

@@ -24,6 +24,7 @@ import numpy as np
 from . import annotations as hawk_annotations
 from .errors import CompileError
 from .ir import MATH_FUNCTIONS, DType, Op, OpKind, Parameter, Program, Role, Store
+from .passes import attr_key
 from .source import KernelSource
 from .typing_rules import WEAK_DEFAULTS, literal_dtype, promote
 
@@ -152,7 +153,7 @@ class Lowering:
     # emitting
 
     def emit(self, kind: OpKind, dtype: DType, args=(), attr=None) -> S:
-        key = (kind, dtype, args, repr(attr))  # repr: 0.0 == -0.0 but they are different
+        key = (kind, dtype, args, attr_key(attr))  # by bits: 0.0 is not -0.0, NaNs by sign
         interned = kind in (OpKind.CONST, OpKind.LOAD)
         if interned and key in self._interned:
             return S(self._interned[key], dtype)

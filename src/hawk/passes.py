@@ -247,7 +247,7 @@ def eliminate_dead_code(program: Program) -> Program:
     return _rebuilt(program, ops, new_index)
 
 
-def _attr_key(attr: object) -> object:
+def attr_key(attr: object) -> object:
     """A dict key that tells attrs apart exactly as their bits do: ``0.0`` from ``-0.0``, and
     NaNs by payload and sign (every NaN is unequal to itself, so no NaN could be a key)."""
     if type(attr) is float:
@@ -263,7 +263,7 @@ def eliminate_common_subexpressions(program: Program) -> Program:
     new_index, ops = [], []
     for op in program.ops:
         args = tuple(new_index[a] for a in op.args)
-        key = (op.kind, op.dtype, args, _attr_key(op.attr))
+        key = (op.kind, op.dtype, args, attr_key(op.attr))
         if key not in first:
             first[key] = len(ops)
             ops.append(replace(op, args=args))
