@@ -9,12 +9,13 @@ value and renders each op once, and the emitter only decides how a line is spell
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from hawk.ir import DType, Op, OpKind, Program
+from hawk.passes import Stage, classify
 
-__all__ = ["ExpressionRenderer", "Assignment", "walk"]
+__all__ = ["ExpressionRenderer", "Assignment", "walk", "invariant_ops"]
 
 
 class ExpressionRenderer:
@@ -71,20 +72,42 @@ class Assignment:
 
 
 def walk(program: Program, renderer: ExpressionRenderer,
-         load: Callable[[tuple[str, int | None]], str], suffix: str = "",
-         ) -> tuple[list[Assignment], list[str]]:
-    """Every op of ``program`` rendered in order: the assignments (one per op that is not a
+         load: Callable[[tuple[str, int | None]], str], suffix: str = "", *,
+         only: Collection[int] | None = None, known: Mapping[int, str] | None = None,
+         ) -> tuple[list[Assignment], list[str | None]]:
+    """The ops of ``program`` rendered in order: the assignments (one per op that is not a
     ``LOAD``), and the name of every op's value by index. A ``LOAD`` is named by
     ``load((parameter, component))``; op ``i`` is named ``v{i}{suffix}`` (a suffix keeps the
-    names of unrolled steps apart)."""
-    names: list[str] = []
+    names of unrolled steps apart).
+
+    ``only`` renders just those ops (their arguments must be among them, loads or ``known``);
+    ``known`` names ops computed elsewhere, e.g. hoisted out of the step loop
+    (``hawk.passes.classify``): they are used by name and not rendered again."""
+    names: list[str | None] = []
     assignments = []
     for index, op in enumerate(program.ops):
-        if op.kind is OpKind.LOAD:
+        if known is not None and index in known:
+            names.append(known[index])
+        elif op.kind is OpKind.LOAD:
             names.append(load(op.attr))
-            continue
-        name = f"v{index}{suffix}"
-        expression = renderer.render(op, [names[a] for a in op.args])
-        assignments.append(Assignment(index, op, name, expression))
-        names.append(name)
+        elif only is not None and index not in only:
+            names.append(None)
+        else:
+            args = [names[a] for a in op.args]
+            if None in args:
+                raise ValueError(f"op %{index} needs %{op.args[args.index(None)]}, which this "
+                                 "walk does not render")
+            name = f"v{index}{suffix}"
+            assignments.append(Assignment(index, op, name, renderer.render(op, args)))
+            names.append(name)
     return assignments, names
+
+
+def invariant_ops(program: Program) -> frozenset[int]:
+    """The ops whose value is the same at every step of a sample (``Stage.LAUNCH`` and
+    ``Stage.SAMPLE`` in ``hawk.passes.classify``), loads aside: what an emitter computes once
+    before its step loop. Bit-identical to computing them every step: each op is a pure
+    function of its arguments, evaluated by the same operation."""
+    stages = classify(program)
+    return frozenset(i for i, (op, stage) in enumerate(zip(program.ops, stages, strict=True))
+                     if stage is not Stage.STEP and op.kind is not OpKind.LOAD)

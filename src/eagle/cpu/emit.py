@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from hawk.ir import DType, OpKind, Program, Role
 
-from ..codegen import ExpressionRenderer, walk
+from ..codegen import ExpressionRenderer, invariant_ops, walk
 
 __all__ = ["emit_launch", "BLOCK", "UNROLL"]
 
@@ -76,6 +76,8 @@ class _LaneLoop:
         self.state = {(s.param, s.component) for s in program.stores}
         self.outputs = {(s.param, s.component) for s in program.stores
                         if program.param(s.param).role is Role.OUT}
+        self.invariant = invariant_ops(program)
+        self.hoisted: dict[int, str] = {}
 
     def local(self, key) -> str:
         """The local variable holding a per-sample value during a visit (``s_x``)."""
@@ -99,6 +101,10 @@ class _LaneLoop:
         # The flag is read after the state: read first, LLVM keeps it packed as 32-bit lanes
         # and repacks it every step (1.2x slower on the oscillator, AVX2).
         out += ["    done = flags[i]", "    lane_steps = 0"]
+        # What does not change from step to step (dt * omega * omega) is computed once a visit.
+        hoisted, names = walk(p, self.renderer, self.value, suffix="_h", only=self.invariant)
+        out += [f"    {a.name} = {a.expression}" for a in hoisted]
+        self.hoisted = {i: names[i] for i in self.invariant}
         for k in range(steps):
             out += [f"    {line}" for line in self.step(k)]
         for key in sorted(self.state, key=str):
@@ -109,7 +115,8 @@ class _LaneLoop:
 
     def step(self, k: int) -> list[str]:
         p, lines = self.program, ["lane_steps += 1 - done"]
-        assignments, names = walk(p, self.renderer, self.value, suffix=f"_{k}")
+        assignments, names = walk(p, self.renderer, self.value, suffix=f"_{k}",
+                                  known=self.hoisted)
         lines += [f"{a.name} = {a.expression}" for a in assignments]
         for store in p.stores:
             key = (store.param, store.component)

@@ -27,7 +27,7 @@ import math
 
 from hawk.ir import DType, OpKind, Program, Role, Slot
 
-from ..codegen import ExpressionRenderer, walk
+from ..codegen import ExpressionRenderer, invariant_ops, walk
 
 __all__ = ["emit_cuda", "slot_ctype", "CONTROL_FIELDS", "STEP_KERNEL", "DECIDE_KERNEL",
            "START_KERNEL", "BLOCK_SIZE"]
@@ -170,8 +170,13 @@ def _step_body(program: Program) -> list[str]:
             continue
         local[key] = "s" + slot.name[1:]
         lines.append(f"{_C_TYPES[slot.param.dtype]} {local[key]} = {slot.name}[i];")
+    # What does not change from step to step (dt * omega * omega) is computed once.
+    invariant = invariant_ops(program)
+    hoisted, names = walk(program, CudaRenderer(), local.__getitem__, only=invariant)
+    lines += [f"const {_C_TYPES[a.op.dtype]} {a.name} = {a.expression};" for a in hoisted]
     lines += ["bool done = false;", "while (taken < nsteps) {"]
-    assignments, names = walk(program, CudaRenderer(), local.__getitem__)
+    assignments, names = walk(program, CudaRenderer(), local.__getitem__,
+                              known={i: names[i] for i in invariant})
     lines += [f"    const {_C_TYPES[a.op.dtype]} {a.name} = {a.expression};" for a in assignments]
     outputs = {(s.param, s.component) for s in program.stores
                if program.param(s.param).role is Role.OUT}
