@@ -1,25 +1,22 @@
 """``python -m hawk``: look at what hawk makes of a kernel, without a GPU.
 
     python -m hawk ir MODULE.py:KERNEL [--dtype NAME=float32 ...] [--stages]
-    python -m hawk compile MODULE.py:KERNEL --target {cuda,ptx,cubin} [--arch sm_90]
-                           [--dtype NAME=float32 ...] [--fmad] -o FILE
 
 ``ir`` prints the IR every backend compiles (after ``hawk.passes.optimize``); ``--stages`` adds
-each op's stage (launch, sample or step: ``hawk.passes.classify``). ``compile`` writes the CUDA
-source, PTX or cubin of the kernel's step and a JSON sidecar beside it (``FILE`` with the
-suffix ``.json``; the format is in ``docs/artifacts.md``).
+each op's stage (launch, sample or step: ``hawk.passes.classify``). Compiling a kernel to CUDA
+source, PTX or a cubin is the runtime's: ``python -m eagle compile`` (hawk never imports eagle).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 from pathlib import Path
 
 from .ir import Program
 from .kernel import Kernel
 from .passes import classify
+from .source import import_file
 
 
 def load_kernel(spec: str) -> Kernel:
@@ -30,11 +27,8 @@ def load_kernel(spec: str) -> Kernel:
     path = Path(path_text).resolve()
     if not path.is_file():
         raise SystemExit(f"hawk: no such file {path_text!r}")
-    module_spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(module_spec)
-    sys.modules[path.stem] = module
     sys.path.insert(0, str(path.parent))
-    module_spec.loader.exec_module(module)
+    module = import_file(path, path.stem)
     kernel = getattr(module, name, None)
     if not isinstance(kernel, Kernel):
         found = ", ".join(k for k, v in vars(module).items() if isinstance(v, Kernel))
@@ -63,32 +57,23 @@ def with_stages(program: Program) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["compile"]:
+        print("hawk: 'python -m hawk compile' is now 'python -m eagle compile' (same options): "
+              "compiled artifacts belong to eagle's CUDA backend", file=sys.stderr)
+        return 2
     parser = argparse.ArgumentParser(prog="python -m hawk", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     ir = commands.add_parser("ir", help="print the kernel's IR")
-    compile_ = commands.add_parser("compile", help="write CUDA source, PTX or a cubin")
-    for command in (ir, compile_):
-        command.add_argument("kernel", help="MODULE.py:KERNEL")
-        command.add_argument("--dtype", action="append", default=[], metavar="NAME=DTYPE",
-                             help="a parameter's dtype (default float64)")
+    ir.add_argument("kernel", help="MODULE.py:KERNEL")
+    ir.add_argument("--dtype", action="append", default=[], metavar="NAME=DTYPE",
+                    help="a parameter's dtype (default float64)")
     ir.add_argument("--stages", action="store_true",
                     help="mark each op launch, sample or step (what may be hoisted out of the "
                          "step loop)")
-    compile_.add_argument("--target", choices=["cuda", "ptx", "cubin"], required=True)
-    compile_.add_argument("--arch", default="sm_90", help="GPU architecture (default sm_90)")
-    compile_.add_argument("--fmad", action="store_true",
-                          help="allow fused multiply-add (results then differ from the CPU)")
-    compile_.add_argument("-o", "--output", required=True, type=Path)
     args = parser.parse_args(argv)
-    kernel = load_kernel(args.kernel)
-    program = kernel.specialize(dtypes_of(args.dtype))
-    if args.command == "ir":
-        print(with_stages(program) if args.stages else program)
-        return 0
-    from eagle.cuda.artifact import write_artifact
-
-    path, meta = write_artifact(program, args.target, args.output, args.arch, args.fmad)
-    print(f"wrote {path} ({path.stat().st_size} bytes) and {meta}")
+    program = load_kernel(args.kernel).specialize(dtypes_of(args.dtype))
+    print(with_stages(program) if args.stages else program)
     return 0
 
 
