@@ -1,0 +1,64 @@
+"""The op-coverage kernel (in a file, since hawk reads kernels' source): every ``OpKind`` and
+every math function, each feeding a stored output so that no dead-code pass can drop it.
+
+Bound with float64 or float32 arrays for ``a``, ``b``, ``c``, ``x`` and the ``f_`` outputs, it
+covers every float op and math function in that dtype; ``i``, ``j``, ``stop``, ``n`` and the
+``k_`` outputs are int64 and ``h`` float64 in both. ``test_op_coverage.py`` checks that the IR
+really contains every op, and that the inputs exercise it.
+
+Each step ``u = a + x`` is positive (the domain of ``sqrt``, ``log`` and ``pow``'s base) and
+``w = b - x`` is signed; ``x`` moves by ``c`` every step, so every step sees new values. The
+library functions that are not correctly rounded each have their own output; every other op is
+summed into ``f_arith`` or ``k_arith``, arranged so that one operator replaced by another changes
+the sum (``min(u, w) - max(u, w)``, ``floor(w) - ceil(w)``), and the comparisons and logic
+feed the bits of ``f_bits`` and ``k_bits`` (``(a < b) != (a <= b)`` is ``a == b``: a wrong
+comparison shows on the samples where ``a == b``, which the inputs contain).
+
+Numba compiles it once per dtype, in seconds that grow with the number of outputs and of
+conditional expressions (each one is basic blocks): keep it to one kernel and few of both.
+"""
+
+import math
+
+import hawk
+from hawk import Mutable, Out, Param, Scalar, Terminated
+
+
+@hawk.kernel
+def every_op(a: Scalar, b: Scalar, c: Param, h: Param, i: Scalar, j: Scalar, stop: Scalar,
+             terminated: Terminated, x: Mutable[Scalar], n: Mutable[Scalar],
+             f_exp: Out[Scalar], f_log: Out[Scalar], f_sin: Out[Scalar], f_cos: Out[Scalar],
+             f_tan: Out[Scalar], f_tanh: Out[Scalar], f_atan2: Out[Scalar],
+             f_pow: Out[Scalar], f_hypot: Out[Scalar], f_arith: Out[Scalar],
+             f_bits: Out[Scalar], k_arith: Out[Scalar], k_bits: Out[Scalar]):
+    u = a + x
+    w = b - x
+    # library functions, in the float dtype of a, b and x
+    f_exp = math.exp(w)
+    f_log = math.log(u)
+    f_sin = math.sin(w)
+    f_cos = math.cos(w)
+    f_tan = math.tan(w)
+    f_tanh = math.tanh(w)
+    f_atan2 = math.atan2(w, u)
+    f_pow = math.pow(u, w)
+    f_hypot = math.hypot(u, w)
+    # float arithmetic and the correctly rounded functions
+    f_arith = -w + u * w / (u + 1.0) + abs(w) + min(u, w) - max(u, w) + (u if w > 0.5 else w)
+    f_arith = f_arith + 4.0 * (u // w) + u % w
+    f_arith = f_arith + math.sqrt(u) * math.fabs(w) + math.floor(w) - math.ceil(w)
+    # conversions: int64 -> float; in a float32 kernel also float32 -> float64 (by the float64
+    # Param h) and float64 -> float32 (the float64 sum stored into the float32 output)
+    f_arith = f_arith + (i + u) + w * h
+    # float comparisons (a == b on some samples), == and != between bools, and, or, not
+    q = u > 1.5
+    f_bits = ((1.0 if (a < b) != (a <= b) else 0.0) + (2.0 if (a > b) == (a >= b) else 0.0)
+              + (4.0 if a == b and q else 0.0) + (8.0 if not (a != b or q) else 0.0))
+    # int64 arithmetic and comparisons (j is never 0, and equals i on some samples)
+    k_arith = -i + abs(j) * i - min(i, j) + max(i, j) + (i if i > j else j)
+    k_arith = k_arith + 100 * (i // j) + i % j
+    k_bits = ((1 if (i < j) != (i <= j) else 0) + (2 if (i > j) == (i >= j) else 0)
+              + (4 if (i == j) != (i < 0) else 0) + (8 if (i != j) == (j > 0) else 0))
+    x += c
+    n += 1
+    terminated = n >= stop

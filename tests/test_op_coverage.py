@@ -1,0 +1,207 @@
+"""Every op kind and every math function, in float64 and float32 (int64 where an op takes
+integers), through every backend: the CPU backend end to end, the generated CUDA C++ run on the
+host, and NVRTC compiling that source to a cubin.
+
+Table-driven and self-checking: ``test_the_kernel_covers_every_op_and_function`` walks the IR
+of ``coverage_kernels.every_op`` for each dtype and fails if an ``OpKind`` or a name in
+``MATH_FUNCTIONS`` (or an op in a dtype that needs it) is missing, so an op or function added
+later without coverage fails here; removing any one entry of a backend's table (the Numba
+emitter's ``_FUNCTIONS``, the CUDA emitter's ``_FLOAT32_NAMES``, a renderer's format) fails the
+backend tests below.
+
+Results equal the reference executor bit for bit, with one stated exception: for float32, the
+reference evaluates a library function in double and rounds, while both backends call the C
+library's float32 function (``tanf``); those are not always correctly rounded, so the float32
+outputs of the functions outside ``EXACT_FUNCTIONS`` are checked to ``FLOAT32_LIBRARY_ULPS``
+(glibc 2.36: ``tanhf`` is up to 2 ulp off on these inputs, ``sinf``, ``tanf``, ``atan2f``... 1).
+The float64 outputs, library functions included, are compared bit for bit.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import re
+
+import numpy as np
+import pytest
+
+from coverage_kernels import every_op
+from differential import assert_bitwise_equal, eagle_run, reference_run
+from eagle.bindings import bind
+from eagle.cuda.emit import CONTROL_FIELDS, STEP_KERNEL, emit_cuda
+from hawk.ir import COMPARISONS, MATH_FUNCTIONS, DType, OpKind, Role
+from host_cuda import HostKernel, compiler
+
+N = 64
+MAX_STEPS = 6  # samples stop after 1..8 steps: some are frozen early, some run to the end
+STEPS_PER_LAUNCH = 4  # two launches; on the CPU, an unrolled visit and the one-step tail
+FLOATS = {"float64": np.float64, "float32": np.float32}
+#: correctly rounded functions (bit for bit in every dtype, summed into ``f_arith``); each other
+#: function ``f`` has its own output ``f_<f>``
+EXACT_FUNCTIONS = {"sqrt", "fabs", "floor", "ceil"}
+LIBRARY_OUTPUTS = {f"f_{name}" for name in MATH_FUNCTIONS if name not in EXACT_FUNCTIONS}
+FLOAT32_LIBRARY_ULPS = 2
+
+ARITHMETIC = {OpKind.NEG, OpKind.ADD, OpKind.SUB, OpKind.MUL, OpKind.FLOORDIV, OpKind.MOD,
+              OpKind.ABS, OpKind.MIN, OpKind.MAX, OpKind.SELECT}  # fmt: skip
+
+
+def required(dtype: DType) -> set[tuple]:
+    """What the kernel specialised for float ``dtype`` must contain, as ``features`` names it."""
+    need = {("call", name, dtype) for name in MATH_FUNCTIONS}
+    need |= {(kind, dtype) for kind in ARITHMETIC | COMPARISONS | {OpKind.DIV}}
+    need |= {(kind, DType.INT64) for kind in ARITHMETIC | COMPARISONS}
+    need |= {(kind, DType.BOOL) for kind in (OpKind.AND, OpKind.OR, OpKind.NOT, OpKind.EQ,
+                                             OpKind.NE)}
+    need |= {(OpKind.CAST, DType.INT64, dtype), (OpKind.CONST, dtype), (OpKind.LOAD, dtype)}
+    if dtype is DType.FLOAT32:
+        need |= {(OpKind.CAST, DType.FLOAT32, DType.FLOAT64),
+                 (OpKind.CAST, DType.FLOAT64, DType.FLOAT32)}
+    return need
+
+
+def features(program) -> set[tuple]:
+    """Each op as (kind, dtype); a call as ("call", name, dtype); a comparison by the dtype it
+    compares; a cast as (CAST, from, to)."""
+    out = set()
+    for op in program.ops:
+        if op.kind is OpKind.CALL:
+            out.add(("call", op.attr, op.dtype))
+        elif op.kind is OpKind.CAST:
+            out.add((OpKind.CAST, program.ops[op.args[0]].dtype, op.dtype))
+        elif op.kind in COMPARISONS:
+            out.add((op.kind, program.ops[op.args[0]].dtype))
+        else:
+            out.add((op.kind, op.dtype))
+    return out
+
+
+def bindings(dtype, n=N, seed=12) -> dict:
+    """Inputs in every function's domain: ``a`` > 0, ``b`` signed and equal to ``a`` on a
+    quarter of the samples, ``j`` never 0 and equal to ``i`` on some samples, ``stop`` from 1
+    to 8 steps."""
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(0.05, 3.0, n)
+    b = rng.uniform(-3.0, 3.0, n)
+    b[::4] = a[::4]
+    i = rng.integers(-50, 51, n)
+    j = rng.integers(1, 8, n) * rng.choice([-1, 1], n)
+    j[::8] = i[::8]
+    j[j == 0] = 3
+    out = dict(a=a.astype(dtype), b=b.astype(dtype), c=dtype(0.125), h=np.float64(1.0 / 3.0),
+               i=i, j=j, stop=rng.integers(1, 9, n), x=np.zeros(n, dtype),
+               n=np.zeros(n, np.int64))
+    for p in every_op.params:
+        if p.role is Role.OUT:
+            out[p.name] = np.zeros(n, dtype if p.name.startswith("f_") else np.int64)
+    return out
+
+
+def program_for(dtype):
+    bound = bind(every_op, bindings(dtype), "cpu")
+    return every_op.specialize(bound.dtypes)
+
+
+def float32_ulps(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """The distance in float32 units in the last place (the integers' order is the floats')."""
+    def ordered(x):
+        i = np.ascontiguousarray(x, dtype=np.float32).view(np.int32).astype(np.int64)
+        return np.where(i < 0, -(i & 0x7FFFFFFF), i)
+
+    return np.abs(ordered(actual) - ordered(expected))
+
+
+def assert_matches_reference(actual: dict, expected: dict, dtype) -> None:
+    """Bit for bit, except float32 library functions, within ``FLOAT32_LIBRARY_ULPS``."""
+    rounded = LIBRARY_OUTPUTS if dtype is np.float32 else set()
+    if rounded:
+        for name in sorted(rounded):
+            a, e = actual[name], expected[name]
+            assert a.dtype == e.dtype == np.float32, name
+            assert np.array_equal(np.isnan(a), np.isnan(e)), name
+            finite = ~np.isnan(e)
+            worst = float32_ulps(a[finite], e[finite]).max()
+            assert worst <= FLOAT32_LIBRARY_ULPS, (
+                f"{name} is {worst} float32 ulps from the reference (at most "
+                f"{FLOAT32_LIBRARY_ULPS} allowed): {a[:4]} vs {e[:4]}")
+    assert_bitwise_equal({k: v for k, v in actual.items() if k not in rounded},
+                         {k: v for k, v in expected.items() if k not in rounded})
+
+
+def test_the_kernel_covers_every_op_and_function():
+    kinds, functions = set(), set()
+    for name, dtype in FLOATS.items():
+        program = program_for(dtype)
+        missing = required(DType(name)) - features(program)
+        assert not missing, f"the {name} coverage kernel lacks {sorted(map(str, missing))}"
+        kinds |= {op.kind for op in program.ops}
+        functions |= {op.attr for op in program.ops if op.kind is OpKind.CALL}
+    assert kinds == set(OpKind), f"no coverage for {set(OpKind) - kinds}"
+    assert functions == set(MATH_FUNCTIONS), f"no coverage for {set(MATH_FUNCTIONS) - functions}"
+
+
+@pytest.mark.parametrize("dtype", list(FLOATS.values()), ids=list(FLOATS))
+def test_the_inputs_exercise_every_op(dtype):
+    """Each output is written, finite on nearly every sample and not one value everywhere, and
+    every comparison and logic result is true on some samples and false on others."""
+    expected, steps = reference_run(every_op, bindings(dtype), MAX_STEPS)
+    assert steps == MAX_STEPS
+    assert 0 < np.count_nonzero(expected["n"] < MAX_STEPS) < N  # some stopped, some did not
+    outputs = {p.name for p in every_op.params if p.role is Role.OUT}
+    assert LIBRARY_OUTPUTS < outputs
+    for name in outputs - {"f_bits", "k_bits"}:
+        values = expected[name]
+        assert np.count_nonzero(np.isfinite(values)) >= 0.9 * N, name
+        assert len(np.unique(values)) >= N // 2, name
+    for name in ("f_bits", "k_bits"):
+        bits = expected[name].astype(np.int64)
+        assert np.bitwise_or.reduce(bits) == 15, name
+        assert np.bitwise_or.reduce(~bits & 15) == 15, name
+
+
+@pytest.mark.parametrize("dtype", list(FLOATS.values()), ids=list(FLOATS))
+def test_cpu_backend_equals_reference(dtype):
+    bound = bindings(dtype)
+    expected, expected_steps = reference_run(every_op, bound, MAX_STEPS)
+    actual, report = eagle_run(every_op, bound, MAX_STEPS, STEPS_PER_LAUNCH, device="cpu")
+    assert report.steps == expected_steps
+    assert_matches_reference(actual, expected, dtype)
+
+
+@pytest.mark.skipif(compiler() is None,
+                    reason="no host C++ compiler (g++, c++ or clang++) to run generated CUDA code")
+@pytest.mark.parametrize("dtype", list(FLOATS.values()), ids=list(FLOATS))
+def test_generated_cuda_on_the_host_equals_reference(dtype, tmp_path):
+    expected, expected_steps = reference_run(every_op, bindings(dtype), MAX_STEPS)
+    bound = bind(every_op, copy.deepcopy(bindings(dtype)), "cpu")
+    program = every_op.specialize(bound.dtypes)
+    control = HostKernel(program, tmp_path).run(bound.arrays, bound.uniforms, bound.flags,
+                                                MAX_STEPS, STEPS_PER_LAUNCH)
+    assert control[CONTROL_FIELDS.index("steps")] == expected_steps
+    assert_matches_reference({**bound.arrays, **bound.uniforms}, expected, dtype)
+
+
+@pytest.mark.parametrize("dtype", list(FLOATS.values()), ids=list(FLOATS))
+def test_cuda_calls_the_math_function_of_its_dtype(dtype):
+    """float64 calls ``tan``, float32 ``tanf`` and never the double function (which would
+    compute in double: slow on a GPU, and not what the float32 table says)."""
+    source = emit_cuda(program_for(dtype))
+    step = source[source.index(f"{STEP_KERNEL}("):]
+    for name in MATH_FUNCTIONS:
+        single = re.search(rf"\b{name}f\(", step) is not None
+        double = re.search(rf"\b{name}\(", step) is not None
+        assert (single, double) == ((True, False) if dtype is np.float32 else (False, True)), name
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("dtype", list(FLOATS.values()), ids=list(FLOATS))
+def test_nvrtc_compiles_every_op(dtype, arch):
+    nvrtc = pytest.importorskip("eagle.cuda.nvrtc")
+    elffile = pytest.importorskip("elftools.elf.elffile")
+    cubin = nvrtc.compile_source(emit_cuda(program_for(dtype)), arch)
+    elf = elffile.ELFFile(io.BytesIO(cubin))
+    assert elf["e_machine"] == "EM_CUDA"
+    defined = {s.name for s in elf.get_section_by_name(".symtab").iter_symbols()
+               if s["st_info"]["type"] == "STT_FUNC" and s["st_shndx"] != "SHN_UNDEF"}
+    assert STEP_KERNEL in defined
