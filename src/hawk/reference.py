@@ -26,7 +26,7 @@ import numpy as np
 from .ir import OpKind, Program, Role
 from .passes import check
 
-__all__ = ["step", "run"]
+__all__ = ["step", "run", "IN_DOUBLE"]
 
 _ARITHMETIC = {
     OpKind.ADD: np.add, OpKind.SUB: np.subtract, OpKind.MUL: np.multiply,
@@ -38,12 +38,19 @@ _ARITHMETIC = {
 
 _EXACT_UFUNCS = {"sqrt": np.sqrt, "fabs": np.fabs, "floor": np.floor, "ceil": np.ceil}
 
+#: the functions computed in double by the C library and rounded to the op's dtype (so a
+#: float32 ``sin`` is ``float32(sin(double(x)))``, not the C library's ``sinf``); the others are
+#: exact in any dtype (``sqrt``, ``fabs``, ``floor``, ``ceil``) or the dtype's own C function
+#: (``hypot``: ``hypotf`` for float32, as NumPy computes it)
+IN_DOUBLE = frozenset({"exp", "log", "sin", "cos", "tan", "tanh", "atan2", "pow"})
+
 
 def _libm(name: str, dtype: np.dtype, args: list[np.ndarray]) -> np.ndarray:
     if name in _EXACT_UFUNCS:
         return _EXACT_UFUNCS[name](*args)
     if name == "hypot":  # math.hypot is CPython's own algorithm; np.hypot calls the C library's
         return np.hypot(*args)
+    assert name in IN_DOUBLE, name
     func = getattr(math, name)
 
     def safe(*xs):

@@ -23,6 +23,7 @@ No fastmath and no FMA contraction: results equal the NumPy reference executor b
 from __future__ import annotations
 
 from hawk.ir import DType, OpKind, Program, Role
+from hawk.reference import IN_DOUBLE
 
 from ..codegen import ExpressionRenderer, invariant_ops, walk
 
@@ -62,6 +63,8 @@ class NumbaRenderer(ExpressionRenderer):
         return f"{_NUMPY_TYPES[dtype]}({arg})"
 
     def call(self, name: str, args: list[str], dtype: DType) -> str:
+        if dtype is DType.FLOAT32 and name in IN_DOUBLE:  # as the reference: no sinf
+            args = [f"np.float64({a})" for a in args]
         return f"{_NUMPY_TYPES[dtype]}({_FUNCTIONS[name]}({', '.join(args)}))"
 
 
