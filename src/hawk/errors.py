@@ -63,6 +63,6 @@ class IRError(Exception):
     """A ``Program`` breaks a rule of the IR (raised by ``hawk.passes.check``).
 
     The message names the kernel, the op (``%3``), store or flag, and the rule. Not a mistake in
-    the user's kernel (those are ``CompileError``s): a bug in the frontend or a pass, or a
+    the user's kernel (those raise ``CompileError``): a bug in the frontend or a pass, or a
     hand-made or tampered ``Program``.
     """

@@ -1,6 +1,6 @@
 """The hawk IR: one flat, typed, scalar SSA program per kernel specialisation.
 
-A kernel body is lowered (see ``frontend``) into a list of ``Op``s, each producing exactly one
+A kernel body is lowered (see ``frontend``) into a list of ops (``Op``), each producing exactly one
 scalar value of a known ``DType`` from earlier ops. The lowering has already removed everything a
 backend would otherwise have to understand:
 
@@ -187,7 +187,7 @@ class Slot:
 
     @property
     def key(self) -> tuple[str, int | None]:
-        """``(parameter name, component)``, as ``LOAD`` ops and ``Store``s name a value."""
+        """``(parameter name, component)``, as ``LOAD`` ops and stores name a value."""
         return self.param.name, self.component
 
     @property
