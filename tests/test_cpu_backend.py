@@ -4,6 +4,7 @@ is ``test_every_backend``; these are the CPU's own cases and the shared bindings
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from differential import assert_bitwise_equal, eagle_run, reference_run
 from kernels import oscillator, spread_oscillator
@@ -79,3 +80,36 @@ def test_parameter_names_cannot_clash_with_generated_names():
     actual, report = eagle_run(clashing_names, bindings, 100, 3)
     assert_bitwise_equal(actual, expected)
     assert report.steps == 5
+
+
+def tail_bindings(n=9001, seed=5, dt=1e-3):
+    """Most samples stop early, a scattered few run 40x longer, some blocks almost empty: the
+    CPU backend packs a block's live lanes once most are done (``run_sparse``)."""
+    rng = np.random.default_rng(seed)
+    stops = np.where(rng.random(n) < 0.02, 2000, rng.integers(1, 60, n))
+    stops[3 * 2048:4 * 2048] = 5  # a block that empties at once
+    stops[4 * 2048 + 17] = 2500  # and one with a single long sample
+    stops[4 * 2048 + 18:5 * 2048] = 3
+    return dict(x=np.ones(n), v=np.zeros(n), t=np.zeros(n), omega=rng.uniform(1.0, 3.0, n),
+                t_end=dt * stops - dt / 2, dt=dt)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("steps_per_launch", [1, 3, 50, None])
+def test_scattered_tails_equal_reference(steps_per_launch, threads):
+    import eagle
+
+    previous = eagle.get_num_threads()
+    eagle.set_num_threads(min(threads, eagle.threads._cpus()))
+    try:
+        bindings = tail_bindings()
+        expected, expected_steps = reference_run(spread_oscillator, bindings, 3000)
+        actual, report = eagle_run(spread_oscillator, bindings, 3000, steps_per_launch)
+    finally:
+        eagle.set_num_threads(previous)
+    assert report.steps == expected_steps == 2500
+    assert_bitwise_equal(actual, expected)
+    truncated, _ = eagle_run(spread_oscillator, bindings, 1234, steps_per_launch)
+    reference_truncated, steps = reference_run(spread_oscillator, bindings, 1234)
+    assert steps == 1234
+    assert_bitwise_equal(truncated, reference_truncated)

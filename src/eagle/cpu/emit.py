@@ -12,7 +12,12 @@ host-team thread's share of it (``cpu.team``). Its shape was chosen by measureme
   arrays, so LLVM vectorises it: a finished lane is frozen by a select, never by a branch;
 - ``UNROLL`` steps are written out per lane visit so a lane's state stays in registers, with a
   one-step tail for the remainder so ``nsteps`` is honoured exactly;
-- a block leaves its step loop once none of its lanes is live;
+- a block leaves its step loop once none of its lanes is live; once fewer than half are live it
+  stops stepping the finished ones: its live lanes are gathered into contiguous scratch arrays
+  (padded to whole vectors) and run there, finished lanes written back and the rest compacted
+  again whenever half of them have finished (``run_sparse``), so the work follows the useful
+  sample-steps when samples stop unevenly (1% of samples 100x longer than the rest, scattered:
+  about 12x faster than stepping every lane of a block to its slowest one);
 - one pass over a block's lanes (``visit_unrolled``, ``visit_one``) is its own function:
   LLVM vectorises a small function more reliably than the same loop nested in the block's
   step loop;
@@ -27,10 +32,12 @@ from hawk.reference import IN_DOUBLE
 
 from ..codegen import ExpressionRenderer, invariant_ops, walk
 
-__all__ = ["emit_launch", "BLOCK", "UNROLL"]
+__all__ = ["emit_launch", "BLOCK", "UNROLL", "SPARSE_MIN"]
 
 BLOCK = 2048
 UNROLL = 4
+SPARSE_MIN = 32  # below this many lanes, compacting a sparse block further is not worth it
+PAD = 64  # sparse lanes are padded to a multiple of this, so LLVM's vector loop covers them
 
 _NUMPY_TYPES = {DType.BOOL: "np.bool_", DType.INT64: "np.int64",
                 DType.FLOAT32: "np.float32", DType.FLOAT64: "np.float64"}  # fmt: skip
@@ -141,6 +148,81 @@ def _visit(name: str, arguments: str, lane_loop: list[str]) -> list[str]:
             *[f"    {line}" for line in lane_loop], "    return live, visit", "", ""]
 
 
+def _sparse(program: Program, arrays: str) -> list[str]:
+    """``run_sparse``: a block's live lanes gathered into contiguous scratch arrays and run
+    there, with finished lanes written back and the rest compacted as they finish, so a block
+    whose samples stop unevenly costs its live lanes, not all of them. Which lane computes a
+    sample changes, the sample's own steps do not: results stay bit-identical."""
+    per_sample = [slot for slot in program.slots if not slot.is_uniform]
+    written = [slot for slot in per_sample if slot.param.role.written]
+
+    def scratch(name: str) -> str:
+        return "f_" + name if name != "flags" else "f_flags"
+
+    scratch_arrays = ", ".join(scratch(name) if name == "flags" or not _uniform(program, name)
+                               else name for name in arrays.split(", "))
+    def pad(indent: str) -> list[str]:  # lanes m..mp: copies of lane 0, done, never written
+        return [f"{indent}{line}" for line in [  # back: LLVM's vector loop covers all mp lanes
+            f"mp = min(cap, (m + {PAD - 1}) // {PAD} * {PAD})",
+            "for j in range(m, mp):",
+            "    f_flags[j] = True",
+            *[f"    {scratch(s.name)}[j] = {scratch(s.name)}[0]" for s in per_sample]]]
+
+    lines = [
+        _JIT,
+        f"def run_sparse(lo, hi, nsteps, {arrays}):",
+        "    idx = np.empty(hi - lo, np.int64)",
+        "    m = 0",
+        "    for i in range(lo, hi):",
+        "        if not flags[i]:",
+        "            idx[m] = i",
+        "            m += 1",
+        f"    cap = min(hi - lo, (m + {PAD - 1}) // {PAD} * {PAD})",
+        "    f_flags = np.zeros(cap, np.bool_)",
+        *[f"    {scratch(s.name)} = np.empty_like({s.name}[:cap])" for s in per_sample],
+        "    for j in range(m):",
+        "        i = idx[j]",
+        *[f"        {scratch(s.name)}[j] = {s.name}[i]" for s in per_sample],
+        "    mp = m",
+        "    if m > 0:",
+        *pad("        "),
+        "    taken = 0",
+        "    live = m",
+        "    while taken < nsteps and live > 0:",
+        f"        if 2 * live < m and m > {SPARSE_MIN}:",
+        "            k = 0",
+        "            for j in range(m):",
+        "                if f_flags[j]:",
+        "                    i = idx[j]",
+        *[f"                    {s.name}[i] = {scratch(s.name)}[j]" for s in written],
+        "                    flags[i] = True",
+        "                else:",
+        "                    idx[k] = idx[j]",
+        "                    f_flags[k] = False",
+        *[f"                    {scratch(s.name)}[k] = {scratch(s.name)}[j]" for s in per_sample],
+        "                    k += 1",
+        "            m = k",
+        *pad("            "),
+        f"        if nsteps - taken >= {UNROLL}:",
+        f"            live, visit = visit_unrolled(0, mp, {scratch_arrays})",
+        "        else:",
+        f"            live, visit = visit_one(0, mp, {scratch_arrays})",
+        "        taken += visit",
+        "    for j in range(m):",
+        "        i = idx[j]",
+        *[f"        {s.name}[i] = {scratch(s.name)}[j]" for s in written],
+        "        flags[i] = f_flags[j]",
+        "    return live, taken",
+        "",
+        "",
+    ]
+    return lines
+
+
+def _uniform(program: Program, argument: str) -> bool:
+    return any(slot.is_uniform and slot.name == argument for slot in program.slots)
+
+
 def emit_launch(program: Program) -> str:
     """The Python source of a module whose ``run_blocks(tid, nthreads, nsteps, flags, ...)``
     is one thread's share of a launch of ``program``."""
@@ -150,11 +232,17 @@ def emit_launch(program: Program) -> str:
     body = [
         *_visit("visit_unrolled", visit_args, lane_loop.lines(UNROLL)),
         *_visit("visit_one", visit_args, lane_loop.lines(1)),
+        *_sparse(program, arrays),
         _JIT,
         f"def run_block(lo, hi, nsteps, {arrays}):",
+        "    live = 0",
+        "    for i in range(lo, hi):",
+        "        live += 1 - flags[i]",
         "    taken = 0",
-        "    live = 1",
         "    while taken < nsteps and live > 0:",
+        "        if 2 * live < hi - lo:  # most lanes are done: run the live ones packed",
+        f"            live, more = run_sparse(lo, hi, nsteps - taken, {arrays})",
+        "            return live, taken + more",
         f"        if nsteps - taken >= {UNROLL}:",
         f"            live, visit = visit_unrolled({visit_args})",
         "        else:",
