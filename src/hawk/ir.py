@@ -20,6 +20,7 @@ executor (``hawk.reference``) is the executable definition of this paragraph.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
 from enum import Enum
@@ -236,7 +237,7 @@ class Program:
                 return p
         raise KeyError(name)
 
-    @property
+    @functools.cached_property
     def slots(self) -> tuple[Slot, ...]:
         """The kernel's argument layout (see ``Slot``)."""
         return slots(self.params)
@@ -262,5 +263,10 @@ class Program:
         return "\n".join(lines)
 
     def digest(self) -> str:
-        """A content hash of the program: the key every compilation cache uses."""
-        return hashlib.sha256(str(self).encode()).hexdigest()
+        """A content hash of the program: the key every compilation cache uses (computed once
+        per program object)."""
+        digest = self.__dict__.get("_digest")
+        if digest is None:
+            digest = hashlib.sha256(str(self).encode()).hexdigest()
+            object.__setattr__(self, "_digest", digest)
+        return digest
