@@ -57,7 +57,7 @@ TARGET_LAUNCH_S = 0.05
 MAX_STEPS_PER_LAUNCH = 1 << 20
 _DLPACK_CPU = 1
 
-EMITTER_VERSION = 7
+EMITTER_VERSION = 8
 _loaded: dict[str, CpuKernel] = {}
 _lock = threading.Lock()
 

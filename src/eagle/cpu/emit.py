@@ -14,7 +14,7 @@ host-team thread's share of it (``cpu.team``). Its shape was chosen by measureme
   one-step tail for the remainder so ``nsteps`` is honoured exactly;
 - a block leaves its step loop once none of its lanes is live; once fewer than half are live it
   stops stepping the finished ones: its live lanes are gathered into contiguous scratch arrays
-  (padded to whole vectors) and run there, finished lanes written back and the rest compacted
+  (padded to a multiple of PAD lanes) and run there, finished lanes written back and the rest compacted
   again whenever half of them have finished (``run_sparse``), so the work follows the useful
   sample-steps when samples stop unevenly (1% of samples 100x longer than the rest, scattered:
   about 12x faster than stepping every lane of a block to its slowest one);
@@ -37,7 +37,7 @@ __all__ = ["emit_launch", "BLOCK", "UNROLL", "SPARSE_MIN"]
 BLOCK = 2048
 UNROLL = 4
 SPARSE_MIN = 32  # below this many lanes, compacting a sparse block further is not worth it
-PAD = 64  # sparse lanes are padded to a multiple of this, so LLVM's vector loop covers them
+PAD = 16  # sparse lanes are padded to a multiple of this, so LLVM's vector loop covers them
 
 _NUMPY_TYPES = {DType.BOOL: "np.bool_", DType.INT64: "np.int64",
                 DType.FLOAT32: "np.float32", DType.FLOAT64: "np.float64"}  # fmt: skip
