@@ -4,41 +4,26 @@
 the compiled launch (``CpuKernel``), and ``CpuLoop``, the host loop that ``until_done`` runs
 with its adaptive launch size.
 
-The emitted source (``cpu.emit``) is written into the cache folder so that Numba's own on-disk
-cache (``cache=True``) keeps the machine code across processes. The entry's key covers the
-program, the emitter's shape and the numba/eagle/Python versions. What runs is what was
-verified:
-
-- the generated module is compiled from the emitter's own bytes, never imported from the file
-  (so no ``.pyc``, planted or damaged, is ever read, and none is written); the file is there
-  for Numba, and is rewritten whenever it is not exactly those bytes;
-- Numba's files (``.nbi`` indexes, which Numba unpickles, and ``.nbc`` machine code) are used
-  only from a folder of this user's that nobody else may write, and only those whose SHA-256
-  this process or an earlier one recorded right after Numba wrote them
-  (``numba-cache.json``); any other file of the module there is deleted, and Numba compiles
-  what is missing;
-- an entry that fails in any other way is deleted and built once more; if that fails too, or
-  the cache cannot be used at all (``cache.root``: one warning naming ``EAGLE_CACHE_DIR``),
-  the launch is compiled in memory, where an error of the compile itself shows as it is.
-
-Ctrl-C during a compile is held until the compile is over, then raised: cut short, Numba's
-first import leaves the process unable to compile anything again.
+The emitted source (``cpu.emit``) is written into the cache folder and imported from there, so
+Numba's own on-disk cache (``cache=True``) keeps the machine code across processes. The entry's
+key covers the program, the emitter's shape and the numba/eagle/Python versions; an entry whose
+source is not exactly what this version would write is rewritten, and a Numba cache that fails
+to load is deleted and rebuilt.
 """
 
 from __future__ import annotations
 
-import json
-import linecache
+import shutil
 import sys
 import threading
 import time
-import types
 import warnings
 from pathlib import Path
 
 import numpy as np
 
 from hawk.ir import Program
+from hawk.source import import_file
 
 from .. import cache
 from ..arrays import as_host_array
@@ -103,111 +88,43 @@ def launch_arguments(program: Program, bound) -> tuple:
     return tuple(values)
 
 
-def _entry(program: Program) -> tuple[str, str, str]:
-    """The generated module's name, the cache key and the source of ``program``'s launch."""
+def _entry(program: Program) -> tuple[str, Path, str]:
     numba = _numba()
     from .. import __version__
 
     key = cache.key("cpu", program.digest(), EMITTER_VERSION, BLOCK, UNROLL, numba.__version__,
                     __version__, sys.version_info[:2], np.__version__)
-    return f"eagle_cpu_{program.name}_{key[:16]}", key, emit_launch(program)
+    folder = cache.entry_dir("cpu", key)
+    module = f"eagle_cpu_{program.name}_{key[:16]}"
+    return module, folder / f"{module}.py", emit_launch(program)
 
 
 def compile_program(program: Program, bound=None) -> CpuKernel:
     """The compiled launch of ``program`` for ``bound``'s argument types, or for writable
     contiguous arrays of the program's dtypes when no ``bound`` is given (from memory, from
-    disk, or new). A Ctrl-C meanwhile is raised once the compile is over."""
-    with deferred_interrupts(), _lock:
-        module_name, key, source = _entry(program)
-        kernel = _loaded.get(module_name)
-        if kernel is None:
-            signature = (_signature(launch_arguments(program, bound)) if bound is not None
-                         else _program_signature(program))
-            function, path = _build(module_name, key, source, signature)
-            kernel = _loaded[module_name] = CpuKernel(program, function, path)
-    return kernel
-
-
-def _build(module_name: str, key: str, source: str, signature) -> tuple[object, Path | None]:
-    """``run_blocks`` compiled for ``signature``, and the cached file it was compiled from
-    (None: in memory)."""
-    for attempt in range(2):
-        folder = cache.entry_dir("cpu", key)
-        if folder is None:
-            break
+    disk, or new)."""
+    module_name, path, source = _entry(program)
+    with _lock:
+        if module_name in _loaded:
+            return _loaded[module_name]
+        if cache.read_verified(path, _sha256(source)) is None:
+            shutil.rmtree(path.parent / "__pycache__", ignore_errors=True)
+            cache.write_atomic(path, source.encode())
+        function = _import(module_name, path).run_blocks
+        signature = (_signature(launch_arguments(program, bound)) if bound is not None
+                     else _program_signature(program))
         try:
-            with warnings.catch_warnings():
-                if attempt:
-                    warnings.simplefilter("ignore")
-                return _from_entry(folder, module_name, source, signature)
-        except Exception:  # damaged, or damaged under us by another process: build it afresh
+            function.compile(signature)
+        except Exception:  # a damaged Numba cache entry: forget it and compile afresh
+            shutil.rmtree(path.parent / "__pycache__", ignore_errors=True)
             sys.modules.pop(module_name, None)
-            cache.discard(folder)
-    return _in_memory(module_name, source, signature), None
-
-
-_NUMBA_DIGESTS = "numba-cache.json"
-
-
-def _from_entry(folder: Path, module_name: str, source: str, signature) -> tuple[object, Path]:
-    path = folder / f"{module_name}.py"
-    data = source.encode()
-    if cache.read_verified(path, _sha256(source)) is None:
-        cache.store(path, data)
-    cache.private_folder(folder / "__pycache__")  # Numba's folder: private before Numba makes it
-    module = _import(module_name, data, str(path))
-    caches = _numba_caches(module)
-    prefix = f"{module_name}."
-    recorded = _recorded(folder / _NUMBA_DIGESTS)
-    for numba_folder in {Path(c.cache_path) for c in caches}:
-        if cache.untrusted(numba_folder) is not None:  # NUMBA_CACHE_DIR open to others
-            for c in caches:
-                c.disable()
-            caches = []
-            break
-        for name, digest in cache.digests(numba_folder, prefix).items():
-            if digest is None or recorded.get(name) != digest:
-                cache.discard(numba_folder / name)
-    function = module.run_blocks
-    function.compile(signature)
-    written = {}
-    for numba_folder in {Path(c.cache_path) for c in caches}:
-        written.update(cache.digests(numba_folder, prefix))
-    if written != recorded and None not in written.values():
-        try:
-            cache.store(folder / _NUMBA_DIGESTS, json.dumps(written, indent=0).encode())
-        except OSError:
-            pass  # unrecorded files are deleted, not trusted, by the next process
-    return function, path
-
-
-def _recorded(path: Path) -> dict[str, str]:
-    """The digests of Numba's files recorded in ``path``; none if it is missing or damaged."""
-    try:
-        recorded = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(recorded, dict) or not all(isinstance(v, str) for v in recorded.values()):
-        return {}
-    return recorded
-
-
-def _numba_caches(module) -> list:
-    """The on-disk caches Numba gave the generated functions (``cache=True``)."""
-    from numba.core.dispatcher import Dispatcher
-
-    dispatchers = [v for v in vars(module).values() if isinstance(v, Dispatcher)]
-    return [d._cache for d in dispatchers if hasattr(d._cache, "cache_path")]
-
-
-def _in_memory(module_name: str, source: str, signature):
-    """``run_blocks`` compiled without a file: Numba caches nothing."""
-    text = source.replace("cache=True", "cache=False")
-    filename = f"<eagle {module_name}>"
-    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
-    function = _import(module_name, text.encode(), filename).run_blocks
-    function.compile(signature)
-    return function
+            function = _import(module_name, path).run_blocks
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                function.compile(signature)
+        kernel = CpuKernel(program, function, path)
+        _loaded[module_name] = kernel
+        return kernel
 
 
 def _sha256(text: str) -> str:
@@ -216,19 +133,8 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _import(module_name: str, data: bytes, filename: str):
-    """Module ``module_name`` run from ``data`` (never from a file or a ``.pyc``); it stays in
-    ``sys.modules``, where Numba looks for it when it loads cached code."""
-    code = compile(data, filename, "exec", dont_inherit=True)
-    module = types.ModuleType(module_name)
-    module.__file__ = filename
-    sys.modules[module_name] = module
-    try:
-        exec(code, module.__dict__)
-    except BaseException:
-        sys.modules.pop(module_name, None)
-        raise
-    return module
+def _import(module_name: str, path: Path):
+    return import_file(path, module_name)
 
 
 def _signature(example: tuple):
