@@ -16,6 +16,9 @@ from .errors import (
     CompileFailed,
     CudaError,
     EagleError,
+    NonFiniteState,
+    RunnerBusy,
+    TruncationWarning,
 )
 from .loop import repeat_while
 from .plan import Plan, deploy
@@ -29,6 +32,7 @@ __all__ = [
     "set_num_threads", "get_num_threads",
     "EagleError", "BindingError", "BindingTypeError", "BindingValueError", "BackendUnavailable",
     "CudaError", "CaptureError", "CompileFailed", "CheckpointError", "ArtifactError",
+    "RunnerBusy", "NonFiniteState", "TruncationWarning",
 ]  # fmt: skip
 
 

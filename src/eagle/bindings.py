@@ -4,6 +4,14 @@
 an error that names the parameter and what was expected. It never writes to a user's array, so a
 refused call leaves every array as it was. It validates only: which device an array lives on,
 how it is viewed without a copy and how a new one is made are the backend's (``eagle.backend``).
+
+The last check is the kernel itself: ``bind`` specialises a hawk kernel for the bound dtypes, so
+a dtype the body cannot use (an int64 array stored into from a float expression, a bool where a
+number is needed) is found here, before any array is touched, and reported as the binding's
+fault (``BindingTypeError`` naming the parameters and the dtype that would work) rather than as
+the kernel's ``hawk.CompileError`` (kept as the error's ``__cause__``, with the source line). A
+failure that no change of the bindings' dtypes cures is the kernel's own and stays a
+``CompileError`` (hawk reports most of those when the kernel is defined).
 """
 
 from __future__ import annotations
@@ -14,14 +22,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hawk import Kernel
-from hawk.ir import DType, Parameter, Role
+from hawk import CompileError, Kernel
+from hawk.ir import DType, Parameter, Program, Role
 
 from . import backend as backends
 from .arrays import is_array_like
 from .errors import BindingTypeError, BindingValueError
 
-__all__ = ["Bound", "bind", "check_max_steps", "check_steps_per_launch"]
+__all__ = ["Bound", "bind", "specialize", "check_max_steps", "check_steps_per_launch"]
 
 _ARRAY_DTYPES = {np.dtype(t) for t in ("bool", "int64", "float32", "float64")}
 _INT64 = np.iinfo(np.int64)
@@ -94,7 +102,7 @@ def bind(kernel: Kernel, bindings: dict, device: str | None, caller: str = "unti
             devices[p.name] = backends.device_of(value)
             arrays[p.name] = value
         elif p.role is Role.SCALAR and _is_number(value):
-            scalars[p.name] = value
+            scalars[p.name] = _real_number(p, value)
         else:
             raise BindingTypeError(f"{p.name!r} ({_describe(p)}) must be {_expected(p)}, got "
                                    f"{type(value).__name__}")
@@ -135,7 +143,58 @@ def bind(kernel: Kernel, bindings: dict, device: str | None, caller: str = "unti
             checked[flag_param.name] = flags
     dtypes = {name: DType.from_numpy(a.dtype) for name, a in checked.items()}
     dtypes.update({name: DType.from_numpy(v.dtype) for name, v in uniforms.items()})
-    return Bound(n, device, checked, uniforms, flags, dtypes)
+    bound = Bound(n, device, checked, uniforms, flags, dtypes)
+    if isinstance(kernel, Kernel):
+        specialize(kernel, bound, DType.from_numpy(working_float))
+    return bound
+
+
+def specialize(kernel: Kernel, bound: Bound, working_float: DType | None = None) -> Program:
+    """``kernel.specialize(bound.dtypes)``; where the kernel cannot be compiled for those dtypes
+    but can when some bindings take the working float dtype (float32 when every float array is
+    float32, else float64) or the kernel's own dtype, ``BindingTypeError`` naming the fewest
+    such bindings and the dtype that works. Any other failure is re-raised as it is."""
+    try:
+        return kernel.specialize(bound.dtypes)
+    except (CompileError, TypeError) as exc:
+        error = exc
+    if working_float is None:
+        floats = {a.dtype for a in bound.arrays.values() if a.dtype.kind == "f"}
+        working_float = DType.FLOAT32 if floats == {np.dtype("float32")} else DType.FLOAT64
+    params = [p for p in kernel.params if p.role is not Role.TERMINATED]
+    for choose in (lambda p: working_float, lambda p: p.dtype):
+        fix = {p.name: choose(p) for p in params if bound.dtypes[p.name] is not choose(p)}
+        if not fix or not _compiles(kernel, {**bound.dtypes, **fix}):
+            continue
+        for name in list(fix):  # keep only the bindings that must change
+            fewer = {k: v for k, v in fix.items() if k != name}
+            if _compiles(kernel, {**bound.dtypes, **fewer}):
+                fix = fewer
+        raise BindingTypeError(_dtype_message(kernel, bound, fix, error)) from error
+    raise error
+
+
+def _compiles(kernel: Kernel, dtypes: dict) -> bool:
+    try:
+        kernel.specialize(dtypes)
+    except (CompileError, TypeError):
+        return False
+    return True
+
+
+def _dtype_message(kernel: Kernel, bound: Bound, fix: dict, error: Exception) -> str:
+    params = {p.name: p for p in kernel.params}
+    names = " and ".join(f"{name!r} ({_describe(params[name])}, bound as "
+                         f"{bound.dtypes[name].value})" for name in fix)
+    instead = ", ".join(f"{name!r} as {dtype.value}" for name, dtype in fix.items())
+    if isinstance(error, CompileError):
+        reason = error.message
+        if error.loc is not None:
+            reason += f" at {error.loc.file}:{error.loc.line}"
+    else:
+        reason = str(error)
+    these = "these dtypes" if len(fix) > 1 else "this dtype"
+    return f"{names}: {kernel.name} cannot run with {these} ({reason}); bind {instead} instead"
 
 
 def _expected(p: Parameter) -> str:
@@ -166,21 +225,30 @@ def _uniform(p: Parameter, value):
         what = f"an array of shape {tuple(shape)}" if shape is not None else type(value).__name__
         raise BindingTypeError(f"{p.name!r} is a Param (one value for every sample) but got "
                                f"{what}; declare it Scalar to bind one value per sample")
+    return _real_number(p, value)
+
+
+def _real_number(p: Parameter, value):
+    """``value`` as a number a ``Param`` holds or a ``Scalar`` shares: a real number (complex
+    ones of every kind refused, NumPy's ``complex64`` included, never cast to real), an integer
+    that fits in int64 (as ``np.int64`` when it came from NumPy), or a NumPy scalar of a dtype
+    eagle computes in."""
+    what = _describe(p)
     if not _is_number(value) or isinstance(value, complex | np.complexfloating):
-        raise BindingTypeError(f"{p.name!r} (Param) must be a real number, got "
+        raise BindingTypeError(f"{p.name!r} ({what}) must be a real number, got "
                                f"{type(value).__name__} {value!r}")
     if isinstance(value, np.generic):
         if value.dtype.kind in "iu":
             if not _INT64.min <= int(value) <= _INT64.max:
-                raise BindingValueError(f"{p.name!r} (Param) = {value} does not fit in int64")
+                raise BindingValueError(f"{p.name!r} ({what}) = {value} does not fit in int64")
             return np.int64(value)
         if value.dtype not in _ARRAY_DTYPES:
-            raise BindingTypeError(f"{p.name!r} (Param) has dtype {value.dtype}; use one of "
+            raise BindingTypeError(f"{p.name!r} ({what}) has dtype {value.dtype}; use one of "
                                    "bool, int64, float32, float64")
         return value
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         if not _INT64.min <= value <= _INT64.max:
-            raise BindingValueError(f"{p.name!r} (Param) = {value} does not fit in int64")
+            raise BindingValueError(f"{p.name!r} ({what}) = {value} does not fit in int64")
     return value
 
 

@@ -2,30 +2,69 @@
 
 A checkpoint holds every bound array (state, inputs and the terminated flags), the uniform
 values, the step and launch counters, ``max_steps`` and the identity of the plan (kernel name,
-IR digest of the specialisation, dtypes). It is an ``.npz`` file written to a temporary name,
-flushed to disk and renamed into place, so a reader finds either the previous checkpoint or
-the new one, whole. ``Runner.restore`` refuses a checkpoint made by a different kernel.
+IR digest of the specialisation, dtypes). It is an ``.npz`` file streamed by ``np.savez`` into
+a temporary file beside the target (so a large state is never built in memory first), flushed
+to disk, renamed into place, and the folder flushed too (so the rename itself survives a power
+cut). A reader finds either the previous checkpoint or the new one, whole.
+
+Temporaries are named ``.NAME.eagle-HOST-PID-TOKEN.tmp``. A write that was killed leaves its
+temporary behind; the next write to the same path removes every such orphan whose writer is
+gone: written on this host by a process that no longer runs, or named the way
+``eagle.cache.write_atomic`` names temporaries (``.NAME.XXXXXXXX.tmp``, how checkpoints were
+written before). A temporary of a live process, or of another host, is left alone: it may be a
+write in progress.
+
+``load`` trusts nothing in the file: every metadata field is checked against ``SCHEMA`` (type
+and range), and the arrays against the metadata (dtype, ``n`` samples, flags of shape
+``(n,)``); a field that does not fit raises ``CheckpointError`` naming it. ``Runner.restore``
+then refuses a checkpoint made by a different kernel.
 """
 
 from __future__ import annotations
 
-import io
 import json
+import os
+import re
+import secrets
+import socket
+import threading
 from pathlib import Path
 
 import numpy as np
 
-from . import cache
 from .backend import backend_for
 from .errors import CheckpointError
 
-__all__ = ["save", "load", "CheckpointError", "FORMAT"]
+__all__ = ["save", "load", "CheckpointError", "FORMAT", "SCHEMA"]
 
 FORMAT = "eagle-checkpoint/1"
+_DTYPES = ("bool", "int64", "float32", "float64")
+_MAX_COUNT = np.iinfo(np.int64).max // 2  # the bound ``until_done`` puts on max_steps
+
+#: every metadata field and the rule its value must follow
+SCHEMA = {
+    "format": f"the string {FORMAT!r}",
+    "kernel": "a non-empty string (the kernel's name)",
+    "digest": "a non-empty string (the IR digest of the specialisation)",
+    "device": "a non-empty string (where the runner ran)",
+    "n": "an int >= 1 (samples; every array holds n)",
+    "steps": f"an int in [0, {_MAX_COUNT}]",
+    "launches": f"an int in [0, {_MAX_COUNT}]",
+    "live": "null (never run) or an int in [0, n]",
+    "max_steps": f"an int in [1, {_MAX_COUNT}]",
+    "steps_per_launch": f"null (adaptive) or an int in [1, {_MAX_COUNT}]",
+    "dtypes": f"an object from parameter name to one of {', '.join(_DTYPES)}",
+    "uniforms": "an object from Param name to [dtype, value], the value of that dtype",
+}
+
+_HOST = re.sub(r"[^A-Za-z0-9]", "-", socket.gethostname()) or "host"
+_in_flight: set[Path] = set()  # this process's temporaries being written now
+_in_flight_lock = threading.Lock()
 
 
 def save(runner, path: str | Path) -> Path:
-    """Write ``runner``'s state to ``path`` atomically; return the path."""
+    """Write ``runner``'s state to ``path`` atomically; return the path. The caller makes sure
+    the state does not change meanwhile (``Runner.checkpoint`` does)."""
     path = Path(path)
     program = runner.plan.kernel.specialize(runner.bound.dtypes)
     meta = dict(format=FORMAT, kernel=program.name, digest=program.digest(),
@@ -38,15 +77,16 @@ def save(runner, path: str | Path) -> Path:
     to_host = backend_for(runner.device).to_host
     arrays = {f"array:{k}": to_host(v) for k, v in runner.bound.arrays.items()}
     arrays["flags"] = to_host(runner.bound.flags)
-    buffer = io.BytesIO()
-    np.savez(buffer, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
+    encoded = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     path.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_atomic(path, buffer.getvalue())
+    _remove_orphans(path)
+    _write_atomic(path, lambda f: np.savez(f, meta=encoded, **arrays))
     return path
 
 
 def load(path: str | Path) -> tuple[dict, dict[str, np.ndarray], np.ndarray]:
-    """(metadata, arrays by parameter name, flags) from a checkpoint file."""
+    """(metadata, arrays by parameter name, flags) from a checkpoint file, every field checked
+    (``SCHEMA``); ``CheckpointError`` naming the first field that does not fit."""
     path = Path(path)
     try:
         with np.load(path, allow_pickle=False) as data:
@@ -58,6 +98,160 @@ def load(path: str | Path) -> tuple[dict, dict[str, np.ndarray], np.ndarray]:
     except Exception as exc:
         raise CheckpointError(f"{path} is not a readable eagle checkpoint "
                               f"({type(exc).__name__}: {exc})") from None
+    if not isinstance(meta, dict):
+        raise CheckpointError(f"{path}: the metadata must be an object of fields, got "
+                              f"{type(meta).__name__}")
     if meta.get("format") != FORMAT:
         raise CheckpointError(f"{path} has format {meta.get('format')!r}, expected {FORMAT!r}")
+    _validate(path, meta, arrays, flags)
     return meta, arrays, flags
+
+
+def _validate(path: Path, meta: dict, arrays: dict[str, np.ndarray], flags: np.ndarray) -> None:
+    def bad(field: str, got) -> CheckpointError:
+        return CheckpointError(f"{path}: checkpoint field {field!r} must be {SCHEMA[field]}, "
+                               f"got {got!r}")
+
+    missing = [k for k in SCHEMA if k not in meta]
+    if missing:
+        raise CheckpointError(f"{path}: checkpoint field {missing[0]!r} is missing "
+                              f"(it must be {SCHEMA[missing[0]]})")
+    unknown = [k for k in meta if k not in SCHEMA]
+    if unknown:
+        raise CheckpointError(f"{path}: unknown checkpoint field {unknown[0]!r} (a {FORMAT} "
+                              f"checkpoint has {', '.join(SCHEMA)})")
+    for field in ("kernel", "digest", "device"):
+        if not isinstance(meta[field], str) or not meta[field]:
+            raise bad(field, meta[field])
+    n = meta["n"]
+    if not _is_int(n, 1, _MAX_COUNT):
+        raise bad("n", n)
+    for field, low in (("steps", 0), ("launches", 0), ("max_steps", 1)):
+        if not _is_int(meta[field], low, _MAX_COUNT):
+            raise bad(field, meta[field])
+    if meta["live"] is not None and not _is_int(meta["live"], 0, n):
+        raise bad("live", meta["live"])
+    spl = meta["steps_per_launch"]
+    if spl is not None and not _is_int(spl, 1, _MAX_COUNT):
+        raise bad("steps_per_launch", spl)
+    dtypes = meta["dtypes"]
+    if not isinstance(dtypes, dict) or not all(
+            isinstance(k, str) and v in _DTYPES for k, v in dtypes.items()):
+        raise bad("dtypes", dtypes)
+    uniforms = meta["uniforms"]
+    if not isinstance(uniforms, dict):
+        raise bad("uniforms", uniforms)
+    for name, entry in uniforms.items():
+        if not (isinstance(entry, list) and len(entry) == 2 and entry[0] in _DTYPES
+                and _fits(entry[0], entry[1]) and dtypes.get(name) == entry[0]):
+            raise CheckpointError(f"{path}: checkpoint field 'uniforms' entry {name!r} must be "
+                                  f"[dtype, value] with the dtype of 'dtypes' and a value of it, "
+                                  f"got {entry!r}")
+    for name, array in arrays.items():
+        if name in uniforms or name not in dtypes:
+            raise CheckpointError(f"{path}: array {name!r} is not a per-sample parameter of "
+                                  f"the checkpoint's 'dtypes' ({', '.join(dtypes)})")
+        if array.dtype != np.dtype(dtypes[name]):
+            raise CheckpointError(f"{path}: array {name!r} has dtype {array.dtype}, but field "
+                                  f"'dtypes' says {dtypes[name]}")
+        if array.shape not in ((n,), (3, n)):
+            raise CheckpointError(f"{path}: array {name!r} has shape {array.shape}, but field "
+                                  f"'n' says {n} samples: expected ({n},) or (3, {n})")
+    missing = [k for k in dtypes if k not in arrays and k not in uniforms]
+    if missing:
+        raise CheckpointError(f"{path}: field 'dtypes' names {missing[0]!r}, which has neither "
+                              "an array nor a uniform value in the checkpoint")
+    if flags.dtype != np.bool_ or flags.shape != (n,):
+        raise CheckpointError(f"{path}: the terminated flags must be a bool array of shape "
+                              f"({n},) (field 'n'), got {flags.dtype} {flags.shape}")
+
+
+def _is_int(value, low: int, high: int) -> bool:
+    return type(value) is int and low <= value <= high
+
+
+def _fits(dtype: str, value) -> bool:
+    if dtype == "bool":
+        return type(value) is bool
+    if dtype == "int64":
+        return _is_int(value, -(2**63), 2**63 - 1)
+    if type(value) not in (int, float):
+        return False
+    if dtype == "float32" and np.isfinite(value):
+        return abs(value) <= float(np.finfo(np.float32).max)
+    return True
+
+
+def _write_atomic(path: Path, write) -> None:
+    """``write(file)`` into a temporary beside ``path``, flushed, renamed to ``path``, and the
+    folder flushed; the temporary removed if anything fails."""
+    tmp = path.parent / f".{path.name}.eagle-{_HOST}-{os.getpid()}-{secrets.token_hex(4)}.tmp"
+    with _in_flight_lock:
+        _in_flight.add(tmp)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
+                     0o600)
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        _fsync_folder(path.parent)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        with _in_flight_lock:
+            _in_flight.discard(tmp)
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Flush a folder's entries (the rename) to disk, where the platform can (POSIX)."""
+    if os.name == "nt":
+        return
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    except OSError:  # some file systems cannot flush a folder; the rename is still atomic
+        pass
+    finally:
+        os.close(fd)
+
+
+def _remove_orphans(path: Path) -> None:
+    """Remove the temporaries that killed writes to ``path`` left behind (module docstring)."""
+    ours = re.compile(rf"\.{re.escape(path.name)}\.eagle-([A-Za-z0-9-]+)-(\d+)-[0-9a-f]{{8}}\.tmp")
+    legacy = re.compile(rf"\.{re.escape(path.name)}\.[A-Za-z0-9_]{{8}}\.tmp")
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return
+    for entry in entries:
+        tmp = path.parent / entry.name
+        match = ours.fullmatch(entry.name)
+        if match:
+            with _in_flight_lock:
+                if tmp in _in_flight:
+                    continue
+            host, pid = match.group(1), int(match.group(2))
+            if host != _HOST or (pid != os.getpid() and _running(pid)):
+                continue
+        elif not legacy.fullmatch(entry.name):
+            continue
+        try:
+            tmp.unlink()
+        except OSError:  # gone already, or not a file: not ours to force
+            pass
+
+
+def _running(pid: int) -> bool:
+    """Whether a process ``pid`` runs on this host (assumed so where that cannot be asked)."""
+    if os.name == "nt":
+        return True  # os.kill(pid, 0) would send CTRL_C_EVENT there
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: it runs, as another user
+        return True
+    return True

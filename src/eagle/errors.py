@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __all__ = ["EagleError", "BindingError", "BindingTypeError", "BindingValueError", "CudaError",
            "CaptureError", "CompileFailed", "BackendUnavailable", "CheckpointError",
-           "ArtifactError"]  # fmt: skip
+           "ArtifactError", "RunnerBusy", "NonFiniteState", "TruncationWarning"]  # fmt: skip
 
 
 class EagleError(Exception):
@@ -49,3 +49,31 @@ class CheckpointError(EagleError, ValueError):
 
 class ArtifactError(EagleError, ValueError):
     """An artifact or its sidecar is missing, malformed, of an unknown format, or tampered."""
+
+
+class RunnerBusy(EagleError, RuntimeError):
+    """A ``Runner`` was asked to ``run()`` (or ``reset()``) while it is already running in
+    another thread (or, on a device whose loop the host does not see, to ``checkpoint()``
+    during a run). One runner runs one loop at a time; the message names the runner and the
+    thread that holds it."""
+
+
+class NonFiniteState(EagleError, FloatingPointError):
+    """``until_done(..., check_finite=True)``: a live sample's state became NaN or infinite.
+
+    Attributes:
+        sample: the index of the first such sample.
+        parameter: the name of the first such state parameter of that sample.
+        value: the value found there.
+    """
+
+    def __init__(self, message: str, sample: int, parameter: str, value: float):
+        self.sample, self.parameter, self.value = sample, parameter, value
+        super().__init__(message)
+
+    def __reduce__(self):  # picklable (a Dask worker sends it back)
+        return type(self), (str(self), self.sample, self.parameter, self.value)
+
+
+class TruncationWarning(RuntimeWarning):
+    """``run()`` (or ``simulate``) reached ``max_steps`` with samples still running."""

@@ -1,9 +1,17 @@
-"""``until_done``, ``Runner`` and ``Report``: running a plan until every sample is done."""
+"""``until_done``, ``Runner`` and ``Report``: running a plan until every sample is done.
+
+A runner is safe to share between threads: it runs one loop at a time (a second ``run()``
+raises ``RunnerBusy``), and ``checkpoint()`` from another thread waits for the next launch
+boundary and is written there by the running thread, so a checkpoint is never torn. Runs that
+end with samples still running say so (``TruncationWarning``), and ``check_finite=True`` stops
+at the first launch that left a NaN or infinity in a live sample.
+"""
 
 from __future__ import annotations
 
 import threading
 import time
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,9 +19,17 @@ from pathlib import Path
 import numpy as np
 
 import hawk
+from hawk.ir import Role
 
 from . import backend as backends
 from .bindings import bind, check_max_steps, check_steps_per_launch
+from .errors import (
+    BindingError,
+    CheckpointError,
+    NonFiniteState,
+    RunnerBusy,
+    TruncationWarning,
+)
 from .plan import Plan, deploy
 
 __all__ = ["Runner", "Report", "until_done", "simulate"]
@@ -53,7 +69,8 @@ class Report:
     steps_per_launch: int
 
     def __str__(self) -> str:
-        state = "truncated at max_steps" if self.truncated else f"{self.done}/{self.n} done"
+        state = f"{self.done}/{self.n} done" + (" (truncated at max_steps)" if self.truncated
+                                                 else "")
         how = f"{self.mode}, {self.threads} threads" if self.threads else self.mode
         return (f"{state} after {self.steps} steps in {self.launches} launches on {self.device} "
                 f"({how}): {self.wall_s * 1e3:.2f} ms, build {self.build_s * 1e3:.2f} ms")
@@ -64,12 +81,27 @@ class Runner:
 
     The arrays are the user's and are updated in place. The runner keeps the step counter
     (steps taken since construction or ``reset()``) that ``max_steps`` bounds.
+
+    Threads: one runner runs one loop at a time. ``run()`` and ``reset()`` while a ``run()`` is
+    going on in another thread raise ``RunnerBusy`` (they do not wait: two loops over the same
+    arrays would give wrong results, and waiting would hide that). ``checkpoint()`` is safe from
+    any thread: see its docstring.
+
+    Attributes:
+        check_finite: after each launch (where the host sees launches; else at the end of
+            ``run()``) check the live samples' state for NaN/inf (``until_done``'s keyword).
     """
 
     def __init__(self, plan: Plan, bound, max_steps: int, steps_per_launch: int | None,
-                 eager: bool = False):
+                 eager: bool = False, check_finite: bool = False):
         self.plan = plan
         self.eager = eager
+        self.check_finite = check_finite
+        # Who holds the runner: None, or (what, thread) with what "run", "checkpoint" or
+        # "reset"; checkpoint requests from other threads wait in _snapshots for a boundary.
+        self._guard = threading.Condition()
+        self._holder: tuple[str, threading.Thread] | None = None
+        self._snapshots: list[_Snapshot] = []
         self.bound = bound
         self.device = plan.resolve_device(bound.device)
         self.backend = backends.backend_for(self.device)
@@ -119,6 +151,17 @@ class Runner:
         again continues. On a GPU the whole loop is one graph launch (recorded on the first
         call) and the counters are read back once at the end.
 
+        A run that ends at ``max_steps`` with samples still running warns
+        (``eagle.TruncationWarning``, a ``RuntimeWarning``, saying how many); raise
+        ``runner.max_steps`` and ``run()`` again to continue them. A runner made with
+        ``check_finite=True`` raises ``eagle.NonFiniteState`` naming the first sample and
+        parameter whose state became NaN or infinite: after the launch that did it where the
+        host sees launches (the CPU; the arrays and counters then hold that launch boundary),
+        else at the end of the run (a GPU).
+
+        One ``run()`` at a time: calling it while this runner runs in another thread raises
+        ``eagle.RunnerBusy`` naming the runner and that thread, and changes nothing.
+
         Args:
             progress: show a tqdm bar of samples done (CPU: updated between launches; GPU:
                 the device writes its live count to pinned host memory, a host thread reads it).
@@ -126,6 +169,11 @@ class Runner:
                 launch boundaries (CPU), plus one at the end of the run.
             checkpoint_path: where ``checkpoint_every`` writes (see ``checkpoint()``).
         """
+        report = self._run(progress, checkpoint_every, checkpoint_path)
+        _warn_if_truncated(self, report, stacklevel=3)
+        return report
+
+    def _run(self, progress: bool, checkpoint_every: float | None, checkpoint_path) -> Report:
         if checkpoint_every is not None:
             if checkpoint_path is None:
                 raise ValueError("run(checkpoint_every=...) needs checkpoint_path=...")
@@ -138,26 +186,93 @@ class Runner:
                 raise ValueError(f"checkpoint_every needs a loop whose launches the host sees; "
                                  f"on {self.device} the whole loop runs on the device, so call "
                                  "runner.checkpoint(path) between run() calls")
-        start = time.perf_counter()
-        build_s = self._loop.build()
-        launches0, steps0 = self.launches, self.steps
-        last_checkpoint = time.perf_counter()
-        with _progress_bar(self, progress) as bar, _polling(bar, self._loop, self.n):
+        self._acquire("run")
+        at_boundary = True  # the state is at a launch boundary (nothing is mid-launch)
+        try:
+            start = time.perf_counter()
+            build_s = self._loop.build()
+            launches0, steps0 = self.launches, self.steps
+            last_checkpoint = time.perf_counter()
+            finite = _FiniteCheck(self) if self.check_finite else None
+            with _progress_bar(self, progress) as bar, _polling(bar, self._loop, self.n):
 
-            def after_launch():
-                nonlocal last_checkpoint
-                if bar is not None:
-                    bar.update(self.n - self.live - bar.n)
-                if checkpoint_every is not None and \
-                        time.perf_counter() - last_checkpoint >= checkpoint_every:
-                    self.checkpoint(checkpoint_path)
-                    last_checkpoint = time.perf_counter()
+                def after_launch():
+                    nonlocal last_checkpoint, at_boundary
+                    at_boundary = True
+                    if bar is not None:
+                        bar.update(self.n - self.live - bar.n)
+                    if finite is not None:
+                        finite.check()
+                    if checkpoint_every is not None and \
+                            time.perf_counter() - last_checkpoint >= checkpoint_every:
+                        self._save(checkpoint_path)
+                        last_checkpoint = time.perf_counter()
+                    if self._snapshots:
+                        self._serve_snapshots()
+                    at_boundary = False
 
-            self._loop.run(self, after_launch)
-        report = self._report(build_s, launches0, steps0, start)
-        if checkpoint_path is not None:
-            self.checkpoint(checkpoint_path)
-        return report
+                at_boundary = False
+                self._loop.run(self, after_launch)
+                at_boundary = True
+            if finite is not None and not self._loop.sees_launches:
+                finite.check()
+            report = self._report(build_s, launches0, steps0, start)
+            if checkpoint_path is not None:
+                self._save(checkpoint_path)
+            return report
+        except KeyboardInterrupt:
+            # a loop the host sees stops at a launch boundary (eagle.interrupts)
+            at_boundary = at_boundary or self._loop.sees_launches
+            raise
+        finally:
+            self._release(at_boundary)
+
+    def _acquire(self, what: str) -> None:
+        """Hold the runner for ``what`` ("run", "reset"); ``RunnerBusy`` while a run holds it;
+        wait while a checkpoint or reset does (they are short)."""
+        me = threading.current_thread()
+        with self._guard:
+            while self._holder is not None and self._holder[0] != "run":
+                self._guard.wait()
+            if self._holder is not None:
+                thread = self._holder[1]
+                where = ("in this same thread (from inside its own run)" if thread is me
+                         else f"in thread {thread.name!r}")
+                raise RunnerBusy(f"{what}(): {self!r} is already running {where}; one runner "
+                                 "runs one loop at a time: wait for that run() to return, or "
+                                 "give each thread its own runner over its own arrays")
+            self._holder = (what, me)
+
+    def _release(self, consistent: bool = True) -> None:
+        """Let go of the runner, first writing the checkpoints other threads asked for
+        meanwhile (or failing them where the state is not at a launch boundary)."""
+        try:
+            while True:
+                with self._guard:
+                    if not self._snapshots:
+                        break
+                self._serve_snapshots(None if consistent else CheckpointError(
+                    f"{self!r}: the run stopped in the middle of a launch, so there is no "
+                    "consistent state to checkpoint"))
+        finally:
+            with self._guard:
+                self._holder = None
+                self._guard.notify_all()
+
+    def _serve_snapshots(self, error: BaseException | None = None) -> None:
+        """On the running thread, at a launch boundary: write the requested checkpoints."""
+        with self._guard:
+            pending, self._snapshots = self._snapshots, []
+        for request in pending:
+            if error is not None:
+                request.finish(error=error)
+                continue
+            try:
+                request.finish(path=self._save(request.path))
+            except BaseException as exc:
+                request.finish(error=exc)
+                if not isinstance(exc, Exception):
+                    raise
 
     def record(self, launches: int, taken: int, live: int) -> None:
         """Add ``launches`` launches in which the slowest sample took ``taken`` steps, after
@@ -184,7 +299,44 @@ class Runner:
 
     def checkpoint(self, path) -> Path:
         """Save the runner's whole state (arrays, flags, counters, plan identity) to ``path``,
-        atomically: a crash while writing leaves the previous checkpoint intact."""
+        atomically: a crash while writing leaves the previous checkpoint intact.
+
+        Safe from any thread. While ``run()`` is going on in another thread, the request waits
+        for the next launch boundary, where the running thread writes the checkpoint (arrays
+        and counters of one and the same step) and then goes on; the call returns once it is
+        written. Where the host does not see launches (a GPU, whose loop is one graph launch)
+        it raises ``eagle.RunnerBusy`` instead: checkpoint between ``run()`` calls there.
+        """
+        me = threading.current_thread()
+        request, held = None, False
+        with self._guard:
+            while True:
+                if self._holder is None:
+                    self._holder, held = ("checkpoint", me), True
+                    break
+                what, thread = self._holder
+                if thread is me:  # the running thread itself, between launches
+                    break
+                if what == "run":
+                    if not self._loop.sees_launches:
+                        raise RunnerBusy(f"checkpoint(): {self!r} is running in thread "
+                                         f"{thread.name!r} on {self.device}, whose whole loop "
+                                         "runs on the device with no launch boundary the host "
+                                         "sees; checkpoint after run() returns")
+                    request = _Snapshot(path)
+                    self._snapshots.append(request)
+                    break
+                self._guard.wait()  # another checkpoint or a reset: wait for it
+        if request is not None:
+            return request.wait()
+        if not held:  # this thread holds the runner already, between two of its launches
+            return self._save(path)
+        try:
+            return self._save(path)
+        finally:
+            self._release()
+
+    def _save(self, path) -> Path:
         from .checkpoint import save
 
         return save(self, path)
@@ -195,12 +347,29 @@ class Runner:
         ``plan``. The arrays are new NumPy arrays (``xp.asarray`` of them when ``xp`` is given,
         e.g. ``cupy``); ``runner.arrays`` holds them."""
         from .checkpoint import load
-        from .errors import CheckpointError
 
-        meta, arrays, flags = load(path)
-        dtypes = {k: np.dtype(v) for k, v in meta["dtypes"].items()}
-        program = plan.kernel.specialize(dtypes)
-        if meta["kernel"] != plan.kernel.name or meta["digest"] != program.digest():
+        meta, arrays, flags = load(path)  # every field checked
+        if meta["kernel"] != plan.kernel.name:
+            raise CheckpointError(f"{path} was made by kernel {meta['kernel']!r}; it cannot "
+                                  f"continue {plan.kernel.name!r}")
+        params = {p.name: p for p in plan.kernel.params}
+        stored = set(arrays) | set(meta["uniforms"]) | set(meta["dtypes"])
+        if stored != set(params):
+            odd = sorted(stored ^ set(params))[0]
+            raise CheckpointError(f"{path} holds parameters {sorted(stored)}, but "
+                                  f"{plan.kernel.name!r} has {list(params)} (first difference: "
+                                  f"{odd!r})")
+        for name, p in params.items():
+            if (p.role is Role.PARAM) != (name in meta["uniforms"]):
+                raise CheckpointError(f"{path}: {name!r} is a {p.role.value} of "
+                                      f"{plan.kernel.name!r} but the checkpoint holds it as "
+                                      f"{'a value' if name in meta['uniforms'] else 'an array'}")
+        try:
+            program = plan.kernel.specialize(meta["dtypes"])
+        except (hawk.CompileError, TypeError) as exc:
+            raise CheckpointError(f"{path}: field 'dtypes' does not fit {plan.kernel.name!r}: "
+                                  f"{exc}") from None
+        if meta["digest"] != program.digest():
             raise CheckpointError(f"{path} was made by kernel {meta['kernel']!r} with another "
                                   f"body or dtypes; it cannot continue {plan.kernel.name!r}")
         bindings = {k: np.dtype(dtype).type(value)
@@ -212,8 +381,12 @@ class Runner:
         if xp is not None:
             bindings = {k: xp.asarray(v) if isinstance(v, np.ndarray) else v
                         for k, v in bindings.items()}
-        runner = until_done(plan, max_steps=meta["max_steps"],
-                            steps_per_launch=meta["steps_per_launch"], **bindings)
+        try:
+            runner = until_done(plan, max_steps=meta["max_steps"],
+                                steps_per_launch=meta["steps_per_launch"], **bindings)
+        except BindingError as exc:
+            raise CheckpointError(f"{path}: its arrays do not fit {plan.kernel.name!r}: "
+                                  f"{exc}") from None
         if flag_param is None:  # no Terminated parameter: the flags live in the runner
             runner.bound.flags[...] = flags
         runner.steps, runner.launches, runner.live = meta["steps"], meta["launches"], meta["live"]
@@ -236,11 +409,15 @@ class Runner:
 
     def reset(self) -> None:
         """Clear the terminated flags and the step counters; the state arrays are the user's
-        to re-initialise."""
-        self.backend.clear(self.bound.flags)
-        self.steps = 0
-        self.launches = 0
-        self.live = None
+        to re-initialise. ``RunnerBusy`` while a ``run()`` is going on."""
+        self._acquire("reset")
+        try:
+            self.backend.clear(self.bound.flags)
+            self.steps = 0
+            self.launches = 0
+            self.live = None
+        finally:
+            self._release()
 
     def __repr__(self) -> str:
         return (f"<eagle.Runner {self.plan.kernel.name} n={self.n} on {self.device}, "
@@ -248,16 +425,24 @@ class Runner:
 
 
 def until_done(plan: Plan | hawk.Kernel, /, max_steps: int, steps_per_launch: int | None = None,
-               *, eager: bool = False, **bindings) -> Runner:
+               *, eager: bool = False, check_finite: bool = False, **bindings) -> Runner:
     """Bind ``plan``'s kernel to arrays and return a ``Runner`` (nothing runs yet).
 
-    Every binding is checked first (missing, unknown, shape, dtype, device, layout, aliasing);
-    a bad one raises ``TypeError``/``ValueError`` naming the parameter, with no array touched.
-    A kernel is accepted in place of a plan and deployed for the arrays' device.
+    Every binding is checked first (missing, unknown, shape, dtype, device, layout, aliasing,
+    complex values, and dtypes the kernel's body cannot use, found by specialising the kernel
+    for them); a bad one raises ``TypeError``/``ValueError`` (``eagle.BindingTypeError``/
+    ``BindingValueError``) naming the parameter, with no array touched. A kernel is accepted
+    in place of a plan and deployed for the arrays' device. The keywords here cannot be
+    kernel parameter names (``hawk.kernel.RESERVED_PARAMETER_NAMES``).
 
     ``eager=True`` makes the host read the live count after every launch and decide whether to
     launch again: the loop a graph replaces, kept for comparison and debugging (on the CPU the
     host decides anyway).
+
+    ``check_finite=True`` makes ``run()`` check the state (``Mutable``/``Out``, float) of the
+    samples that were live for NaN/inf: after every launch where the host sees launches (the
+    CPU), at the end of ``run()`` where it does not (a GPU), raising ``eagle.NonFiniteState``
+    that names the first sample and parameter. Off, it costs nothing.
     """
     if isinstance(plan, hawk.Kernel):
         plan = deploy(plan)
@@ -269,15 +454,94 @@ def until_done(plan: Plan | hawk.Kernel, /, max_steps: int, steps_per_launch: in
     if plan.device is not None:
         plan.resolve_device(plan.device)  # an unavailable device is the first thing to say
     bound = bind(plan.kernel, bindings, plan.device)
-    return Runner(plan, bound, max_steps, steps_per_launch, bool(eager))
+    return Runner(plan, bound, max_steps, steps_per_launch, bool(eager), bool(check_finite))
 
 
 def simulate(kernel: hawk.Kernel, /, max_steps: int, device: str | None = None,
-             steps_per_launch: int | None = None, **bindings) -> Report:
-    """``deploy`` + ``until_done`` + ``run`` in one call; the arrays are updated in place."""
+             steps_per_launch: int | None = None, *, check_finite: bool = False,
+             **bindings) -> Report:
+    """``deploy`` + ``until_done`` + ``run`` in one call; the arrays are updated in place.
+    Warns (``eagle.TruncationWarning``) when ``max_steps`` ends it with samples running."""
     runner = until_done(deploy(kernel, device), max_steps=max_steps,
-                        steps_per_launch=steps_per_launch, **bindings)
-    return runner.run()
+                        steps_per_launch=steps_per_launch, check_finite=check_finite, **bindings)
+    report = runner._run(False, None, None)
+    _warn_if_truncated(runner, report, stacklevel=3)
+    return report
+
+
+def _warn_if_truncated(runner: Runner, report: Report, stacklevel: int) -> None:
+    if not report.truncated:
+        return
+    live = report.n - report.done
+    if runner.plan.kernel.program.terminated_param is None:
+        why = (f"{runner.plan.kernel.name} has no Terminated parameter, so its samples only "
+               "ever stop at max_steps")
+    else:
+        why = ("raise runner.max_steps and run() again to continue them (or pass a larger "
+               "max_steps)")
+    warnings.warn(f"{runner.plan.kernel.name}: {live} of {report.n} samples were still running "
+                  f"at max_steps={runner.max_steps}; {why}", TruncationWarning,
+                  stacklevel=stacklevel)
+
+
+class _Snapshot:
+    """A checkpoint another thread asked for while a run holds the runner."""
+
+    def __init__(self, path):
+        self.path = path
+        self._done = threading.Event()
+        self._path: Path | None = None
+        self._error: BaseException | None = None
+
+    def finish(self, path: Path | None = None, error: BaseException | None = None) -> None:
+        self._path, self._error = path, error
+        self._done.set()
+
+    def wait(self) -> Path:
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._path
+
+
+class _FiniteCheck:
+    """``check_finite``: the float state arrays (``Mutable``/``Out``) of the samples that were
+    live before the last check, looked at for NaN/inf; the first sample (lowest index) and its
+    first such parameter named."""
+
+    def __init__(self, runner: Runner):
+        self.runner = runner
+        self.to_host = runner.backend.to_host
+        self.names = [p.name for p in runner.plan.kernel.params
+                      if p.role in (Role.MUTABLE, Role.OUT)
+                      and runner.bound.arrays[p.name].dtype.kind == "f"]
+        self.live = ~np.array(self.to_host(runner.bound.flags), dtype=bool)
+
+    def check(self) -> None:
+        runner = self.runner
+        first = None
+        for name in self.names:
+            state = self.to_host(runner.bound.arrays[name])
+            bad = ~np.isfinite(state)
+            if bad.ndim == 2:
+                bad = bad.any(axis=0)
+            hits = np.flatnonzero(bad & self.live)
+            if hits.size and (first is None or hits[0] < first[0]):
+                first = (int(hits[0]), name, state)
+        self.live = ~np.array(self.to_host(runner.bound.flags), dtype=bool)
+        if first is None:
+            return
+        index, name, state = first
+        value = state[..., index]
+        value = float(value) if value.ndim == 0 else next(float(v) for v in value
+                                                         if not np.isfinite(v))
+        when = (f"after launch {runner.launches} (step {runner.steps}); the arrays and counters "
+                f"hold that launch boundary" if runner._loop.sees_launches
+                else f"at the end of run() (step {runner.steps}; on {runner.device} the loop is "
+                     "checked once, at its end)")
+        raise NonFiniteState(f"sample {index}'s {name!r} is {value} {when}: "
+                             f"{runner.plan.kernel.name} produced a NaN or infinity in a live "
+                             "sample (until_done(..., check_finite=True))", index, name, value)
 
 
 @contextmanager

@@ -7,17 +7,45 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .errors import CompileError
 from .frontend import lower
 from .ir import DType, Parameter, Program, Role
 from .passes import check, optimize
 from .source import KernelSource
 
-__all__ = ["kernel", "Kernel", "ProgramKernel", "KERNEL_OPTIONS"]
+__all__ = ["kernel", "Kernel", "ProgramKernel", "KERNEL_OPTIONS", "RESERVED_PARAMETER_NAMES"]
 
 #: every option ``@hawk.kernel(...)`` accepts, with its type and meaning
 KERNEL_OPTIONS = {
     "accumulate": (bool, "writes to Out parameters add into the buffer instead of overwriting"),
 }
+
+#: Names a kernel parameter may not have: the keyword arguments of the runtime's entry points
+#: (``eagle.until_done``, ``eagle.simulate``, ``eagle.distributed.until_done``), which take the
+#: kernel's bindings as ``**bindings`` beside them, so a parameter of the same name could never
+#: be bound. The list lives here because hawk does not import eagle; eagle's tests check that it
+#: covers every keyword of those functions (``tests/test_binding_checks.py``).
+RESERVED_PARAMETER_NAMES = {
+    "max_steps": "until_done/simulate's step limit",
+    "steps_per_launch": "until_done/simulate's launch size",
+    "eager": "until_done's host-decides-every-launch switch",
+    "check_finite": "until_done's NaN/inf check",
+    "device": "simulate's device",
+    "plan": "eagle.distributed.until_done's plan, which may be passed by name",
+    "client": "eagle.distributed.until_done's Dask client",
+    "chunks": "eagle.distributed.until_done's chunking",
+    "compute": "eagle.distributed.until_done's compute switch",
+}
+
+
+def _check_parameter_names(source: KernelSource) -> None:
+    for decl in source.params:
+        if decl.name in RESERVED_PARAMETER_NAMES:
+            raise CompileError(
+                f"parameter {decl.name!r} collides with a keyword of eagle's runtime "
+                f"({RESERVED_PARAMETER_NAMES[decl.name]}): bindings are passed as keywords "
+                f"beside it, so {decl.name}=... could not bind this parameter; rename it "
+                f"(e.g. {decl.name + '_'!r})", decl.loc)
 
 
 class Kernel:
@@ -49,6 +77,7 @@ class Kernel:
         self.name = func.__name__
         self.options = options
         self.source = KernelSource(func)
+        _check_parameter_names(self.source)
         self.params = tuple(
             Parameter(d.name, d.annotation.role, d.annotation.width,
                       DType.BOOL if d.annotation.role is Role.TERMINATED else DType.FLOAT64)
