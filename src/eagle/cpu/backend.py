@@ -4,26 +4,42 @@
 the compiled launch (``CpuKernel``), and ``CpuLoop``, the host loop that ``until_done`` runs
 with its adaptive launch size.
 
-The emitted source (``cpu.emit``) is written into the cache folder and imported from there, so
-Numba's own on-disk cache (``cache=True``) keeps the machine code across processes. The entry's
-key covers the program, the emitter's shape and the numba/eagle/Python versions; an entry whose
-source is not exactly what this version would write is rewritten, and a Numba cache that fails
-to load is deleted and rebuilt.
+The emitted source (``cpu.emit``) is written into the cache folder so that Numba's own on-disk
+cache (``cache=True``) keeps the machine code across processes. The entry's key covers the
+program, the emitter's shape and the numba/eagle/Python versions. What runs is what was
+verified:
+
+- the generated module is compiled from the emitter's own bytes, never imported from the file
+  (so no ``.pyc``, planted or damaged, is ever read, and none is written); the file is there
+  for Numba, and is rewritten whenever it is not exactly those bytes;
+- Numba's files (``.nbi`` indexes, which Numba unpickles, and ``.nbc`` machine code) are used
+  only from a folder of this user's that nobody else may write, and only those whose SHA-256
+  an eagle process recorded (``numba-cache.json``) after its compile and again at its exit
+  (for overloads that launches compiled later); any other file of the module there is
+  deleted, and Numba compiles what is missing;
+- an entry that fails in any other way is deleted and built once more; if that fails too, or
+  the cache cannot be used at all (``cache.root``: one warning naming ``EAGLE_CACHE_DIR``),
+  the launch is compiled in memory, where an error of the compile itself shows as it is.
+
+Ctrl-C during a compile is held until the compile is over, then raised: cut short, Numba's
+first import leaves the process unable to compile anything again.
 """
 
 from __future__ import annotations
 
-import shutil
+import atexit
+import json
+import linecache
 import sys
 import threading
 import time
+import types
 import warnings
 from pathlib import Path
 
 import numpy as np
 
 from hawk.ir import Program
-from hawk.source import import_file
 
 from .. import cache
 from ..arrays import as_host_array
@@ -56,9 +72,10 @@ def _numba():
 
 
 class CpuKernel:
-    """One program compiled for the CPU: ``launch(nsteps, nthreads, arguments(bound))``."""
+    """One program compiled for the CPU: ``launch(nsteps, nthreads, arguments(bound))``;
+    ``source_path`` is the cached file it was compiled from (None: compiled in memory)."""
 
-    def __init__(self, program: Program, function, source_path: Path):
+    def __init__(self, program: Program, function, source_path: Path | None):
         self.program = program
         self.function = function
         self.source_path = source_path
@@ -88,43 +105,134 @@ def launch_arguments(program: Program, bound) -> tuple:
     return tuple(values)
 
 
-def _entry(program: Program) -> tuple[str, Path, str]:
+def _entry(program: Program) -> tuple[str, str, str]:
+    """The generated module's name, the cache key and the source of ``program``'s launch."""
     numba = _numba()
     from .. import __version__
 
     key = cache.key("cpu", program.digest(), EMITTER_VERSION, BLOCK, UNROLL, numba.__version__,
                     __version__, sys.version_info[:2], np.__version__)
-    folder = cache.entry_dir("cpu", key)
-    module = f"eagle_cpu_{program.name}_{key[:16]}"
-    return module, folder / f"{module}.py", emit_launch(program)
+    return f"eagle_cpu_{program.name}_{key[:16]}", key, emit_launch(program)
 
 
 def compile_program(program: Program, bound=None) -> CpuKernel:
     """The compiled launch of ``program`` for ``bound``'s argument types, or for writable
     contiguous arrays of the program's dtypes when no ``bound`` is given (from memory, from
-    disk, or new)."""
-    module_name, path, source = _entry(program)
-    with _lock:
-        if module_name in _loaded:
-            return _loaded[module_name]
-        if cache.read_verified(path, _sha256(source)) is None:
-            shutil.rmtree(path.parent / "__pycache__", ignore_errors=True)
-            cache.write_atomic(path, source.encode())
-        function = _import(module_name, path).run_blocks
-        signature = (_signature(launch_arguments(program, bound)) if bound is not None
-                     else _program_signature(program))
+    disk, or new). A Ctrl-C meanwhile is raised once the compile is over."""
+    with deferred_interrupts(), _lock:
+        module_name, key, source = _entry(program)
+        kernel = _loaded.get(module_name)
+        if kernel is None:
+            signature = (_signature(launch_arguments(program, bound)) if bound is not None
+                         else _program_signature(program))
+            function, path = _build(module_name, key, source, signature)
+            kernel = _loaded[module_name] = CpuKernel(program, function, path)
+    return kernel
+
+
+def _build(module_name: str, key: str, source: str, signature) -> tuple[object, Path | None]:
+    """``run_blocks`` compiled for ``signature``, and the cached file it was compiled from
+    (None: in memory)."""
+    for attempt in range(2):
+        folder = cache.entry_dir("cpu", key)
+        if folder is None:
+            break
         try:
-            function.compile(signature)
-        except Exception:  # a damaged Numba cache entry: forget it and compile afresh
-            shutil.rmtree(path.parent / "__pycache__", ignore_errors=True)
-            sys.modules.pop(module_name, None)
-            function = _import(module_name, path).run_blocks
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                function.compile(signature)
-        kernel = CpuKernel(program, function, path)
-        _loaded[module_name] = kernel
-        return kernel
+                if attempt:
+                    warnings.simplefilter("ignore")
+                return _from_entry(folder, module_name, source, signature)
+        except Exception:  # damaged, or damaged under us by another process: build it afresh
+            sys.modules.pop(module_name, None)
+            cache.discard(folder)
+    return _in_memory(module_name, source, signature), None
+
+
+def _from_entry(folder: Path, module_name: str, source: str, signature) -> tuple[object, Path]:
+    """``run_blocks`` compiled for ``signature`` through the cache entry ``folder``."""
+    path = folder / f"{module_name}.py"
+    data = source.encode()
+    if cache.read_verified(path, _sha256(source)) is None:
+        cache.store(path, data)  # for Numba, which keys its cache on the file's content
+    cache.private_folder(folder / "__pycache__")  # Numba's folder: private before Numba makes it
+    module = _import(module_name, data, str(path))
+    numba_files = _NumbaFiles(module, folder / "numba-cache.json", prefix=f"{module_name}.")
+    module.run_blocks.compile(signature)
+    numba_files.record()
+    if not _recorded_at_exit:
+        atexit.register(_record_at_exit)
+    _recorded_at_exit.append(numba_files)  # and the overloads that launches compile later
+    return module.run_blocks, path
+
+
+_recorded_at_exit: list[_NumbaFiles] = []
+
+
+def _record_at_exit() -> None:
+    for numba_files in _recorded_at_exit:
+        numba_files.record()
+
+
+class _NumbaFiles:
+    """The files Numba keeps for one generated module, and their digests recorded beside the
+    module. Made before the compile: keeps only the files whose digests were recorded (in a
+    folder nobody else may write; elsewhere Numba caches nothing), so Numba compiles what is
+    missing; ``record()`` after it writes down what is there now."""
+
+    def __init__(self, module, recorded_at: Path, prefix: str):
+        from numba.core.dispatcher import Dispatcher
+
+        self.recorded_at, self.prefix = recorded_at, prefix
+        caches = [v._cache for v in vars(module).values() if isinstance(v, Dispatcher)]
+        self.caches = [c for c in caches if hasattr(c, "cache_path")]  # cache=True
+        self.recorded = self._read()
+        for folder in self.folders():
+            problem = cache.untrusted(folder)
+            if problem is not None:  # a NUMBA_CACHE_DIR others may write
+                warnings.warn(f"eagle does not use Numba's cache folder {folder}: it {problem}. "
+                              "Kernels are compiled in memory.", RuntimeWarning, stacklevel=2)
+                for c in self.caches:
+                    c.disable()
+                self.caches = []
+                return
+            for name, digest in cache.digests(folder, prefix).items():
+                if digest is None or self.recorded.get(name) != digest:
+                    cache.discard(folder / name)
+
+    def folders(self) -> set[Path]:
+        return {Path(c.cache_path) for c in self.caches}
+
+    def record(self) -> None:
+        if not self.caches:
+            return
+        now = {}
+        for folder in self.folders():
+            now.update(cache.digests(folder, self.prefix))
+        if now != self.recorded and None not in now.values():
+            try:
+                cache.store(self.recorded_at, json.dumps(now, indent=0).encode())
+                self.recorded = now
+            except OSError:
+                pass  # then the next process deletes these files rather than trust them
+
+    def _read(self) -> dict[str, str]:
+        try:
+            recorded = json.loads(self.recorded_at.read_bytes())
+        except (OSError, ValueError):
+            return {}
+        if isinstance(recorded, dict) and all(isinstance(v, str) for v in recorded.values()):
+            return recorded
+        return {}
+
+
+def _in_memory(module_name: str, source: str, signature):
+    """``run_blocks`` compiled without a file: Numba caches nothing."""
+    text = source.replace("cache=True", "cache=False")
+    filename = f"<eagle {module_name}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    function = _import(module_name, text.encode(), filename).run_blocks
+    function.compile(signature)
+    return function
 
 
 def _sha256(text: str) -> str:
@@ -133,8 +241,19 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _import(module_name: str, path: Path):
-    return import_file(path, module_name)
+def _import(module_name: str, data: bytes, filename: str):
+    """Module ``module_name`` run from ``data`` (never from a file or a ``.pyc``); it stays in
+    ``sys.modules``, where Numba looks for it when it loads cached code."""
+    code = compile(data, filename, "exec", dont_inherit=True)
+    module = types.ModuleType(module_name)
+    module.__file__ = filename
+    sys.modules[module_name] = module
+    try:
+        exec(code, module.__dict__)
+    except BaseException:
+        sys.modules.pop(module_name, None)
+        raise
+    return module
 
 
 def _signature(example: tuple):

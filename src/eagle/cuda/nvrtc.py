@@ -16,6 +16,7 @@ the NVRTC version.
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 from .. import cache
 from ..errors import BackendUnavailable, CompileFailed
@@ -78,13 +79,12 @@ def compile_source(source: str, arch: str = "sm_90", target: str = "cubin", fmad
     options = _options(arch, target, fmad)
     key = cache.key("cuda", hashlib.sha256(source.encode()).hexdigest(), target, arch, fmad,
                     version, [o.decode() for o in options])
-    path = cache.entry_dir("cuda", key) / f"kernel.{target}"
-    if use_cache:
-        sidecar = path.with_suffix(".sha256")
-        if sidecar.exists():
-            data = cache.read_verified(path, sidecar.read_text().strip())
-            if data is not None:
-                return data
+    folder = cache.entry_dir("cuda", key) if use_cache else None  # None: the cache is unusable
+    path = folder / f"kernel.{target}" if folder is not None else None
+    if path is not None:
+        data = _cached(path)
+        if data is not None:
+            return data
     program = check(nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []),
                      "nvrtcCreateProgram")
     try:
@@ -108,10 +108,22 @@ def compile_source(source: str, arch: str = "sm_90", target: str = "cubin", fmad
             check(nvrtc.nvrtcGetPTX(program, data), "nvrtcGetPTX")
     finally:
         nvrtc.nvrtcDestroyProgram(program)
-    if use_cache:
-        cache.write_atomic(path, data)
-        cache.write_atomic(path.with_suffix(".sha256"), hashlib.sha256(data).hexdigest().encode())
+    if path is not None:
+        try:
+            cache.store(path, data)
+            cache.store(path.with_suffix(".sha256"), hashlib.sha256(data).hexdigest().encode())
+        except OSError:
+            pass  # not kept for the next process; this one has what it needs
     return data
+
+
+def _cached(path: Path) -> bytes | None:
+    """The cached cubin or PTX at ``path`` if the digest recorded beside it verifies it."""
+    try:
+        digest = path.with_suffix(".sha256").read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return cache.read_verified(path, digest)
 
 
 def ptx_to_cubin(ptx: bytes, arch: str) -> bytes:
