@@ -14,10 +14,10 @@ host-team thread's share of it (``cpu.team``). Its shape was chosen by measureme
   one-step tail for the remainder so ``nsteps`` is honoured exactly;
 - a block leaves its step loop once none of its lanes is live; once fewer than half are live it
   stops stepping the finished ones: its live lanes are gathered into contiguous scratch arrays
-  (padded to a multiple of PAD lanes) and run there, finished lanes written back and the rest compacted
-  again whenever half of them have finished (``run_sparse``), so the work follows the useful
-  sample-steps when samples stop unevenly (1% of samples 100x longer than the rest, scattered:
-  about 12x faster than stepping every lane of a block to its slowest one);
+  (padded to a multiple of ``PAD`` lanes) and run there, finished lanes written back and the
+  rest compacted again whenever half of them have finished (``run_sparse``), so the work
+  follows the useful sample-steps when samples stop unevenly (1% of samples 100x longer than
+  the rest, scattered: about 12x faster than stepping every lane of a block to its slowest);
 - one pass over a block's lanes (``visit_unrolled``, ``visit_one``) is its own function:
   LLVM vectorises a small function more reliably than the same loop nested in the block's
   step loop;
