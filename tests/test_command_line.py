@@ -52,3 +52,11 @@ def test_unknown_command_prints_usage():
     done = run("frobnicate")
     assert done.returncode == 2 and "usage: python -m eagle" in done.stderr
     assert "frobnicate" in done.stderr and "bench" in done.stderr
+
+
+def test_cache_clear_on_a_file_says_so_and_deletes_nothing(tmp_path):
+    not_a_folder = tmp_path / "cache"
+    not_a_folder.write_text("mine\n")
+    done = run("cache", "clear", env={"EAGLE_CACHE_DIR": str(not_a_folder)})
+    assert done.returncode == 2 and "not a folder" in done.stderr and "Traceback" not in done.stderr
+    assert not_a_folder.read_text() == "mine\n"

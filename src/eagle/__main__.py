@@ -49,6 +49,10 @@ def clear_cache() -> int:
     from . import cache
 
     folder = cache.cache_dir()
+    if not folder.is_dir():
+        print(f"eagle: the cache location {folder} is not a folder, so there is nothing to "
+              "clear (EAGLE_CACHE_DIR sets it)", file=sys.stderr)
+        return 2
     size = _size(folder)
     for child in folder.iterdir():
         shutil.rmtree(child) if child.is_dir() else child.unlink()
