@@ -100,8 +100,9 @@ def _evaluate(program: Program, arrays: Mapping[str, np.ndarray], n: int) -> lis
             v = np.where(a[1] > a[0], a[1], a[0])
         elif op.kind is OpKind.SELECT:
             v = np.where(a[0], a[1], a[2])
-        elif op.kind is OpKind.CALL:
+        elif op.kind is OpKind.CALL:  # a NaN result is the canonical quiet NaN, sign clear
             v = _libm(op.attr, dtype, a)
+            v = np.where(np.isnan(v), np.array(np.nan, dtype=dtype), v)
         else:
             v = _ARITHMETIC[op.kind](a[0], a[1])
         values.append(np.asarray(v, dtype=dtype))

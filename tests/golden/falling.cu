@@ -49,6 +49,7 @@ template <typename T> __device__ __forceinline__ T eagle_mod(T a, T b) {
 }
 template <> __device__ __forceinline__ long long eagle_floordiv(long long a, long long b) {
     if (b == 0) return 0;
+    if (b == -1) return (long long)(0ULL - (unsigned long long)a);  // MIN // -1 wraps to MIN
     long long q = a / b;
     return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
@@ -60,6 +61,11 @@ template <> __device__ __forceinline__ long long eagle_mod(long long a, long lon
 __device__ __forceinline__ double eagle_abs(double a) { return fabs(a); }
 __device__ __forceinline__ float eagle_abs(float a) { return fabsf(a); }
 __device__ __forceinline__ long long eagle_abs(long long a) { return a < 0 ? -a : a; }
+// A math function's NaN is the canonical quiet NaN (sign clear), as in the reference.
+__device__ __forceinline__ double eagle_canonical_nan(double x) {
+    return x == x ? x : __longlong_as_double(0x7ff8000000000000ULL); }
+__device__ __forceinline__ float eagle_canonical_nan(float x) {
+    return x == x ? x : (float)__longlong_as_double(0x7ff8000000000000ULL); }
 
 extern "C" __global__ void __launch_bounds__(256) eagle_step(
     long long n,
@@ -95,7 +101,7 @@ extern "C" __global__ void __launch_bounds__(256) eagle_step(
             const double v11 = (v9 + v10);
             const double v12 = (s_position_2 * s_position_2);
             const double v13 = (v11 + v12);
-            const double v14 = sqrt(v13);
+            const double v14 = eagle_canonical_nan(sqrt(v13));
             const double v16 = (v15 * s_position_0);
             const double v17 = (v15 * s_position_1);
             const double v18 = (v15 * s_position_2);
@@ -121,7 +127,7 @@ extern "C" __global__ void __launch_bounds__(256) eagle_step(
             const double v38 = (v36 + v37);
             const double v39 = (v35 * v35);
             const double v40 = (v38 + v39);
-            const double v41 = sqrt(v40);
+            const double v41 = eagle_canonical_nan(sqrt(v40));
             const bool v42 = (v41 < p_r_min);
             s_position_0 = v33;
             s_position_1 = v34;

@@ -49,6 +49,7 @@ template <typename T> __device__ __forceinline__ T eagle_mod(T a, T b) {
 }
 template <> __device__ __forceinline__ long long eagle_floordiv(long long a, long long b) {
     if (b == 0) return 0;
+    if (b == -1) return (long long)(0ULL - (unsigned long long)a);  // MIN // -1 wraps to MIN
     long long q = a / b;
     return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
@@ -60,6 +61,11 @@ template <> __device__ __forceinline__ long long eagle_mod(long long a, long lon
 __device__ __forceinline__ double eagle_abs(double a) { return fabs(a); }
 __device__ __forceinline__ float eagle_abs(float a) { return fabsf(a); }
 __device__ __forceinline__ long long eagle_abs(long long a) { return a < 0 ? -a : a; }
+// A math function's NaN is the canonical quiet NaN (sign clear), as in the reference.
+__device__ __forceinline__ double eagle_canonical_nan(double x) {
+    return x == x ? x : __longlong_as_double(0x7ff8000000000000ULL); }
+__device__ __forceinline__ float eagle_canonical_nan(float x) {
+    return x == x ? x : (float)__longlong_as_double(0x7ff8000000000000ULL); }
 
 extern "C" __global__ void __launch_bounds__(256) eagle_step(
     long long n,

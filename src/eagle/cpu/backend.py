@@ -58,7 +58,7 @@ TARGET_LAUNCH_S = 0.05
 MAX_STEPS_PER_LAUNCH = 1 << 20
 _DLPACK_CPU = 1
 
-EMITTER_VERSION = 8
+EMITTER_VERSION = 9
 _loaded: dict[str, CpuKernel] = {}
 _lock = threading.Lock()
 
@@ -184,7 +184,7 @@ class _NumbaFiles:
 
         self.recorded_at, self.prefix = recorded_at, prefix
         caches = [v._cache for v in vars(module).values() if isinstance(v, Dispatcher)]
-        self.caches = [c for c in caches if hasattr(c, "cache_path")]  # cache=True
+        self.caches = [c for c in caches if getattr(c, "cache_path", None)]  # cache=True
         self.recorded = self._read()
         for folder in self.folders():
             problem = cache.untrusted(folder)

@@ -27,7 +27,7 @@ No fastmath and no FMA contraction: results equal the NumPy reference executor b
 
 from __future__ import annotations
 
-from hawk.ir import DType, OpKind, Program, Role
+from hawk.ir import DType, Op, OpKind, Program, Role
 from hawk.reference import IN_DOUBLE
 
 from ..codegen import ExpressionRenderer, invariant_ops, walk
@@ -47,6 +47,29 @@ _FUNCTIONS = {"sqrt": "math.sqrt", "exp": "math.exp", "log": "math.log", "sin": 
               "cos": "math.cos", "tan": "math.tan", "tanh": "math.tanh", "fabs": "abs",
               "floor": "np.floor", "ceil": "np.ceil", "atan2": "math.atan2",
               "pow": "math.pow", "hypot": "math.hypot"}  # fmt: skip
+
+
+_BITS = {DType.FLOAT32: 32, DType.FLOAT64: 64}
+
+# Helpers every generated module defines (inlined by Numba): the reference's results where
+# Numba's own differ. A math function's NaN is the canonical quiet NaN (Numba's log(-1) has the
+# sign bit clear, the C library's set); int64 MIN // -1 wraps to MIN, as NumPy's does (Numba
+# gives 0); // and % by zero give 0 (Numba's error_model="numpy" already does).
+_HELPERS = """\
+@njit(inline="always")
+def canonical_nan64(x):
+    return x if x == x else np.float64(np.nan)
+
+
+@njit(inline="always")
+def canonical_nan32(x):
+    return x if x == x else np.float32(np.nan)
+
+
+@njit(inline="always")
+def int_floordiv(a, b):
+    return -a if b == -1 else a // b
+"""
 
 
 class NumbaRenderer(ExpressionRenderer):
@@ -72,7 +95,13 @@ class NumbaRenderer(ExpressionRenderer):
     def call(self, name: str, args: list[str], dtype: DType) -> str:
         if dtype is DType.FLOAT32 and name in IN_DOUBLE:  # as the reference: no sinf
             args = [f"np.float64({a})" for a in args]
-        return f"{_NUMPY_TYPES[dtype]}({_FUNCTIONS[name]}({', '.join(args)}))"
+        value = f"{_NUMPY_TYPES[dtype]}({_FUNCTIONS[name]}({', '.join(args)}))"
+        return f"canonical_nan{_BITS[dtype]}({value})"
+
+    def render(self, op: Op, args: list[str]) -> str:
+        if op.kind is OpKind.FLOORDIV and op.dtype is DType.INT64:
+            return f"int_floordiv({args[0]}, {args[1]})"
+        return super().render(op, args)
 
 
 class _LaneLoop:
@@ -274,6 +303,8 @@ def emit_launch(program: Program) -> str:
         "",
         "nan, inf = np.nan, np.inf",
         "",
+        "",
+        _HELPERS,
         "",
     ]
     return "\n".join(header + body) + "\n"
