@@ -67,6 +67,9 @@ def test_missing_or_garbled_sidecar_is_refused(artifact):
     sidecar.write_text("{not json")
     with pytest.raises(ArtifactError, match="not valid JSON"):
         read_artifact(artifact)
+    sidecar.write_bytes(b'{"format": "\xff\xfe"}')
+    with pytest.raises(ArtifactError, match="not UTF-8 text"):
+        read_artifact(artifact)
     sidecar.unlink()
     with pytest.raises(ArtifactError, match="no readable sidecar"):
         read_artifact(artifact)

@@ -145,6 +145,9 @@ def read_artifact(path: str | Path) -> Artifact:
                             f"({exc.strerror})") from None
     except json.JSONDecodeError as exc:
         raise ArtifactError(f"{meta_path} is not valid JSON: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ArtifactError(f"{meta_path} is not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                            "a sidecar is JSON written by python -m eagle compile") from None
     if not isinstance(meta, dict):
         raise ArtifactError(f"{meta_path} must hold a JSON object")
     if meta.get("format") != FORMAT:
