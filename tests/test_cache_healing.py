@@ -151,6 +151,11 @@ def _each(pattern: str, action):
     return damage
 
 
+# --- trial counts (docs/reliability.md includes this block)
+DAMAGE_DURING_COMPILE_TRIALS = 2  # processes compiling while another damages their cache
+CTRL_C_EVENLY_SPACED = 4  # Ctrl-C at 0, 1/4, 2/4, 3/4 of a cached start (import, load, run)
+CTRL_C_RANDOM_CACHED = 1  # and at a random moment of it
+CTRL_C_RANDOM_COLD = 2  # at random moments of a first compile
 # Shapes of damage; the last four leave no usable machine code, so the process compiles anew.
 DAMAGE = {
     "corrupt .pyc": _corrupt_pyc,
@@ -162,6 +167,7 @@ DAMAGE = {
     "one .nbc byte flipped": _each("*.run_blocks-*.nbc", lambda p: _flip(p)),
     "__pycache__ writable by everyone": _each("__pycache__", lambda p: p.chmod(0o777)),
 }
+# --- end of trial counts
 
 
 def _flip(path: Path) -> None:
@@ -223,7 +229,7 @@ def test_damage_while_a_process_compiles_never_crashes_it(tmp_path):
     expected = expected_hash()
     rng = random.Random(16)
     failures = []
-    for trial in range(2):
+    for trial in range(DAMAGE_DURING_COMPILE_TRIALS):
         cache = tmp_path / f"trial{trial}"
         child = start(cache)
         damager = _Damager(cache, rng)
@@ -387,8 +393,9 @@ def test_ctrl_c_during_the_first_compile_then_run_again_is_bit_identical(tmp_pat
     assert "error" not in loaded, loaded["stderr"]
     warm_s = loaded["build_s"]  # Numba's import and loading the cache
     rng = random.Random(5)
-    trials = [(warm, warm_s * k / 4) for k in range(4)] + [(warm, rng.uniform(0, warm_s))]
-    trials += [(tmp_path / f"cold{k}", rng.uniform(0, cold_s)) for k in range(2)]
+    trials = [(warm, warm_s * k / CTRL_C_EVENLY_SPACED) for k in range(CTRL_C_EVENLY_SPACED)]
+    trials += [(warm, rng.uniform(0, warm_s)) for _ in range(CTRL_C_RANDOM_CACHED)]
+    trials += [(tmp_path / f"cold{k}", rng.uniform(0, cold_s)) for k in range(CTRL_C_RANDOM_COLD)]
     failures, in_compile = [], 0
     for pair in range(0, len(trials), 2):  # two at a time
         children = [(delay, _interrupted(cache, delay)) for cache, delay in trials[pair:pair + 2]]
