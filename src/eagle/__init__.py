@@ -5,6 +5,9 @@
 is done or ``max_steps`` is reached.
 """
 
+# One distribution (eagle-hawk), one version: pyproject.toml's, read by hawk.
+from hawk import __version__ as __version__
+
 from .errors import (
     ArtifactError,
     BackendUnavailable,
@@ -24,8 +27,6 @@ from .loop import repeat_while
 from .plan import Plan, deploy
 from .runner import Report, Runner, simulate, until_done
 from .threads import get_num_threads, set_num_threads
-
-__version__ = "0.1.0"
 
 __all__ = [
     "deploy", "until_done", "simulate", "repeat_while", "Plan", "Runner", "Report",

@@ -4,13 +4,18 @@
 every eagle backend compiles; ``hawk.reference`` runs that IR with NumPy as the ground truth.
 """
 
+from importlib import metadata as _metadata
+
 from . import ir, passes, reference
 from .annotations import Mutable, Out, Param, Scalar, Terminated, Vec3, dot, length, vec3
 from .errors import CompileError, IRError
 from .ir import DType, Program, Role
 from .kernel import Kernel, ProgramKernel, kernel
 
-__version__ = "0.1.0"
+try:  # one version for both packages: [project] version in pyproject.toml (eagle-hawk)
+    __version__ = _metadata.version("eagle-hawk")
+except _metadata.PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "kernel", "Kernel", "ProgramKernel", "CompileError", "IRError",

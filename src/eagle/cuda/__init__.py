@@ -3,7 +3,7 @@
 ``Stream``, ``StreamCapturer``, ``Graph``/``GraphExec``, ``Module`` and ``Launcher`` are the pieces
 ``until_done`` and ``GraphPipeline`` are built from; ``is_available()`` and ``device_info()`` say
 what this machine has. Importing this package needs neither a GPU nor ``cuda.bindings``; using a
-device does (``pip install 'eagle[cuda]'``).
+device does (``pip install 'eagle-hawk[cuda]'``).
 """
 
 from .driver import DeviceInfo, device_count, device_info, is_available, unavailable_reason

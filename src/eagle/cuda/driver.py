@@ -29,7 +29,8 @@ def driver():
         from cuda.bindings import driver as cuda_driver
     except ImportError as exc:
         raise BackendUnavailable(
-            "eagle's GPU backend needs NVIDIA's cuda-bindings: pip install 'eagle[cuda]'") from exc
+            "eagle's GPU backend needs NVIDIA's cuda-bindings: "
+            "pip install 'eagle-hawk[cuda]'") from exc
     return cuda_driver
 
 

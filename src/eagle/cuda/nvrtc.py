@@ -31,7 +31,7 @@ def _nvrtc():
     except ImportError as exc:
         raise BackendUnavailable(
             "compiling for a GPU needs NVIDIA's cuda-bindings and NVRTC: "
-            "pip install 'eagle[cuda]'") from exc
+            "pip install 'eagle-hawk[cuda]'") from exc
     return nvrtc
 
 
@@ -131,7 +131,7 @@ def ptx_to_cubin(ptx: bytes, arch: str) -> bytes:
     try:
         from cuda.bindings import nvjitlink
     except ImportError as exc:
-        raise BackendUnavailable("loading PTX needs nvJitLink: pip install 'eagle[cuda]'") \
+        raise BackendUnavailable("loading PTX needs nvJitLink: pip install 'eagle-hawk[cuda]'") \
             from exc
     arch = arch_name(arch)
     ptx = ptx if ptx.endswith(b"\0") else ptx + b"\0"
