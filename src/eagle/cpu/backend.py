@@ -58,7 +58,7 @@ TARGET_LAUNCH_S = 0.05
 MAX_STEPS_PER_LAUNCH = 1 << 20
 _DLPACK_CPU = 1
 
-EMITTER_VERSION = 9
+EMITTER_VERSION = 11
 _loaded: dict[str, CpuKernel] = {}
 _lock = threading.Lock()
 
