@@ -5,6 +5,7 @@
                             [--dtype NAME=float32 ...] [--fmad] -o FILE
     python -m eagle info                              versions, devices, threads, cache
     python -m eagle cache clear                       delete every compiled kernel
+    python -m eagle --version
 
 ``compile`` writes the CUDA source, PTX or cubin of a hawk kernel's step and a JSON sidecar
 beside it (``FILE`` with the suffix ``.json``; the format is in ``docs/artifacts.md``), for
@@ -61,22 +62,33 @@ def clear_cache() -> int:
 
 
 def compile_artifact(args) -> int:
-    from hawk.__main__ import dtypes_of, load_kernel
+    from hawk import CompileError
+    from hawk.__main__ import UsageError, specialized
 
     from .cuda.artifact import write_artifact
 
-    kernel = load_kernel(args.kernel)
-    program = kernel.specialize(dtypes_of(args.dtype))
+    try:
+        program = specialized(args.kernel, args.dtype)
+    except (UsageError, CompileError) as exc:
+        print(f"eagle: {exc}", file=sys.stderr)
+        return 2
     path, meta = write_artifact(program, args.target, args.output, args.arch, args.fmad)
     print(f"wrote {path} ({path.stat().st_size} bytes) and {meta}")
     return 0
+
+
+def _version() -> str:
+    from . import __version__
+
+    return f"eagle {__version__} (eagle-hawk; hawk {__version__})"
 
 
 def parser() -> argparse.ArgumentParser:
     main_parser = argparse.ArgumentParser(prog="python -m eagle",
                                           description=__doc__.splitlines()[0],
                                           formatter_class=argparse.RawDescriptionHelpFormatter,
-                                          epilog="\n".join(__doc__.splitlines()[1:7]))
+                                          epilog="\n".join(__doc__.splitlines()[1:8]))
+    main_parser.add_argument("--version", action="version", version=_version())
     commands = main_parser.add_subparsers(dest="command", required=True)
     commands.add_parser("bench", add_help=False,
                         help="the eager-loop vs graph card (bench --help for its options)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 
 __all__ = ["set_num_threads", "get_num_threads"]
 
@@ -35,9 +36,23 @@ def get_num_threads() -> int:
 
 
 def apply_environment() -> None:
+    """Take the team size from ``$EAGLE_NUM_THREADS`` (read once, at ``import eagle``). More
+    threads than the CPUs this process may use are clamped to that count with one
+    ``RuntimeWarning`` (the same environment often moves between machines); a value that is not
+    a positive integer raises ``ValueError``."""
     value = os.environ.get(ENV_VAR)
-    if value:
-        try:
-            set_num_threads(int(value))
-        except ValueError as exc:
-            raise ValueError(f"${ENV_VAR}={value!r}: {exc}") from None
+    if not value:
+        return
+    try:
+        k = int(value)
+    except ValueError:
+        k = 0
+    if k < 1:
+        raise ValueError(f"${ENV_VAR}={value!r}: expected a positive whole number of threads "
+                         f"(1 to {_cpus()}, the CPUs this process may use)")
+    limit = _cpus()
+    if k > limit:
+        warnings.warn(f"${ENV_VAR}={value} is more than the {limit} CPUs this process may use; "
+                      f"eagle runs on {limit} threads", RuntimeWarning, stacklevel=2)
+        k = limit
+    set_num_threads(k)

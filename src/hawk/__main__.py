@@ -1,10 +1,15 @@
 """``python -m hawk``: look at what hawk makes of a kernel, without a GPU.
 
     python -m hawk ir MODULE.py:KERNEL [--dtype NAME=float32 ...] [--stages]
+    python -m hawk --version
 
 ``ir`` prints the IR every backend compiles (after ``hawk.passes.optimize``); ``--stages`` adds
 each op's stage (launch, sample or step: ``hawk.passes.classify``). Compiling a kernel to CUDA
 source, PTX or a cubin is the runtime's: ``python -m eagle compile`` (hawk never imports eagle).
+
+A mistake of the user's (a file or kernel that is not there, a ``--dtype`` hawk cannot use, a
+kernel hawk cannot compile) is one message on stderr, no traceback, and exit status 2; a
+``CompileError`` prints as itself, with the kernel's file, line and a caret.
 """
 
 from __future__ import annotations
@@ -13,38 +18,65 @@ import argparse
 import sys
 from pathlib import Path
 
-from .ir import Program
+from . import __version__
+from .errors import CompileError
+from .ir import DType, Program
 from .kernel import Kernel
 from .passes import classify
 from .source import import_file
 
 
+class UsageError(Exception):
+    """A command line that cannot be carried out as written; ``main`` prints it, exit 2."""
+
+
 def load_kernel(spec: str) -> Kernel:
-    """The kernel named by ``path/to/module.py:name``."""
+    """The kernel named by ``path/to/module.py:name`` (``UsageError`` if there is none; a kernel
+    hawk cannot compile raises its ``CompileError`` when the file is imported)."""
     path_text, sep, name = spec.rpartition(":")
     if not sep or not path_text or not name:
-        raise SystemExit(f"hawk: expected MODULE.py:KERNEL, got {spec!r}")
+        raise UsageError(f"expected MODULE.py:KERNEL, got {spec!r}")
     path = Path(path_text).resolve()
     if not path.is_file():
-        raise SystemExit(f"hawk: no such file {path_text!r}")
+        raise UsageError(f"no such file {path_text!r}")
     sys.path.insert(0, str(path.parent))
     module = import_file(path, path.stem)
     kernel = getattr(module, name, None)
     if not isinstance(kernel, Kernel):
         found = ", ".join(k for k, v in vars(module).items() if isinstance(v, Kernel))
-        raise SystemExit(f"hawk: {path_text} has no hawk kernel {name!r} "
+        raise UsageError(f"{path_text} has no hawk kernel {name!r} "
                          f"(kernels there: {found or 'none'})")
     return kernel
 
 
-def dtypes_of(pairs: list[str]) -> dict[str, str]:
+def dtypes_of(pairs: list[str], kernel: Kernel | None = None) -> dict[str, str]:
+    """``--dtype NAME=DTYPE`` options as a dict, each dtype one hawk supports and, given the
+    kernel, each name one of its parameters (else ``UsageError`` saying what would do)."""
+    supported = [d.value for d in DType]
+    names = [p.name for p in kernel.params] if kernel is not None else None
     out = {}
     for pair in pairs:
         name, sep, dtype = pair.partition("=")
         if not sep:
-            raise SystemExit(f"hawk: --dtype takes NAME=DTYPE, got {pair!r}")
+            raise UsageError(f"--dtype takes NAME=DTYPE, got {pair!r}")
+        if names is not None and name not in names:
+            raise UsageError(f"--dtype {pair}: {kernel.name} has no parameter {name!r}; its "
+                             f"parameters are {', '.join(names)}")
+        if dtype not in supported:
+            raise UsageError(f"--dtype {pair}: hawk does not support dtype {dtype!r}; the "
+                             f"supported dtypes are {', '.join(supported)}")
         out[name] = dtype
     return out
+
+
+def specialized(spec: str, pairs: list[str]) -> Program:
+    """The IR of the kernel named by ``spec`` for the ``--dtype`` options ``pairs``."""
+    kernel = load_kernel(spec)
+    dtypes = dtypes_of(pairs, kernel)
+    try:
+        return kernel.specialize(dtypes)
+    except TypeError as exc:  # e.g. a Terminated flag given a dtype other than bool
+        raise UsageError(f"--dtype: {exc}") from None
 
 
 def with_stages(program: Program) -> str:
@@ -63,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
               "compiled artifacts belong to eagle's CUDA backend", file=sys.stderr)
         return 2
     parser = argparse.ArgumentParser(prog="python -m hawk", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"hawk {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     ir = commands.add_parser("ir", help="print the kernel's IR")
     ir.add_argument("kernel", help="MODULE.py:KERNEL")
@@ -72,7 +105,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="mark each op launch, sample or step (what may be hoisted out of the "
                          "step loop)")
     args = parser.parse_args(argv)
-    program = load_kernel(args.kernel).specialize(dtypes_of(args.dtype))
+    try:
+        program = specialized(args.kernel, args.dtype)
+    except (UsageError, CompileError) as exc:
+        print(f"hawk: {exc}", file=sys.stderr)
+        return 2
     print(with_stages(program) if args.stages else program)
     return 0
 
