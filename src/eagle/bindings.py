@@ -98,7 +98,10 @@ def bind(kernel: Kernel, bindings: dict, device: str | None, caller: str = "unti
         value = bindings[p.name]
         if p.role is Role.PARAM:
             scalars[p.name] = _uniform(p, value)
+        elif _library_of(value) in _LABELLED_ARRAYS:
+            raise BindingTypeError(_labelled_array_message(p, value))
         elif is_array_like(value):
+            _check_not_tracked(p, value)
             devices[p.name] = backends.device_of(value)
             arrays[p.name] = value
         elif p.role is Role.SCALAR and _is_number(value):
@@ -112,7 +115,7 @@ def bind(kernel: Kernel, bindings: dict, device: str | None, caller: str = "unti
     for name, value in list(arrays.items()):
         try:
             arrays[name] = backend.view(value, device)
-        except TypeError as exc:
+        except (TypeError, BufferError) as exc:  # BufferError: an exporter refused (DLPack)
             raise BindingTypeError(f"{name!r} ({_describe(params[name])}): {exc}") from None
     n = _sample_count(kernel, arrays)
 
@@ -219,7 +222,39 @@ def _number_dtype(value, working_float: np.dtype) -> np.dtype:
     return working_float
 
 
+# Libraries whose arrays carry labels (an index, coordinates) and hold a NumPy array inside;
+# recognised by module name, so neither is ever imported here.
+_LABELLED_ARRAYS = {"pandas": "a pandas", "xarray": "an xarray"}
+
+
+def _library_of(value) -> str:
+    return type(value).__module__.partition(".")[0]
+
+
+def _labelled_array_message(p: Parameter, value) -> str:
+    what = f"{_LABELLED_ARRAYS[_library_of(value)]} {type(value).__name__}"
+    read_back = (" and read the results from that array (eagle updates it in place, not the "
+                 f"{type(value).__name__})" if p.role.written else "")
+    return (f"{p.name!r} ({_describe(p)}) is {what}; eagle binds plain arrays, so pass "
+            f"{p.name}.to_numpy(){read_back}")
+
+
+def _check_not_tracked(p: Parameter, value) -> None:
+    """A PyTorch tensor that autograd tracks is refused with the fix (its exporters would say
+    only that they cannot export it)."""
+    if _library_of(value) == "torch" and getattr(value, "requires_grad", False) is True:
+        raise BindingTypeError(f"{p.name!r} ({_describe(p)}) is a PyTorch tensor that requires "
+                               f"grad; eagle reads and writes its memory outside autograd, so "
+                               f"pass {p.name}.detach()")
+
+
 def _uniform(p: Parameter, value):
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]  # a 0-d NumPy array is the number it holds (as a NumPy scalar)
+    elif is_array_like(value) and tuple(getattr(value, "shape", (1,))) == ():
+        raise BindingTypeError(f"{p.name!r} is a Param (one value for every sample) but got a "
+                               f"0-d {type(value).__name__}; pass a number, e.g. "
+                               f"float({p.name})")
     if is_array_like(value) or isinstance(value, list | tuple):
         shape = getattr(value, "shape", None)
         what = f"an array of shape {tuple(shape)}" if shape is not None else type(value).__name__

@@ -459,12 +459,13 @@ def until_done(plan: Plan | hawk.Kernel, /, max_steps: int, steps_per_launch: in
 
 def simulate(kernel: hawk.Kernel, /, max_steps: int, device: str | None = None,
              steps_per_launch: int | None = None, *, check_finite: bool = False,
-             **bindings) -> Report:
+             progress: bool = False, **bindings) -> Report:
     """``deploy`` + ``until_done`` + ``run`` in one call; the arrays are updated in place.
+    ``progress=True`` shows a tqdm bar of samples done, as ``Runner.run(progress=True)`` does.
     Warns (``eagle.TruncationWarning``) when ``max_steps`` ends it with samples running."""
     runner = until_done(deploy(kernel, device), max_steps=max_steps,
                         steps_per_launch=steps_per_launch, check_finite=check_finite, **bindings)
-    report = runner._run(False, None, None)
+    report = runner._run(progress, None, None)
     _warn_if_truncated(runner, report, stacklevel=3)
     return report
 

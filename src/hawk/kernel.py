@@ -31,6 +31,7 @@ RESERVED_PARAMETER_NAMES = {
     "eager": "until_done's host-decides-every-launch switch",
     "check_finite": "until_done's NaN/inf check",
     "device": "simulate's device",
+    "progress": "simulate's progress bar",
     "plan": "eagle.distributed.until_done's plan, which may be passed by name",
     "client": "eagle.distributed.until_done's Dask client",
     "chunks": "eagle.distributed.until_done's chunking",
