@@ -29,7 +29,7 @@ docs: venv
 	$(PY) -m sphinx -b html -W --keep-going -q docs docs/_build/html
 	@echo "docs: open docs/_build/html/index.html"
 
-# The full card, then eagle against a hand-written Numba kernel of the same recurrence.
+# The full card, then eagle against the fastest hand-written Numba kernels (benchmarks/cpu_loop.py).
 bench: venv
 	$(PY) -m eagle bench
 	$(PY) benchmarks/cpu_loop.py

@@ -2,8 +2,10 @@
 
 A launch advances every live sample by up to ``nsteps`` steps and reports how many samples are
 still live and how many steps the slowest one took; ``run_blocks(tid, nthreads, ...)`` is one
-host-team thread's share of it (``cpu.team``). Its shape was chosen by measurement (see
-``benchmarks/peer_numba.py``, the hand-written version of the same loop):
+host-team thread's share of it (``cpu.team``). Its shape was chosen by measurement;
+``benchmarks/cpu_loop.py`` compares it with the fastest kernels we could write by hand
+(``benchmarks/peer_numba.py``: a counter-free, alive-masked lane-blocked kernel and a
+per-sample loop), which on plain kernels are still up to 2x faster (issue 13):
 
 - samples are cut into blocks of ``BLOCK`` lanes, dealt to threads in cyclic order
   (``range(tid, nblocks, nthreads)``): one contiguous piece per thread finishes unevenly on
