@@ -24,9 +24,11 @@ test: venv
 	$(PY) -m ruff check src tests benchmarks examples docs
 	$(PY) -m pytest -q
 
-# The documentation site (every notebook executed; any warning is an error).
+# The documentation site (every notebook executed; any warning is an error; no Markdown table
+# left as raw text).
 docs: venv
 	$(PY) -m sphinx -b html -W --keep-going -q docs docs/_build/html
+	$(PY) scripts/check_docs_html.py docs/_build/html
 	@echo "docs: open docs/_build/html/index.html"
 
 # The full card, then eagle against the fastest hand-written Numba kernels (benchmarks/cpu_loop.py).

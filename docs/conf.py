@@ -24,6 +24,8 @@ nb_execution_mode = "force"
 nb_execution_raise_on_error = True
 nb_execution_timeout = 600
 nb_merge_streams = True
+# Markdown that a cell prints is parsed as MyST (tables included), not CommonMark (no tables).
+nb_render_markdown_format = "myst"
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 napoleon_google_docstring = True
