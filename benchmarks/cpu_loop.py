@@ -77,6 +77,7 @@ from peer_numba import OSCILLATOR, Recurrence, make_lane_peer, make_sample_peer 
 
 import eagle  # noqa: E402
 import hawk  # noqa: E402
+from eagle.bench import oscillator as spread_oscillator  # noqa: E402  (t_end per sample)
 from hawk import Mutable, Param, Scalar, Terminated  # noqa: E402
 
 DT = 1e-3
@@ -94,16 +95,6 @@ ARMS = ("eagle", "lane", "sample")
 @hawk.kernel
 def oscillator(omega: Scalar, t_end: Param, dt: Param, terminated: Terminated,
                x: Mutable[Scalar], v: Mutable[Scalar], t: Mutable[Scalar]):
-    x0, v0 = x, v
-    x = x0 + dt * v0
-    v = v0 - dt * omega * omega * x0
-    t += dt
-    terminated = t >= t_end
-
-
-@hawk.kernel
-def spread_oscillator(omega: Scalar, t_end: Scalar, dt: Param, terminated: Terminated,
-                      x: Mutable[Scalar], v: Mutable[Scalar], t: Mutable[Scalar]):
     x0, v0 = x, v
     x = x0 + dt * v0
     v = v0 - dt * omega * omega * x0

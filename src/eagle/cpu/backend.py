@@ -59,7 +59,9 @@ MAX_STEPS_PER_LAUNCH = 1 << 20
 _DLPACK_CPU = 1
 
 EMITTER_VERSION = 11
-_loaded: dict[str, CpuKernel] = {}
+_loaded: dict[str, CpuKernel] = {}  # by generated module name (program digest and versions)
+# id(program) -> (program, its compiled launch); the program is kept so its id stays its own
+_by_program: dict[int, tuple[Program, CpuKernel]] = {}
 _lock = threading.Lock()
 
 
@@ -118,7 +120,11 @@ def _entry(program: Program) -> tuple[str, str, str]:
 def compile_program(program: Program, bound=None) -> CpuKernel:
     """The compiled launch of ``program`` for ``bound``'s argument types, or for writable
     contiguous arrays of the program's dtypes when no ``bound`` is given (from memory, from
-    disk, or new). A Ctrl-C meanwhile is raised once the compile is over."""
+    disk, or new). A Ctrl-C meanwhile is raised once the compile is over. A program compiled
+    once in this process costs a dictionary look-up: no emitting, no hashing."""
+    known = _by_program.get(id(program))
+    if known is not None and known[0] is program:
+        return known[1]
     with deferred_interrupts(), _lock:
         module_name, key, source = _entry(program)
         kernel = _loaded.get(module_name)
@@ -127,6 +133,7 @@ def compile_program(program: Program, bound=None) -> CpuKernel:
                          else _program_signature(program))
             function, path = _build(module_name, key, source, signature)
             kernel = _loaded[module_name] = CpuKernel(program, function, path)
+        _by_program[id(program)] = (program, kernel)
     return kernel
 
 
@@ -274,10 +281,6 @@ def _program_signature(program: Program):
     return (numba.int64, numba.int64, numba.int64, *types)
 
 
-# id(program) -> (program, its compiled launch); the program is kept so its id stays its own
-_by_program: dict[int, tuple[Program, CpuKernel]] = {}
-
-
 class CpuLoop:
     """``until_done``'s loop on the host: one compiled launch per iteration of a host loop,
     each launch sized so that it takes about ``TARGET_LAUNCH_S`` (unless the runner fixed the
@@ -296,16 +299,11 @@ class CpuLoop:
         self._arguments: tuple = ()
 
     def build(self) -> float:
-        """Compile (or load from the cache) the launch; 0 once done. A program compiled once
-        in this process costs a new runner a dictionary look-up: no emitting, no hashing."""
+        """Compile (or load from the cache) the launch; 0 once done."""
         if self.kernel is not None:
             return 0.0
         start = time.perf_counter()
-        known = _by_program.get(id(self.program))
-        if known is None or known[0] is not self.program:
-            known = (self.program, compile_program(self.program, self.bound))
-            _by_program[id(self.program)] = known
-        self.kernel = known[1]
+        self.kernel = compile_program(self.program, self.bound)
         self._arguments = self.kernel.arguments(self.bound)
         return time.perf_counter() - start
 

@@ -209,10 +209,11 @@ def _sparse(program: Program, arrays: str) -> list[str]:
     written = [slot for slot in per_sample if slot.param.role.written]
 
     def scratch(name: str) -> str:
-        return "f_" + name if name != "flags" else "f_flags"
+        return "f_" + name
 
-    scratch_arrays = ", ".join(scratch(name) if name == "flags" or not _uniform(program, name)
-                               else name for name in arrays.split(", "))
+    scratch_arrays = ", ".join(["f_flags", *(slot.name if slot.is_uniform else scratch(slot.name)
+                                             for slot in program.slots)])
+
     def pad(indent: str) -> list[str]:  # lanes m..mp: copies of lane 0, done, never written
         return [f"{indent}{line}" for line in [  # back: LLVM's vector loop covers all mp lanes
             f"mp = min(cap, (m + {PAD - 1}) // {PAD} * {PAD})",
@@ -270,10 +271,6 @@ def _sparse(program: Program, arrays: str) -> list[str]:
         "",
     ]
     return lines
-
-
-def _uniform(program: Program, argument: str) -> bool:
-    return any(slot.is_uniform and slot.name == argument for slot in program.slots)
 
 
 def emit_launch(program: Program) -> str:

@@ -1,6 +1,6 @@
 """The GPU backend: a hawk program compiled for one device, and its loop recorded as one graph.
 
-``compile_program`` emits CUDA C++ (``emit``), compiles it with NVRTC to a cubin for the
+``CudaBackend.compile`` emits CUDA C++ (``emit``), compiles it with NVRTC to a cubin for the
 device's own architecture (cached on disk), loads it and resolves its kernels, all before any
 graph is recorded (a module loaded during capture invalidates the capture).
 
@@ -42,7 +42,7 @@ from .memory import DeviceBuffer, HostMapped
 from .nvrtc import compile_source
 from .stream import Stream
 
-__all__ = ["CudaBackend", "CudaLoop", "CudaKernel", "compile_program", "GraphLoop",
+__all__ = ["CudaBackend", "CudaLoop", "CudaKernel", "GraphLoop",
            "step_arguments", "DEFAULT_STEPS_PER_LAUNCH", "UNROLLED"]
 
 #: GPU launches are cheap inside a graph; 64 steps per launch keeps each launch short enough
@@ -69,13 +69,6 @@ class CudaKernel:
         self.decide = self.module.function(DECIDE_KERNEL)
         self.start = self.module.function(START_KERNEL)
         self.while_nodes = info.supports_while_nodes
-
-
-def compile_program(program: Program, device: str, fmad: bool = False) -> CudaKernel:
-    """``program`` compiled by NVRTC and loaded on ``device`` (by the registered backend)."""
-    from ..backend import backend_for
-
-    return backend_for(device).compile(program, device, fmad=fmad)
 
 
 def step_arguments(slots: tuple[Slot, ...], bound: Bound, control: DeviceBuffer):
