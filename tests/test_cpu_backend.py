@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from differential import assert_bitwise_equal, eagle_run, reference_run
+from eagle.cpu.emit import SHAPE
 from kernels import oscillator, spread_oscillator
 
 N = 3001  # not a multiple of the block size, so the last block is partial
@@ -84,12 +85,15 @@ def test_parameter_names_cannot_clash_with_generated_names():
 
 def tail_bindings(n=9001, seed=5, dt=1e-3):
     """Most samples stop early, a scattered few run 40x longer, some blocks almost empty: the
-    CPU backend packs a block's live lanes once most are done (``run_sparse``)."""
+    CPU backend compacts a block's live lanes as they finish and sends a block's last few to
+    its thread's pool (``eagle.cpu.emit``)."""
     rng = np.random.default_rng(seed)
+    block = SHAPE.block
+    n = max(n, 5 * block + 1)
     stops = np.where(rng.random(n) < 0.02, 2000, rng.integers(1, 60, n))
-    stops[3 * 2048:4 * 2048] = 5  # a block that empties at once
-    stops[4 * 2048 + 17] = 2500  # and one with a single long sample
-    stops[4 * 2048 + 18:5 * 2048] = 3
+    stops[3 * block:4 * block] = 5  # a block that empties at once
+    stops[4 * block + 17] = 2500  # and one with a single long sample
+    stops[4 * block + 18:5 * block] = 3
     return dict(x=np.ones(n), v=np.zeros(n), t=np.zeros(n), omega=rng.uniform(1.0, 3.0, n),
                 t_end=dt * stops - dt / 2, dt=dt)
 
@@ -98,8 +102,8 @@ def tail_bindings(n=9001, seed=5, dt=1e-3):
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("steps_per_launch", [1, 3, 50, None])
 def test_scattered_tails_equal_reference(steps_per_launch, threads, dtype):
-    """float64 kernels count steps per lane; all-float32 ones with an OR per step: both
-    must give the reference's steps and bits."""
+    """float64 and float32 kernels must give the reference's steps and bits, whatever the
+    launch size and the number of threads."""
     import eagle
 
     previous = eagle.get_num_threads()
@@ -118,3 +122,33 @@ def test_scattered_tails_equal_reference(steps_per_launch, threads, dtype):
     reference_truncated, steps = reference_run(spread_oscillator, bindings, 1234)
     assert steps == 1234
     assert_bitwise_equal(truncated, reference_truncated)
+
+
+def test_launches_too_short_to_split_run_on_one_thread(monkeypatch):
+    """Handing a launch of a few thousand sample-steps to the team costs more than it saves:
+    it runs on the calling thread; a long one is still split."""
+    import eagle
+    from eagle.cpu import backend, team
+
+    calls = []
+    run = team.team.run
+
+    def recording(function, nthreads, nblocks, arguments):
+        calls.append((int(arguments[0]), nthreads))
+        return run(function, nthreads, nblocks, arguments)
+
+    monkeypatch.setattr(team.team, "run", recording)
+    previous = eagle.get_num_threads()
+    eagle.set_num_threads(2)
+    try:
+        n = 3 * SHAPE.block  # three blocks: enough to split
+        small = dict(x=np.ones(n), v=np.zeros(n), t=np.zeros(n), omega=np.ones(n),
+                     t_end=np.full(n, 0.0105), dt=1e-3)
+        eagle_run(spread_oscillator, small, 100, 4)
+        assert calls and all(threads == 1 for _, threads in calls)
+        assert all(k * n < backend.SPLIT_WORK for k, _ in calls)
+        calls.clear()
+        eagle_run(spread_oscillator, small, 100, 64)
+        assert calls[0] == (64, min(2, eagle.threads._cpus()))
+    finally:
+        eagle.set_num_threads(previous)

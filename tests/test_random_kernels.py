@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import random_kernels
 from differential import assert_bitwise_equal, eagle_run, reference_run
 
-N = 2500  # one full block (BLOCK = 2048) and a partial one
+N = 2500  # samples per example (below a block: random kernels by launch, test_cpu_lanes.py)
 MAX_STEPS = 60
 
 # Each example compiles a new kernel (about a second), so CI runs a modest number of examples

@@ -45,7 +45,7 @@ from .. import cache
 from ..arrays import as_host_array
 from ..interrupts import deferred_interrupts
 from ..threads import get_num_threads
-from .emit import BLOCK, UNROLL, emit_launch
+from .emit import SHAPE, emit_launch
 from .team import team
 
 __all__ = ["CpuBackend", "CpuLoop", "CpuKernel", "compile_program", "launch_arguments",
@@ -56,9 +56,10 @@ __all__ = ["CpuBackend", "CpuLoop", "CpuKernel", "compile_program", "launch_argu
 FIRST_STEPS_PER_LAUNCH = 16
 TARGET_LAUNCH_S = 0.05
 MAX_STEPS_PER_LAUNCH = 1 << 20
+SPLIT_WORK = 1 << 18  # sample-steps below which a launch runs on the calling thread alone
 _DLPACK_CPU = 1
 
-EMITTER_VERSION = 11
+EMITTER_VERSION = 12
 _loaded: dict[str, CpuKernel] = {}  # by generated module name (program digest and versions)
 # id(program) -> (program, its compiled launch); the program is kept so its id stays its own
 _by_program: dict[int, tuple[Program, CpuKernel]] = {}
@@ -89,7 +90,7 @@ class CpuKernel:
     def launch(self, nsteps: int, nthreads: int, arguments: tuple) -> tuple[int, int]:
         """Advance every live sample by up to ``nsteps`` on ``nthreads`` host threads; return
         (live samples, steps taken by the slowest)."""
-        nblocks = -(-arguments[0].shape[0] // BLOCK)
+        nblocks = -(-arguments[0].shape[0] // SHAPE.block)
         live, steps = team.run(self.function, nthreads, nblocks, (np.int64(nsteps), *arguments))
         return int(live), int(steps)
 
@@ -112,8 +113,8 @@ def _entry(program: Program) -> tuple[str, str, str]:
     numba = _numba()
     from .. import __version__
 
-    key = cache.key("cpu", program.digest(), EMITTER_VERSION, BLOCK, UNROLL, numba.__version__,
-                    __version__, sys.version_info[:2], np.__version__)
+    key = cache.key("cpu", program.digest(), EMITTER_VERSION, SHAPE.block, SHAPE.unroll,
+                    numba.__version__, __version__, sys.version_info[:2], np.__version__)
     return f"eagle_cpu_{program.name}_{key[:16]}", key, emit_launch(program)
 
 
@@ -315,8 +316,11 @@ class CpuLoop:
 
             def one_launch():
                 k = min(self.steps_per_launch, counters.max_steps - counters.steps)
+                live = counters.live if counters.live is not None else self.bound.n
+                # A launch too short to split costs more in the hand-over than it saves.
+                threads = self.threads if live * k >= SPLIT_WORK else 1
                 t0 = time.perf_counter()
-                live, taken = self.kernel.launch(k, self.threads, self._arguments)
+                live, taken = self.kernel.launch(k, threads, self._arguments)
                 counters.record(1, taken, live)
                 self._adapt(k, taken, time.perf_counter() - t0)
                 condition[0] = not counters.finished

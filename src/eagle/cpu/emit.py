@@ -2,44 +2,67 @@
 
 A launch advances every live sample by up to ``nsteps`` steps and reports how many samples are
 still live and how many steps the slowest one took; ``run_blocks(tid, nthreads, ...)`` is one
-host-team thread's share of it (``cpu.team``). Its shape was chosen by measurement;
-``benchmarks/cpu_loop.py`` compares it with the fastest kernels we could write by hand
-(``benchmarks/peer_numba.py``: a counter-free, alive-masked lane-blocked kernel and a
-per-sample loop), which on plain kernels are still up to 2x faster (issue 13):
+host-team thread's share of it (``cpu.team``). Its shape was chosen by measurement against the
+fastest kernels we could write by hand (``benchmarks/cpu_loop.py``, ``peer_numba.py``):
 
-- samples are cut into blocks of ``BLOCK`` lanes, dealt to threads in cyclic order
-  (``range(tid, nblocks, nthreads)``): one contiguous piece per thread finishes unevenly on
-  spread configurations;
-- inside a block the step loop is outside and the lane loop innermost, branch-free and over
-  arrays, so LLVM vectorises it: a finished lane is frozen by a select, never by a branch;
-- ``UNROLL`` steps are written out per lane visit so a lane's state stays in registers, with a
-  one-step tail for the remainder so ``nsteps`` is honoured exactly;
-- a block leaves its step loop once none of its lanes is live; once fewer than half are live it
-  stops stepping the finished ones: its live lanes are gathered into contiguous scratch arrays
-  (padded to a multiple of ``PAD`` lanes) and run there, finished lanes written back and the
-  rest compacted again whenever half of them have finished (``run_sparse``), so the work
-  follows the useful sample-steps when samples stop unevenly (1% of samples 100x longer than
-  the rest, scattered: about 12x faster than stepping every lane of a block to its slowest);
-- one pass over a block's lanes (``visit_unrolled``, ``visit_one``) is its own function:
-  LLVM vectorises a small function more reliably than the same loop nested in the block's
-  step loop;
+- samples are cut into blocks (``Shape.block``), dealt to threads in cyclic order; a block's
+  live lanes are gathered into the thread's scratch (which stays in L2) with their read-only
+  values and per-sample invariants (``dt * omega * omega``) computed once there;
+- a *visit* is one pass over the scratch lanes taking ``Shape.unroll`` steps per lane, written
+  out, the lane's values in registers; the lane loop is innermost and branch-free, so LLVM
+  vectorises it. A finished lane is frozen by selects written ``x = new if alive else x``,
+  which AVX-512 turns into merge-masked operations: nothing per lane but the step itself;
+- no per-lane step counter: the lanes of a set are all at the same step. A visit reads one
+  copy of the state and writes the other (ping-pong), so when a visit ends with no lane live,
+  the set's last lane finished in it, and that visit is redone from its start one step at a
+  time to find the exact step (same operations, same values: the same bits);
+- finished lanes are put back and the rest compacted whenever half have finished, so the work
+  follows the useful sample-steps; a block's last few live lanes (``Shape.park``) go to its
+  thread's pool, in which lanes of many blocks are stepped until they line up at the same
+  step and then share one dense set (1% of samples 100x longer than the rest, scattered: as
+  fast as the same targets sorted);
+- a visit is its own small function (LLVM vectorises it reliably) with one call site, and
+  everything else is one function: Numba optimises a callee again in each caller and LLVM
+  inlines it at each call site, so compile time follows the functions and call sites.
 
 No fastmath and no FMA contraction: results equal the NumPy reference executor bit for bit.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from hawk.ir import DType, Op, OpKind, Program, Role
+from hawk.passes import Stage, classify
 from hawk.reference import IN_DOUBLE
 
 from ..codegen import ExpressionRenderer, invariant_ops, walk
 
-__all__ = ["emit_launch", "BLOCK", "UNROLL", "SPARSE_MIN"]
+__all__ = ["emit_launch", "Shape", "SHAPE"]
 
-BLOCK = 2048
-UNROLL = 4
-SPARSE_MIN = 32  # below this many lanes, compacting a sparse block further is not worth it
-PAD = 16  # sparse lanes are padded to a multiple of this, so LLVM's vector loop covers them
+PAD = 16  # lanes are padded to a multiple of this, so LLVM's vector loop covers them
+
+
+@dataclass(frozen=True)
+class Shape:
+    """How a launch cuts its work: ``block`` samples per block (a thread's scratch holds one
+    block, and stays in L2), ``unroll`` steps written out per lane visit, and ``park``: a
+    block with fewer live lanes than this sends them to the thread's pool."""
+
+    block: int = 4096
+    unroll: int = 8
+
+    def __post_init__(self):
+        if self.block % PAD or self.block <= 0 or self.unroll < 1:
+            raise ValueError(f"block must be a positive multiple of {PAD} and unroll >= 1, "
+                             f"got {self}")
+
+    @property
+    def park(self) -> int:
+        return max(1, self.block // 16)
+
+
+SHAPE = Shape()
 
 _NUMPY_TYPES = {DType.BOOL: "np.bool_", DType.INT64: "np.int64",
                 DType.FLOAT32: "np.float32", DType.FLOAT64: "np.float64"}  # fmt: skip
@@ -106,214 +129,351 @@ class NumbaRenderer(ExpressionRenderer):
         return super().render(op, args)
 
 
-class _LaneLoop:
-    """Writes the lane loop of a block: load a lane, take ``steps`` steps, store it back."""
+class _Layout:
+    """Where each value of a lane visit comes from, and the names the generated code gives it.
 
-    def __init__(self, program: Program):
-        self.program = program
+    A sample's *state* (what the step stores: Mutable and Out values) is carried in two scratch
+    buffers, ``a_*`` and ``b_*``, that visits read from one and write to the other; its
+    read-only per-sample values and per-sample invariants (``Stage.SAMPLE``: ``dt * omega *
+    omega``) are computed once per launch into lane arrays ``lane_*``; values shared by every
+    sample are arguments, and invariants of them (``Stage.LAUNCH``) are computed once a visit.
+    """
+
+    def __init__(self, program: Program, shape: Shape):
+        p = self.program = program
+        self.shape = shape
         self.renderer = NumbaRenderer()
-        self.slots = {slot.key: slot for slot in program.slots}
-        # Mutable state and Out values live in local variables for the whole visit.
-        self.state = {(s.param, s.component) for s in program.stores}
-        self.outputs = {(s.param, s.component) for s in program.stores
-                        if program.param(s.param).role is Role.OUT}
-        self.invariant = invariant_ops(program)
-        self.hoisted: dict[int, str] = {}
-        # Per-lane int64 step counters halve the lanes of a float32 loop (Numba widens every
-        # integer to int64): a kernel whose per-sample values are all float32 (or bool) counts
-        # its steps with one OR per step across lanes instead (``any_k``: some lane was live at
-        # step k), and its live lanes in a pass over the flags (float32 1.2-1.5x faster).
-        self.narrow = all(slot.param.dtype in (DType.FLOAT32, DType.BOOL)
-                          for slot in program.slots if not slot.is_uniform)
+        self.slots = {slot.key: slot for slot in p.slots}
+        self.state = sorted({(s.param, s.component) for s in p.stores}, key=str)
+        self.outputs = {(s.param, s.component) for s in p.stores
+                        if p.param(s.param).role is Role.OUT}
+        stages = classify(p)
+        self.invariant = invariant_ops(p)
+        self.launch_ops = frozenset(i for i in self.invariant if stages[i] is Stage.LAUNCH)
+        # What the step itself reads: the args of the ops computed every step, the stored
+        # values and the termination flag.
+        used = {a for i, op in enumerate(p.ops)
+                if i not in self.invariant and op.kind is not OpKind.LOAD for a in op.args}
+        used |= {s.value for s in p.stores}
+        if p.terminated is not None:
+            used.add(p.terminated)
+        self.sample_ops = sorted(i for i in used
+                                 if i in self.invariant and i not in self.launch_ops)
+        state = set(self.state)
+
+        def per_sample_load(i: int) -> bool:
+            op = p.ops[i]
+            return op.kind is OpKind.LOAD and not self.slots[op.attr].is_uniform
+
+        self.lane_keys = sorted({p.ops[i].attr for i in used if per_sample_load(i)
+                                 and p.ops[i].attr not in state}, key=str)
+        self.gathered_keys = sorted({p.ops[a].attr for i in self.invariant
+                                     for a in p.ops[i].args if per_sample_load(a)}, key=str)
+        self.known = {i: f"v{i}_h" if i in self.launch_ops else f"h{i}" for i in self.invariant}
 
     def local(self, key) -> str:
-        """The local variable holding a per-sample value during a visit (``s_x``)."""
-        return "s" + self.slots[key].name[1:]
+        """The local variable holding a per-sample value during a visit (``s_x``, ``l_x``)."""
+        return ("s_" if key in self.state else "l_") + _base(self.slots[key])
 
     def value(self, key) -> str:
         """A loaded value's name in the step: a ``Param``'s argument, else the lane's local."""
         slot = self.slots[key]
         return slot.name if slot.is_uniform else self.local(key)
 
-    def lines(self, steps: int) -> list[str]:
-        p = self.program
-        # An unsigned lane index: with a signed one Numba emits a negative-index wraparound
-        # that keeps LLVM from proving the accesses safe, and the loop stays scalar (4x slower).
-        out = ["for i in range(np.uint64(lo), np.uint64(hi)):"]
-        reads = sorted({op.attr for op in p.ops if op.kind is OpKind.LOAD} | self.state,
-                       key=str)
-        for key in reads:
-            if not self.slots[key].is_uniform:
-                out.append(f"    {self.local(key)} = {self.slots[key].name}[i]")
-        # The flag is read after the state: read first, LLVM keeps it packed as 32-bit lanes
-        # and repacks it every step (1.2x slower on the oscillator, AVX2).
-        out += ["    alive = not flags[i]"] if self.narrow else ["    done = flags[i]",
-                                                               "    lane_steps = 0"]
-        # What does not change from step to step (dt * omega * omega) is computed once a visit.
-        hoisted, names = walk(p, self.renderer, self.value, suffix="_h", only=self.invariant)
-        out += [f"    {a.name} = {a.expression}" for a in hoisted]
-        self.hoisted = {i: names[i] for i in self.invariant}
-        for k in range(steps):
-            out += [f"    {line}" for line in self.step(k)]
-        for key in sorted(self.state, key=str):
-            out.append(f"    {self.slots[key].name}[i] = {self.local(key)}")
-        if self.narrow:
-            return [*out, "    flags[i] = not alive"]
-        out += ["    flags[i] = done", "    live += 1 - done",
-                "    visit = max(visit, lane_steps)"]
-        return out
+    def buffers(self, side: str) -> list[str]:
+        """One side's state buffers and its alive flags (``a_x, a_v, a_t, a_alive``)."""
+        return [f"{side}_{_base(self.slots[key])}" for key in self.state] + [f"{side}_alive"]
+
+    def lanes(self) -> list[str]:
+        """The read-only lane arrays: per-sample inputs, then per-sample invariants."""
+        return ([f"lane_{_base(self.slots[key])}" for key in self.lane_keys]
+                + [f"lane_h{i}" for i in self.sample_ops])
+
+    def uniforms(self) -> list[str]:
+        return [slot.name for slot in self.program.slots if slot.is_uniform]
+
+    def allocations(self) -> list[str]:
+        """A thread's scratch: both sides' buffers and the lane arrays, a block of lanes each."""
+        def empty(name: str, dtype: DType) -> str:
+            return f"{name} = np.empty({self.shape.block}, {_NUMPY_TYPES[dtype]})"
+
+        lines = []
+        for side in "ab":
+            lines += [empty(name, self.slots[key].param.dtype)
+                      for key, name in zip(self.state, self.buffers(side), strict=False)]
+            lines.append(f"{side}_alive = np.zeros({self.shape.block}, np.bool_)")
+        lines += [empty(f"lane_{_base(self.slots[key])}", self.slots[key].param.dtype)
+                  for key in self.lane_keys]
+        lines += [empty(f"lane_h{i}", self.program.ops[i].dtype) for i in self.sample_ops]
+        return lines
+
+    # -- the step ----------------------------------------------------------------------------
 
     def step(self, k: int) -> list[str]:
+        """Step ``k`` of a visit, the lane's values in registers. A lane that is not live
+        keeps its state through selects written ``x = new if alive else x``, which AVX-512
+        turns into merge-masked operations (``x if done else new`` costs a blend each)."""
         p = self.program
-        lines = [f"any{k} = any{k} | alive"] if self.narrow else ["lane_steps += 1 - done"]
         assignments, names = walk(p, self.renderer, self.value, suffix=f"_{k}",
-                                  known=self.hoisted)
-        lines += [f"{a.name} = {a.expression}" for a in assignments]
+                                  known=self.known)
+        lines = [f"{a.name} = {a.expression}" for a in assignments]
         for store in p.stores:
             key = (store.param, store.component)
             local, value = self.local(key), names[store.value]
             if key in self.outputs and p.accumulate:
                 value = f"({local} + {value})"
-            lines.append(f"{local} = {value} if alive else {local}" if self.narrow
-                         else f"{local} = {local} if done else {value}")
-        if p.terminated is not None:  # a live lane takes the kernel's flag; a done one stays
-            lines.append(f"alive = alive & (not {names[p.terminated]})" if self.narrow
-                         else f"done = done | {names[p.terminated]}")
+            lines.append(f"{local} = {value} if alive else {local}")
+        if p.terminated is not None:
+            lines.append(f"alive = alive & (not {names[p.terminated]})")
         return lines
+
+    def visit(self, name: str, steps: int) -> list[str]:
+        """``name(mp, <src>, <lanes>, <uniforms>, <dst>)``: ``steps`` steps of each of ``mp``
+        lanes, read from one side's buffers and written to the other's (or the same); returns
+        whether any lane is still live. No per-lane step counter: a visit's lanes are all at
+        the same step, which the caller counts."""
+        src, dst = self.buffers("src"), self.buffers("dst")
+        hoisted, _ = walk(self.program, self.renderer, self.value, suffix="_h",
+                          only=self.launch_ops)
+        lane = [f"{self.local(key)} = {name}[i]"
+                for key, name in zip(self.state, src, strict=False)]
+        lane += [f"{self.local(key)} = lane_{_base(self.slots[key])}[i]"
+                 for key in self.lane_keys]
+        lane += [f"h{i} = lane_h{i}[i]" for i in self.sample_ops]
+        lane.append(f"alive = {src[-1]}[i]")
+        for k in range(steps):
+            lane += self.step(k)
+        lane += [f"{name}[i] = {self.local(key)}"
+                 for key, name in zip(self.state, dst, strict=False)]
+        lane += [f"{dst[-1]}[i] = alive", "some = some | alive"]
+        arguments = ", ".join(["mp", *src, *self.lanes(), *self.uniforms(), *dst])
+        return [
+            _JIT,
+            f"def {name}({arguments}):",
+            *[f"    {a.name} = {a.expression}" for a in hoisted],
+            "    some = False",
+            # An unsigned lane index: with a signed one Numba emits a negative-index
+            # wraparound check that keeps LLVM from vectorising the loop (4x slower).
+            "    for i in range(np.uint64(0), np.uint64(mp)):",
+            *[f"        {line}" for line in lane],
+            "    return some",
+            "",
+            "",
+        ]
+
+    # -- moving lanes between the user's arrays and the scratch ------------------------------
+
+    def take(self, side: str) -> list[str]:
+        """Lane ``m`` of ``side`` from sample ``i`` of the user's arrays: its state, its
+        read-only values and its per-sample invariants."""
+        p = self.program
+
+        def gathered(key) -> str:
+            slot = self.slots[key]
+            return slot.name if slot.is_uniform else f"g_{_base(slot)}"
+
+        invariants, names = walk(p, self.renderer, gathered, suffix="_g", only=self.invariant)
+        lines = [f"{name}[m] = {self.slots[key].name}[i]"
+                 for key, name in zip(self.state, self.buffers(side), strict=False)]
+        lines += [f"g_{_base(self.slots[key])} = {self.slots[key].name}[i]"
+                  for key in self.gathered_keys]
+        lines += [f"{a.name} = {a.expression}" for a in invariants]
+        lines += [f"lane_{_base(self.slots[key])}[m] = {self.slots[key].name}[i]"
+                  for key in self.lane_keys]
+        lines += [f"lane_h{i}[m] = {names[i]}" for i in self.sample_ops]
+        return [*lines, f"{side}_alive[m] = True"]
+
+    def put(self, side: str) -> list[str]:
+        """Lane ``j`` of ``side``'s state back to sample ``i`` of the user's arrays."""
+        return [f"{self.slots[key].name}[i] = {name}[j]"
+                for key, name in zip(self.state, self.buffers(side), strict=False)]
+
+    def move(self, side: str) -> list[str]:
+        """Lane ``j`` of ``side`` (with its lane values) to lane ``k``."""
+        return ["idx[k] = idx[j]",
+                *[f"{name}[k] = {name}[j]" for name in [*self.buffers(side), *self.lanes()]]]
+
+    def compact(self, side: str) -> list[str]:
+        """``side``'s live lanes moved to its front, the finished ones put back (``m``: how
+        many remain)."""
+        return ["k = 0",
+                "for j in range(m):",
+                f"    if {side}_alive[j]:",
+                *[f"        {line}" for line in self.move(side)],
+                "        k += 1",
+                "    else:",
+                "        i = idx[j]",
+                *[f"        {line}" for line in self.put(side)],
+                "        flags[i] = True",
+                "m = k"]
+
+    def pad(self, side: str) -> list[str]:
+        """Lanes ``m`` to ``mp`` of ``side``: copies of lane 0, never live, never put back,
+        so that LLVM's vector loop covers every lane."""
+        return [f"mp = min({self.shape.block}, (m + {PAD - 1}) // {PAD} * {PAD})",
+                "for j in range(m, mp):",
+                f"    {side}_alive[j] = False",
+                *[f"    {name}[j] = {name}[0]"
+                  for name in [*self.buffers(side)[:-1], *self.lanes()]]]
+
+
+def _base(slot) -> str:
+    return slot.name[2:]  # p_x -> x
 
 
 _JIT = '@njit(nogil=True, error_model="numpy", cache=True)'
 
 
-def _visit(name: str, arguments: str, lane_loop: _LaneLoop, steps: int) -> list[str]:
-    """One pass over a block's lanes as its own function, returning (live, steps taken)."""
-    body = [f"    {line}" for line in lane_loop.lines(steps)]
-    if not lane_loop.narrow:
-        return [_JIT, f"def {name}({arguments}):", "    live = 0", "    visit = 0", *body,
-                "    return live, visit", "", ""]
-    return [_JIT, f"def {name}({arguments}):", *[f"    any{k} = False" for k in range(steps)],
-            *body,
-            "    visit = " + " + ".join(f"np.int64(any{k})" for k in range(steps)),
-            "    live = 0",
-            "    for i in range(lo, hi):",
-            "        live += 1 - flags[i]",
-            "    return live, visit", "", ""]
+def _indent(lines: list[str], depth: int) -> list[str]:
+    return [" " * (4 * depth) + line for line in lines]
 
 
-def _sparse(program: Program, arrays: str) -> list[str]:
-    """``run_sparse``: a block's live lanes gathered into contiguous scratch arrays and run
-    there, with finished lanes written back and the rest compacted as they finish, so a block
-    whose samples stop unevenly costs its live lanes, not all of them. Which lane computes a
-    sample changes, the sample's own steps do not: results stay bit-identical."""
-    per_sample = [slot for slot in program.slots if not slot.is_uniform]
-    written = [slot for slot in per_sample if slot.param.role.written]
+def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
+    """``run_blocks``: one thread's share of a launch (see the module docstring).
 
-    def scratch(name: str) -> str:
-        return "f_" + name
-
-    scratch_arrays = ", ".join(["f_flags", *(slot.name if slot.is_uniform else scratch(slot.name)
-                                             for slot in program.slots)])
-
-    def pad(indent: str) -> list[str]:  # lanes m..mp: copies of lane 0, done, never written
-        return [f"{indent}{line}" for line in [  # back: LLVM's vector loop covers all mp lanes
-            f"mp = min(cap, (m + {PAD - 1}) // {PAD} * {PAD})",
-            "for j in range(m, mp):",
-            "    f_flags[j] = True",
-            *[f"    {scratch(s.name)}[j] = {scratch(s.name)}[0]" for s in per_sample]]]
-
-    lines = [
-        _JIT,
-        f"def run_sparse(lo, hi, nsteps, {arrays}):",
-        "    idx = np.empty(hi - lo, np.int64)",
+    One function around the two visits, with blocks and then the pool going through one loop:
+    Numba optimises a callee again inside every caller (and LLVM inlines it at every call
+    site), so compile time grows with the functions and call sites, not with the lines."""
+    shape = layout.shape
+    a, b = layout.buffers("a"), layout.buffers("b")
+    src, dst = layout.buffers("src"), layout.buffers("dst")
+    shared = ", ".join([*layout.lanes(), *layout.uniforms()])
+    swap = [f"{s}, {t} = {t}, {s}" for s, t in zip(src, dst, strict=True)]
+    pick = [  # the next set of lanes: a block's live lanes, or the pool's next ones
+        "if not in_pool:",
+        "    if blk >= nblocks:",
+        "        # The pool in step order: the lanes that are behind are stepped until they",
+        "        # line up with the next ones, which then join them, so the stragglers of",
+        "        # many blocks share one dense set.",
+        "        order = np.argsort(pool_steps[:npool], kind='mergesort')",
+        "        pool = pool[:npool][order]",
+        "        pool_steps = pool_steps[:npool][order]",
+        "        in_pool = True",
+        "        continue",
+        f"    hi = min((blk + 1) * {shape.block}, n)",
         "    m = 0",
-        "    for i in range(lo, hi):",
+        f"    for i in range(blk * {shape.block}, hi):",
         "        if not flags[i]:",
         "            idx[m] = i",
         "            m += 1",
-        f"    cap = min(hi - lo, (m + {PAD - 1}) // {PAD} * {PAD})",
-        "    f_flags = np.zeros(cap, np.bool_)",
-        *[f"    {scratch(s.name)} = np.empty_like({s.name}[:cap])" for s in per_sample],
-        "    for j in range(m):",
-        "        i = idx[j]",
-        *[f"        {scratch(s.name)}[j] = {s.name}[i]" for s in per_sample],
-        "    mp = m",
-        "    if m > 0:",
-        *pad("        "),
-        "    taken = 0",
-        "    live = m",
-        "    zero = lo - lo  # an int64 like lo (a literal 0 would compile the visits again)",
-        "    while taken < nsteps and live > 0:",
-        f"        if 2 * live < m and m > {SPARSE_MIN}:",
-        "            k = 0",
-        "            for j in range(m):",
-        "                if f_flags[j]:",
-        "                    i = idx[j]",
-        *[f"                    {s.name}[i] = {scratch(s.name)}[j]" for s in written],
-        "                    flags[i] = True",
-        "                else:",
-        "                    idx[k] = idx[j]",
-        "                    f_flags[k] = False",
-        *[f"                    {scratch(s.name)}[k] = {scratch(s.name)}[j]" for s in per_sample],
-        "                    k += 1",
-        "            m = k",
-        *pad("            "),
-        f"        if nsteps - taken >= {UNROLL}:",
-        f"            live, visit = visit_unrolled(zero, mp, {scratch_arrays})",
-        "        else:",
-        f"            live, visit = visit_one(zero, mp, {scratch_arrays})",
-        "        taken += visit",
-        "    for j in range(m):",
-        "        i = idx[j]",
-        *[f"        {s.name}[i] = {scratch(s.name)}[j]" for s in written],
-        "        flags[i] = f_flags[j]",
-        "    return live, taken",
-        "",
-        "",
+        "    blk += nthreads",
+        f"    if m < {shape.park}:  # few live lanes: straight to the pool",
+        "        for j in range(m):",
+        "            pool[npool] = idx[j]",
+        "            pool_steps[npool] = 0",
+        "            npool += 1",
+        "        m = 0",
+        "        continue",
+        "    source, q0, q1, m = idx, 0, m, 0",
+        "    d, target, park = zero, nsteps, zero + " + str(shape.park),
+        "else:",
+        "    if m == 0:",
+        "        if q == npool:",
+        "            return live, most",
+        "        d = pool_steps[q]",
+        "    q1 = q",
+        f"    while q1 < npool and q1 - q < {shape.block} - m and pool_steps[q1] == d:",
+        "        q1 += 1",
+        "    source, q0, q = pool, q, q1",
+        "    target = pool_steps[q] if q < npool and pool_steps[q] > d else nsteps",
+        "    park = zero",
+        "for qq in range(q0, q1):",
+        "    i = source[qq]",
+        "    idx[m] = i",
+        *[f"    {line}" for line in layout.take("a")],
+        "    m += 1",
     ]
-    return lines
-
-
-def emit_launch(program: Program) -> str:
-    """The Python source of a module whose ``run_blocks(tid, nthreads, nsteps, flags, ...)``
-    is one thread's share of a launch of ``program``."""
-    lane_loop = _LaneLoop(program)
-    arrays = ", ".join(["flags", *(slot.name for slot in program.slots)])
-    visit_args = f"lo, hi, {arrays}"
-    body = [
-        *_visit("visit_unrolled", visit_args, lane_loop, UNROLL),
-        *_visit("visit_one", visit_args, lane_loop, 1),
-        *_sparse(program, arrays),
-        _JIT,
-        f"def run_block(lo, hi, nsteps, {arrays}):",
-        "    live = 0",
-        "    for i in range(lo, hi):",
-        "        live += 1 - flags[i]",
-        "    taken = 0",
-        "    while taken < nsteps and live > 0:",
-        "        if 2 * live < hi - lo:  # most lanes are done: run the live ones packed",
-        f"            live, more = run_sparse(lo, hi, nsteps - taken, {arrays})",
-        "            return live, taken + more",
-        f"        if nsteps - taken >= {UNROLL}:",
-        f"            live, visit = visit_unrolled({visit_args})",
-        "        else:",
-        f"            live, visit = visit_one({visit_args})",
-        "        taken += visit",
-        "    return live, taken",
-        "",
-        "",
+    advance = [  # the set, all at step d, until target, none live, or fewer than park live
+        *[f"{s} = {x}" for s, x in zip([*src, *dst], [*a, *b], strict=True)],
+        "swapped = False",
+        "left = m",
+        "while d < target:",
+        *[f"    {line}" for line in layout.pad("src")],
+        f"    if target - d >= {shape.unroll}:",
+        f"        some = visit_unrolled(mp, {', '.join(src)}, {shared}, {', '.join(dst)})",
+        "        if some:",
+        *[f"            {line}" for line in swap],
+        "            swapped = not swapped",
+        f"            d += {shape.unroll}",
+        "    else:",
+        "        some = True",
+        f"    if not some or target - d < {shape.unroll}:",
+        "        # One step at a time: up to the target, or, when the set's last lane finished",
+        "        # in the visit just made, that visit again from its start (still in the",
+        "        # source buffers) to find the exact step: the same operations on the same",
+        "        # values give the same bits.",
+        "        some = True",
+        "        while some and d < target:",
+        f"            some = visit_one(mp, {', '.join(src)}, {shared}, {', '.join(src)})",
+        "            d += 1",
+        "        if not some:",
+        "            left = 0",
+        "            break",
+        "    left = 0",
+        "    for j in range(m):",
+        "        left += src_alive[j]",
+        "    if 2 * left < m:",
+        "        if left < park:",
+        "            break",
+        *[f"        {line}" for line in layout.compact("src")],
+        "if swapped:  # the set back in side a",
+        "    for j in range(m):",
+        *[f"        {x}[j] = {y}[j]" for x, y in zip(a, b, strict=True)],
+    ]
+    finish = [
+        "if left == 0 or d == nsteps or not in_pool:",
+        "    left = 0",
+        "    for j in range(m):",
+        "        i = idx[j]",
+        *[f"        {line}" for line in layout.put("a")],
+        "        flags[i] = not a_alive[j]",
+        "        left += a_alive[j]",
+        "    if left == 0 or d == nsteps:",
+        "        live += left",
+        "        most = max(most, d)",
+        "    else:  # a few lanes left: they go on in the pool, with other blocks' stragglers",
+        "        for j in range(m):",
+        "            if a_alive[j]:",
+        "                pool[npool] = idx[j]",
+        "                pool_steps[npool] = d",
+        "                npool += 1",
+        "    m = 0",
+        "else:",
+        *[f"    {line}" for line in layout.compact("a")],
+    ]
+    return [
         _JIT,
         f"def run_blocks(tid, nthreads, nsteps, {arrays}):",
         "    n = flags.shape[0]",
-        f"    nblocks = (n + {BLOCK - 1}) // {BLOCK}",
-        "    thread_live = 0",
-        "    thread_steps = 0",
-        "    for b in range(tid, nblocks, nthreads):",
-        f"        lo = b * {BLOCK}",
-        f"        hi = min(lo + {BLOCK}, n)",
-        f"        live, steps = run_block(lo, hi, nsteps, {arrays})",
-        "        thread_live += live",
-        "        thread_steps = max(thread_steps, steps)",
-        "    return thread_live, thread_steps",
+        f"    nblocks = (n + {shape.block - 1}) // {shape.block}",
+        f"    idx = np.empty({shape.block}, np.int64)",
+        *_indent(layout.allocations(), 1),
+        f"    mine = (nblocks - tid + nthreads - 1) // nthreads * {shape.block}",
+        "    pool = np.empty(mine, np.int64)",
+        "    pool_steps = np.empty(mine, np.int64)",
+        "    zero = nsteps - nsteps  # an int64 (a literal would type the loop's values apart)",
+        "    npool, live, most, blk, q, m = zero, zero, zero, tid, zero, zero",
+        "    d, target, park = zero, zero, zero",
+        "    in_pool = False",
+        "    while True:",
+        *_indent(pick, 2),
+        *_indent(advance, 2),
+        *_indent(finish, 2),
+        "",
+        "",
+    ]
+
+
+def emit_launch(program: Program, shape: Shape | None = None) -> str:
+    """The Python source of a module whose ``run_blocks(tid, nthreads, nsteps, flags, ...)``
+    is one thread's share of a launch of ``program`` (``shape``: the default ``SHAPE``; tests
+    pass small blocks to reach every path with few samples)."""
+    layout = _Layout(program, shape or SHAPE)
+    arrays = ", ".join(["flags", *(slot.name for slot in program.slots)])
+    body = [
+        *layout.visit("visit_unrolled", layout.shape.unroll),
+        *layout.visit("visit_one", 1),
+        *_run_blocks(layout, arrays),
     ]
     header = [
         f'"""Generated by eagle from hawk kernel {program.name!r}. Do not edit."""',

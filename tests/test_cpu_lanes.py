@@ -1,0 +1,162 @@
+"""The CPU launch's lane scheduling, launch by launch, against the reference executor.
+
+The generated ``run_blocks`` moves samples between lanes: a block's live lanes are gathered
+and compacted as they finish, a block's few stragglers go to its thread's pool, where lanes of
+different blocks are stepped until they line up at the same step and then share a set, and a
+set's last visit is redone one step at a time to find the exact step. Which lane computes a
+sample must never change the sample's own steps. These tests compile the launch with tiny
+blocks (so a few hundred samples reach every one of those paths), call every thread's share
+of each launch with random launch sizes, and compare after every launch the live count and the
+steps the slowest sample took, and at the end every bit of the state, with the reference.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import random_kernels
+from differential import assert_bitwise_equal, reference_run
+from eagle.bindings import bind
+from eagle.cpu.backend import launch_arguments
+from eagle.cpu.emit import Shape, emit_launch
+from hawk import reference
+from kernels import falling, spread_oscillator
+
+SHAPES = [Shape(block=32, unroll=4), Shape(block=64, unroll=8)]
+_modules: dict = {}
+
+
+def compiled(kernel, bound, shape: Shape, tmp_path_factory):
+    """``run_blocks`` of ``kernel`` for ``bound``'s dtypes, emitted with ``shape``."""
+    program = kernel.specialize(bound.dtypes)
+    key = (program.digest(), shape)
+    if key not in _modules:
+        folder = tmp_path_factory.mktemp("lanes")
+        path = folder / f"lanes_{len(_modules)}.py"
+        path.write_text(emit_launch(program, shape).replace("cache=True", "cache=False"))
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _modules[key] = module.run_blocks
+    return program, _modules[key]
+
+
+def reference_trace(program, arrays: dict, flags: np.ndarray, max_steps: int) -> list[int]:
+    """The live count before any step and after each step, until none is live."""
+    arrays = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in arrays.items()}
+    flags = flags.copy()
+    live = [int((~flags).sum())]
+    while live[-1] and len(live) <= max_steps:
+        reference.step(program, arrays, flags)
+        live.append(int((~flags).sum()))
+    return live
+
+
+def run_launches(kernel, bindings, shape, launches, threads, tmp_path_factory):
+    """Each launch of ``launches`` steps, every thread's share called in turn, checked against
+    the reference's live counts; returns the final arrays and the steps taken."""
+    bound = bind(kernel, {k: (v.copy() if isinstance(v, np.ndarray) else v)
+                          for k, v in bindings.items()}, "cpu")
+    program, run_blocks = compiled(kernel, bound, shape, tmp_path_factory)
+    trace = reference_trace(program, {**bound.arrays, **bound.uniforms}, bound.flags,
+                            sum(launches))
+    arguments = launch_arguments(program, bound)
+    done = 0
+    for k in launches:
+        live, most = 0, 0
+        for tid in range(threads):
+            thread_live, thread_steps = run_blocks(tid, threads, np.int64(k), *arguments)
+            live, most = live + thread_live, max(most, thread_steps)
+        left = trace[done:done + k + 1]
+        expected_taken = (0 if left[0] == 0 else
+                          left.index(0) if 0 in left else k)
+        assert (live, most) == (trace[min(done + expected_taken, len(trace) - 1)],
+                                expected_taken), f"launch of {k} after {done} steps"
+        assert live == int((~bound.flags).sum())
+        done += most
+        if live == 0:
+            break
+    return {**bound.arrays, **bound.uniforms}, done
+
+
+def oscillator_bindings(stops: list[int], done_at_start: list[bool], dt=1e-3):
+    """The spread oscillator with sample i stopping after ``stops[i]`` steps (0: never)."""
+    n = len(stops)
+    stops = np.asarray(stops, dtype=float)
+    t_end = np.where(stops > 0, dt * stops - dt / 2, np.inf)
+    return dict(x=np.ones(n), v=np.zeros(n), t=np.zeros(n), omega=np.linspace(1.0, 3.0, n),
+                t_end=t_end, dt=dt, terminated=np.asarray(done_at_start, dtype=bool))
+
+
+stop_steps = st.one_of(st.integers(1, 12), st.integers(13, 90), st.just(0))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data(), shape=st.sampled_from(SHAPES), threads=st.integers(1, 3))
+def test_divergent_samples_keep_their_steps(tmp_path_factory, data, shape, threads):
+    n = data.draw(st.integers(1, 9 * shape.block + 5), label="n")
+    stops = data.draw(st.lists(stop_steps, min_size=n, max_size=n), label="stops")
+    if data.draw(st.booleans(), label="cluster"):  # long samples bunched in a few blocks
+        stops = sorted(stops)
+    done = data.draw(st.lists(st.booleans(), min_size=n, max_size=n).map(
+        lambda flags: [f and i % 5 == 0 for i, f in enumerate(flags)]), label="done at start")
+    launches = data.draw(st.lists(st.integers(1, 40), min_size=1, max_size=12),
+                         label="launches")
+    bindings = oscillator_bindings(stops, done)
+    actual, steps = run_launches(spread_oscillator, bindings, shape, launches, threads,
+                                 tmp_path_factory)
+    expected, expected_steps = reference_run(spread_oscillator, bindings, steps)
+    assert steps == expected_steps
+    assert_bitwise_equal(actual, expected)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_pool_sets_line_up_and_overflow(tmp_path_factory, shape):
+    """Blocks park stragglers at many different steps, more at one step than a set holds,
+    and the pool's sets meet the launch's end while lanes are still waiting."""
+    rng = np.random.default_rng(3)
+    n = 40 * shape.block
+    stops = rng.integers(1, 30, n)
+    long = rng.random(n) < 0.04
+    stops[long] = rng.integers(31, 400, long.sum())
+    stops[5 * shape.block:7 * shape.block] = 500  # two whole blocks of long samples
+    bindings = oscillator_bindings(list(stops), [False] * n)
+    for threads in (1, 2):
+        actual, steps = run_launches(spread_oscillator, bindings, shape,
+                                     [7, 1, 64, 3, 200, 1000], threads, tmp_path_factory)
+        expected, expected_steps = reference_run(spread_oscillator, bindings, steps)
+        assert steps == expected_steps == 500
+        assert_bitwise_equal(actual, expected)
+
+
+def test_vector_kernel_with_float32_state(tmp_path_factory):
+    """A Vec3 kernel in float32 (its own lanes and invariants) through the same paths."""
+    rng = np.random.default_rng(0)
+    n = 700
+    position = rng.normal(size=(3, n)).astype(np.float32) * 4
+    bindings = dict(position=position, velocity=np.zeros((3, n), np.float32),
+                    mu=np.float32(1.0), dt=np.float32(1e-2), r_min=np.float32(0.5))
+    actual, steps = run_launches(falling, bindings, SHAPES[0], [5, 1, 17, 300], 2,
+                                 tmp_path_factory)
+    expected, expected_steps = reference_run(falling, bindings, steps)
+    assert steps == expected_steps
+    assert_bitwise_equal(actual, expected)
+
+
+@settings(max_examples=6, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(source=random_kernels.kernel_sources(), seed=st.integers(0, 2**16),
+       launches=st.lists(st.integers(1, 25), min_size=1, max_size=6))
+def test_random_kernels_launch_by_launch(tmp_path, tmp_path_factory, source, seed, launches):
+    kernel = random_kernels.load(source, tmp_path)
+    bindings = random_kernels.bindings(300, seed)
+    actual, steps = run_launches(kernel, bindings, SHAPES[0], launches, 2, tmp_path_factory)
+    expected, expected_steps = reference_run(kernel, bindings, steps)
+    assert steps == expected_steps, source
+    assert_bitwise_equal(actual, expected)
