@@ -1,7 +1,8 @@
 """``LoadedVector``: a kernel loaded from a compiled artifact, with no hawk source.
 
 ``LoadedVector(path)`` reads ``NAME.ptx`` (or ``.cubin``) and its sidecar ``NAME.json``
-(validated: format, fields, SHA-256), links PTX into a cubin for the device with nvJitLink (the
+(validated: format, fields, SHA-256; a PTX ISA newer than this machine's nvJitLink reads is
+refused with what to do, before any GPU is looked for), links PTX into a cubin for the device with nvJitLink (the
 driver is never asked to JIT a PTX newer than it knows), loads it and resolves the entry, all
 at construction, so nothing loads later inside a graph capture. ``launch(**bindings)`` checks
 the bindings against the sidecar exactly as ``until_done`` checks them against a kernel, then
@@ -18,7 +19,7 @@ import numpy as np
 from hawk.ir import slots
 
 from .bindings import bind
-from .cuda.artifact import Artifact, read_artifact
+from .cuda.artifact import Artifact, check_ptx_isa, read_artifact
 
 __all__ = ["LoadedVector"]
 
@@ -34,6 +35,7 @@ class LoadedVector:
         from .cuda.nvrtc import ptx_to_cubin
 
         self.artifact: Artifact = read_artifact(path)  # refused before anything is loaded
+        check_ptx_isa(self.artifact)
         require()
         self.device = device
         self.ordinal = ordinal_of(device)

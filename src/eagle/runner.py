@@ -190,6 +190,9 @@ class Runner:
         at_boundary = True  # the state is at a launch boundary (nothing is mid-launch)
         try:
             start = time.perf_counter()
+            watch = getattr(self._loop, "watch", None)
+            if watch is not None:  # a loop whose device writes progress only when asked
+                watch(progress)
             build_s = self._loop.build()
             launches0, steps0 = self.launches, self.steps
             last_checkpoint = time.perf_counter()
