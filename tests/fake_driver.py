@@ -52,6 +52,8 @@ class FakeDriver:
         self.event_stream: dict[int, int] = {}  # event -> stream it was last recorded on
         self.waits: list[tuple[int, int]] = []  # (waiting stream, stream the event was on)
         self.context_errors: list[str] = []  # calls refused for want of a current context
+        self.captured_streams: list[int] = []  # every stream a capture began on
+        self.graph_launch_streams: list[int] = []  # the stream of every cuGraphLaunch
         self._current = threading.local()  # .stack: this thread's contexts, innermost last
         self._ids = itertools.count(1)
 
@@ -184,6 +186,7 @@ class FakeDriver:
 
     def _cuStreamBeginCapture(self, stream, mode):
         self.capturing[int(stream)] = 0
+        self.captured_streams.append(int(stream))
         return (OK,)
 
     def _cuStreamIsCapturing(self, stream):
@@ -269,6 +272,7 @@ class FakeDriver:
 
     def _cuGraphLaunch(self, executable, stream):
         self.graph_launches += 1
+        self.graph_launch_streams.append(int(stream))
         return (OK,)
 
 

@@ -37,10 +37,11 @@ struct EagleDim { unsigned long long x; };
 static EagleDim threadIdx = {0}, blockIdx = {0}, blockDim = {1};
 static inline int __syncthreads_count(int p) { return p != 0; }
 static inline long long __shfl_down_sync(unsigned, long long v, int) { return v; }
+extern "C" { long long eagle_atomic_adds = 0, eagle_atomic_maxes = 0; }
 static inline unsigned long long atomicAdd(unsigned long long* a, unsigned long long v) {
-    unsigned long long o = *a; *a = o + v; return o; }
+    ++eagle_atomic_adds; unsigned long long o = *a; *a = o + v; return o; }
 static inline unsigned long long atomicMax(unsigned long long* a, unsigned long long v) {
-    unsigned long long o = *a; if (v > o) *a = v; return o; }
+    ++eagle_atomic_maxes; unsigned long long o = *a; if (v > o) *a = v; return o; }
 static inline double __longlong_as_double(unsigned long long v) {
     double d; memcpy(&d, &v, 8); return d; }
 """
@@ -119,3 +120,9 @@ extern "C" void host_step({params}) {{
             iterations += 1
             assert iterations <= max_steps + 1, "the decide kernel never ended the loop"
         return control
+
+    def atomics(self) -> tuple[int, int]:
+        """(atomicAdd, atomicMax) calls the step kernel made so far in this library (blocks
+        are one thread here, so each block's atomic is one call)."""
+        return (ctypes.c_longlong.in_dll(self.library, "eagle_atomic_adds").value,
+                ctypes.c_longlong.in_dll(self.library, "eagle_atomic_maxes").value)

@@ -1,8 +1,8 @@
 """``python -m eagle``: the performance card, compiled artifacts, this machine, the cache.
 
     python -m eagle bench [--quick] [--out DIR] ...   the eager-loop vs graph card
-    python -m eagle compile MODULE.py:KERNEL --target {cuda,ptx,cubin} [--arch sm_90] [--ptx-isa 9.0]
-                            [--dtype NAME=float32 ...] [--fmad] -o FILE
+    python -m eagle compile MODULE.py:KERNEL --target {cuda,ptx,cubin} [--arch sm_90]
+                            [--ptx-isa 9.0] [--dtype NAME=float32 ...] [--fmad] -o FILE
     python -m eagle info                              versions, devices, threads, cache
     python -m eagle cache clear                       delete every compiled kernel
     python -m eagle --version

@@ -2,12 +2,14 @@
 
 ``LoadedVector(path)`` reads ``NAME.ptx`` (or ``.cubin``) and its sidecar ``NAME.json``
 (validated: format, fields, SHA-256; a PTX ISA newer than this machine's nvJitLink reads is
-refused with what to do, before any GPU is looked for), links PTX into a cubin for the device with nvJitLink (the
-driver is never asked to JIT a PTX newer than it knows), loads it and resolves the entry, all
-at construction, so nothing loads later inside a graph capture. ``launch(**bindings)`` checks
-the bindings against the sidecar exactly as ``until_done`` checks them against a kernel, then
-issues one launch (every live sample takes one step) on eagle's current stream, so it can be a
-``GraphPipeline`` step. ``accumulate: true`` kernels add into their ``Out`` buffers.
+refused with what to do, before any GPU is looked for), links PTX into a cubin for the device
+with nvJitLink (the driver is never asked to JIT a PTX newer than it knows), loads it and
+resolves the entry, all at construction, so nothing loads later inside a graph capture.
+``launch(**bindings)`` checks the bindings against the sidecar exactly as ``until_done`` checks
+them against a kernel, then issues one launch (every live sample takes one step) on eagle's
+current stream, so it can be a ``GraphPipeline`` step; outside a capture that stream first
+waits on the streams the arrays' producers declare (CUDA Array Interface v3).
+``accumulate: true`` kernels add into their ``Out`` buffers.
 """
 
 from __future__ import annotations
@@ -66,9 +68,14 @@ class LoadedVector:
 
         bound = bind(self.artifact, bindings, self.device, caller=f"{self.name}.launch")
         types, values = step_arguments(slots(self.artifact.params), bound, self._control)
+        from .cuda.memory import wait_for_producers
+        from .cuda.stream import current_stream
+
         launcher = Launcher(self._function, types, self.block, self.ordinal)
         grid = -(-bound.n // self.block)
-        self._keep = launcher.launch(grid, *values)
+        stream = current_stream(self.ordinal)
+        wait_for_producers(stream, bound.arrays.values())
+        self._keep = launcher.launch(grid, *values, stream=stream)
 
     def __repr__(self) -> str:
         return f"<eagle.LoadedVector {self.name} from {self.artifact.path.name} on {self.device}>"

@@ -426,7 +426,7 @@ class CudaBackend:
             import cupy
         except ImportError as exc:
             raise ImportError("plain array code on a GPU needs CuPy: pip install "
-                              "cupy-cuda13x") from exc
+                              "'eagle-hawk[cupy]' (or cupy-cuda13x)") from exc
         return cupy
 
     def synchronize(self, device: str) -> None:
