@@ -78,9 +78,9 @@ def lorenz(rho: Scalar, sigma: Param, beta: Param, dt: Param, steps: Param,
 
 def fp64_issue_rate(info) -> tuple[float, str]:
     """FP64 instructions per second the device can issue, and how that was derived."""
-    from cuda.bindings import driver as d
+    from eagle.cuda.driver import call, driver
 
-    from eagle.cuda.driver import call
+    d = driver()
 
     clock_khz = call(d.cuDeviceGetAttribute,
                      d.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_CLOCK_RATE,

@@ -9,6 +9,7 @@ import ctypes
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -57,13 +58,25 @@ def test_gpu_check_gets_through_every_step_without_platformdirs_pyelftools_dask(
 def test_gpu_check_stops_a_hanging_step_shows_where_and_keeps_its_limit(tmp_path):
     hang = tmp_path / "test_hang.py"
     hang.write_text("import time\n\n\ndef test_hangs_here():\n    time.sleep(600)\n")
-    done, files = gpu_check(tmp_path, GPU_CHECK_TESTS=str(hang), GPU_CHECK_TOTAL="14")
+    done, files = gpu_check(tmp_path, GPU_CHECK_TESTS=str(hang), GPU_CHECK_TOTAL="40")
     assert done.returncode == 1
     summary = files["summary.txt"]
     assert "=== tests: TIMED OUT" in summary, summary
     assert "test_hangs_here" in files["tests.log"]  # the stack dump names the hung test
-    assert "skipped, the overall limit of 14 s is spent" in summary
+    assert "skipped, the overall limit of 40 s is spent" in summary
     assert "gpu-check: FAILED" in summary
+
+
+def test_gpu_check_skips_tests_that_would_outlast_the_step_and_keeps_the_xml(tmp_path):
+    slow = tmp_path / "test_slow.py"
+    slow.write_text("import time\n\nimport pytest\n\n\n@pytest.mark.parametrize('k', range(40))"
+                    "\ndef test_one_second(k):\n    time.sleep(1)\n")
+    done, files = gpu_check(tmp_path, GPU_CHECK_TESTS=str(slow), GPU_CHECK_TOTAL="30")
+    assert "=== tests: ok" in files["summary.txt"], files["summary.txt"]
+    xml = files["tests.xml"]
+    ran = int(re.search(r'tests="(\d+)"', xml).group(1))
+    skipped = int(re.search(r'skipped="(\d+)"', xml).group(1))
+    assert ran == 40 and 10 <= skipped < 40 and "this step's time is spent" in xml
 
 
 def load_benchmark():
