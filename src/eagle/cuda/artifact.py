@@ -128,7 +128,7 @@ def check_ptx_isa(artifact: Artifact) -> None:
     artifact's PTX ISA (needs nvJitLink, not a GPU); nothing for a cubin."""
     if artifact.meta["target"] != "ptx":
         return
-    from .nvrtc import nvjitlink_version, ptx_isa_of, readable_ptx_isa
+    from .nvrtc import newest_readable_ptx_isa, nvjitlink_version, ptx_isa_of, readable_ptx_isa
 
     isa = ptx_isa_of(artifact.data)
     if isa is None or isa != artifact.meta.get("ptx_isa"):
@@ -138,12 +138,13 @@ def check_ptx_isa(artifact: Artifact) -> None:
     if not readable_ptx_isa(isa, linker):
         made_by = artifact.meta.get("nvrtc_version", "a newer NVRTC")
         arch = artifact.meta.get("arch") or "sm_XY"
+        newest = newest_readable_ptx_isa(linker) or "older"
         raise ArtifactError(
             f"{artifact.path.name} is PTX ISA {isa} (written by NVRTC {made_by}), but this "
-            f"machine's nvJitLink {linker[0]}.{linker[1]} reads older PTX ISAs only. PTX is "
-            "portable to newer GPUs, not to older toolchains. Rebuild the artifact for this "
+            f"machine's nvJitLink {linker[0]}.{linker[1]} reads PTX ISA {newest} at most. PTX "
+            "is portable to newer GPUs, not to older toolchains. Rebuild the artifact for this "
             f"toolchain: python -m eagle compile MODULE.py:{artifact.name} --target ptx "
-            f"--arch {arch} --ptx-isa <an ISA this nvJitLink reads, e.g. 9.0>; or compile it "
+            f"--arch {arch} --ptx-isa {newest if newest != 'older' else 'X.Y'}; or compile it "
             "with an NVRTC no newer than this nvJitLink; or ship a cubin (--target cubin "
             "--arch <this GPU's sm_XY>); or upgrade nvJitLink here (pip install -U "
             "nvidia-nvjitlink)")

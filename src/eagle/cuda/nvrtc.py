@@ -32,7 +32,8 @@ from ..errors import BackendUnavailable, CompileFailed
 from .driver import check
 
 __all__ = ["compile_source", "ptx_to_cubin", "nvrtc_version", "nvjitlink_version", "CompileFailed",
-           "arch_name", "OLDEST_PTX_ISA", "ptx_isa_of", "readable_ptx_isa", "lower_ptx_isa"]
+           "arch_name", "OLDEST_PTX_ISA", "ptx_isa_of", "readable_ptx_isa", "lower_ptx_isa",
+           "newest_readable_ptx_isa"]
 
 #: The PTX ISA nvJitLink 13.0 reads, the oldest the ``[cuda]`` extra installs
 #: (``nvidia-nvjitlink>=13.0``); artifacts are written at this ISA unless asked otherwise.
@@ -87,6 +88,15 @@ def readable_ptx_isa(isa: str, toolchain: tuple[int, int]) -> bool:
     except ValueError:
         return False
     return needed <= 1000 * toolchain[0] + 10 * toolchain[1]
+
+
+def newest_readable_ptx_isa(toolchain: tuple[int, int]) -> str | None:
+    """The newest PTX ISA an nvJitLink of CUDA ``toolchain`` reads (None if none is known)."""
+    for major in range(12, 5, -1):
+        for minor in range(9, -1, -1):
+            if readable_ptx_isa(f"{major}.{minor}", toolchain):
+                return f"{major}.{minor}"
+    return None
 
 
 def lower_ptx_isa(ptx: bytes, isa: str, arch: str) -> bytes:
