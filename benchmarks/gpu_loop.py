@@ -189,6 +189,7 @@ def lorenz_rows(cp, n: int, steps: int, repeats: int, fp64_rate: float) -> list[
 
 
 def lorenz_jax(host: dict, steps: int, repeats: int):
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # share the GPU politely
     import jax
     import jax.numpy as jnp
 
