@@ -403,3 +403,30 @@ def test_cupy_has_an_extra_and_hints_name_the_distribution():
     except ImportError:
         with pytest.raises(ImportError, match=r"eagle-hawk\[cupy\]"):
             CudaBackend().array_module()
+
+
+def test_until_done_runs_on_the_users_stream(fake):
+    class TorchLikeStream:  # what torch.cuda.Stream exposes
+        cuda_stream = 0xCAFE
+
+    class CudaCoreLikeStream:
+        def __cuda_stream__(self):
+            return (0, 0xF00D)
+
+    for stream, handle in ((TorchLikeStream(), 0xCAFE), (CudaCoreLikeStream(), 0xF00D),
+                           (2, 2)):
+        fake.graph_launch_streams.clear()
+        runner = eagle.until_done(eagle.deploy(oscillator), max_steps=100, stream=stream,
+                                  **spec_bindings(fake))
+        runner.run()
+        assert fake.graph_launch_streams == [handle]
+    with pytest.raises(TypeError, match=r"until_done\(stream=...\) must be a CUDA stream"):
+        eagle.until_done(eagle.deploy(oscillator), max_steps=10, stream="default",
+                         **spec_bindings(fake))
+
+
+def test_until_done_stream_on_the_cpu_is_refused():
+    with pytest.raises(ValueError, match=r"stream=...\): the runner runs on cpu"):
+        eagle.until_done(eagle.deploy(oscillator, "cpu"), max_steps=10, stream=1,
+                         x=np.ones(4), v=np.zeros(4), t=np.zeros(4), omega=np.ones(4),
+                         t_end=1.0, dt=1e-3)

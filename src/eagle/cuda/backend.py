@@ -110,13 +110,14 @@ def step_arguments(slots: tuple[Slot, ...], bound: Bound, control: DeviceBuffer)
 class GraphLoop:
     """``until_done``'s loop for one runner, recorded once as a graph on first use."""
 
-    def __init__(self, kernel: CudaKernel, bound: Bound, steps_per_launch: int | None):
+    def __init__(self, kernel: CudaKernel, bound: Bound, steps_per_launch: int | None,
+                 stream: Stream | None = None):
         self.kernel = kernel
         self.bound = bound
         self.fixed = steps_per_launch is not None
         self.steps_per_launch = steps_per_launch or INITIAL_STEPS_PER_LAUNCH
         self.context = activate(kernel.ordinal)
-        self.stream = Stream(kernel.ordinal)
+        self.stream = stream or Stream(kernel.ordinal)  # blocking; or the user's
         self.control = DeviceBuffer(8 * len(CONTROL_FIELDS), kernel.ordinal)
         self.host_control = np.zeros(len(CONTROL_FIELDS), dtype=np.int64)
         self.mode = "graph-while" if kernel.while_nodes else "graph-unrolled"
@@ -283,11 +284,23 @@ class CudaLoop:
         self.mode = "host-loop" if eager else (
             "graph-while" if kernel.while_nodes else "graph-unrolled")
         self._graph_loop: GraphLoop | None = None
+        self._stream: Stream | None = None
+
+    def use_stream(self, stream) -> None:
+        """Run on the user's ``stream`` (``until_done(..., stream=...)``): any library's
+        stream or a handle (``stream.stream_handle``)."""
+        from .stream import stream_handle
+
+        handle = stream_handle(stream, "until_done(stream=...)")
+        if self._graph_loop is not None:
+            raise RuntimeError("use_stream() must come before the loop is first used")
+        self._stream = Stream.wrap(handle, self.kernel.ordinal)
 
     def graph_loop(self) -> GraphLoop:
         """The recorded loop (made on first use): what ``GraphComposer`` records."""
         if self._graph_loop is None:
-            self._graph_loop = GraphLoop(self.kernel, self.bound, self.fixed_steps_per_launch)
+            self._graph_loop = GraphLoop(self.kernel, self.bound, self.fixed_steps_per_launch,
+                                         self._stream)
         return self._graph_loop
 
     def build(self) -> float:

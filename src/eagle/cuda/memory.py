@@ -12,7 +12,7 @@ stream, None for "nothing to wait for"); the consumer must order its work after 
 ``DeviceArray.stream`` keeps it and ``wait_for_producers`` makes eagle's stream wait on an event
 recorded there before each run (no host wait). A DLPack export is asked for with
 ``__dlpack__(stream=1)``: the producer orders its pending work before the legacy default stream,
-which eagle's blocking run streams follow.
+and the view then declares that stream like a CAI v3 producer would.
 """
 
 from __future__ import annotations
@@ -142,7 +142,9 @@ def as_device_array(value, device: str) -> DeviceArray:
                             "through cupy.from_dlpack) or pass a CuPy array or PyTorch "
                             "tensor") from None
         value = cupy.from_dlpack(_OnLegacyStream(value))
-        interface = dict(value.__cuda_array_interface__, stream=None)  # ordered already
+        # ready on the legacy stream: waited on like a CAI producer's (a user's non-blocking
+        # stream, until_done(stream=...), is not ordered after it by itself)
+        interface = dict(value.__cuda_array_interface__, version=3, stream=DLPACK_STREAM)
     if interface is None:
         raise TypeError(f"{type(value).__name__} is not a GPU array")
     dtype = np.dtype(interface["typestr"])

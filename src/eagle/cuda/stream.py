@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from ..errors import CaptureError, CudaError
 from .driver import activate, call, driver, release
 
-__all__ = ["Stream", "StreamCapturer", "Event", "current_stream"]
+__all__ = ["Stream", "StreamCapturer", "Event", "current_stream", "stream_handle"]
 
 _local = threading.local()
 _default_streams: dict[int, Stream] = {}
@@ -96,6 +96,26 @@ class Event:
     def __del__(self):
         handle, self.handle = getattr(self, "handle", None), None
         release("cuEventDestroy", handle, getattr(self, "ordinal", 0))
+
+
+def stream_handle(value, name: str = "stream") -> int:
+    """The ``CUstream`` handle of a stream from any library: eagle's ``Stream``, an object with
+    the ``__cuda_stream__`` protocol (cuda.core), a PyTorch stream (``cuda_stream``), a CuPy
+    stream (``ptr``) or an int; ``TypeError`` naming ``name`` otherwise."""
+    if isinstance(value, Stream):
+        return int(value.handle)
+    protocol = getattr(value, "__cuda_stream__", None)
+    if protocol is not None:
+        return int(protocol()[1])
+    for attribute in ("cuda_stream", "ptr"):
+        handle = getattr(value, attribute, None)
+        if isinstance(handle, int) and not isinstance(handle, bool):
+            return handle
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise TypeError(f"{name} must be a CUDA stream (eagle.cuda.Stream, a CuPy or PyTorch "
+                    f"stream, an object with __cuda_stream__, or a handle), got "
+                    f"{type(value).__name__}")
 
 
 def _stack() -> list[Stream]:
