@@ -467,4 +467,12 @@ class CudaBackend:
                          "works without a GPU)")
         except Exception as exc:
             lines.append(f"NVRTC: not available ({exc})")
+        try:
+            from .nvrtc import newest_readable_ptx_isa, nvjitlink_version
+
+            linker = nvjitlink_version()
+            lines.append(f"nvJitLink {linker[0]}.{linker[1]} (links PTX ISA "
+                         f"{newest_readable_ptx_isa(linker)} and older)")
+        except Exception as exc:
+            lines.append(f"nvJitLink: not available ({exc})")
         return lines
