@@ -180,6 +180,7 @@ class EmulatedDriver(FakeDriver):
 
     def _cuGraphLaunch(self, executable, stream):
         self.graph_launches += 1
+        self.graph_launch_streams.append(int(stream))
         graph = self.executables[int(executable)]
         for state in self.conditions.values():  # CU_GRAPH_COND_ASSIGN_DEFAULT
             if state[2] in self.graphs and state[2] == graph:

@@ -4,12 +4,18 @@ arguments' types and count before it looks for the driver library (so a wrong ca
 exactly as it would on a GPU), then answers as a driver would. Device memory is emulated
 (allocations are host buffers; copies move bytes); kernels and graphs do nothing, so results
 are not computed: tests/test_gpu.py checks those on a real device.
+
+It also keeps what a driver keeps per thread and per stream, so the tests can see what eagle
+asked for: each thread's current context (a call that needs one fails with
+``CUDA_ERROR_INVALID_CONTEXT`` on a thread that has none, as the driver's does), the flags each
+stream was created with, and which stream each event was recorded on and who waited on it.
 """
 
 from __future__ import annotations
 
 import ctypes
 import itertools
+import threading
 from contextlib import contextmanager
 
 import numpy as np
@@ -22,6 +28,15 @@ except ImportError:  # pragma: no cover - older cuda-pathfinder
 
 OK = real.CUresult.CUDA_SUCCESS
 
+#: Calls that act in the calling thread's current context (the rest name their object).
+NEEDS_CONTEXT = {
+    "cuMemAlloc", "cuMemFree", "cuMemHostAlloc", "cuMemFreeHost", "cuMemcpyHtoD",
+    "cuMemcpyDtoH", "cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync", "cuMemsetD8", "cuStreamCreate",
+    "cuEventCreate", "cuModuleLoadData", "cuLaunchKernel", "cuGraphInstantiate", "cuGraphLaunch",
+    "cuGraphUpload", "cuCtxSynchronize", "cuStreamSynchronize", "cuEventRecord",
+    "cuStreamWaitEvent", "cuStreamDestroy", "cuEventDestroy", "cuGraphExecDestroy",
+}
+
 
 class FakeDriver:
     def __init__(self):
@@ -33,6 +48,13 @@ class FakeDriver:
         self.graph_launches = 0
         self.functions: dict[int, bytes] = {}  # handle -> kernel name
         self.capture_events: set[int] = set()
+        self.stream_flags: dict[int, int] = {}  # stream -> cuStreamCreate flags
+        self.event_stream: dict[int, int] = {}  # event -> stream it was last recorded on
+        self.waits: list[tuple[int, int]] = []  # (waiting stream, stream the event was on)
+        self.context_errors: list[str] = []  # calls refused for want of a current context
+        self.captured_streams: list[int] = []  # every stream a capture began on
+        self.graph_launch_streams: list[int] = []  # the stream of every cuGraphLaunch
+        self._current = threading.local()  # .stack: this thread's contexts, innermost last
         self._ids = itertools.count(1)
 
     def __getattr__(self, name):
@@ -50,6 +72,9 @@ class FakeDriver:
                 if "driver" not in str(exc).lower():
                     raise
             self.calls.append(name)
+            if name in NEEDS_CONTEXT and not self._stack():
+                self.context_errors.append(name)
+                return (real.CUresult.CUDA_ERROR_INVALID_CONTEXT,)
             return fake(*args) if fake else (OK,)
 
         call.__name__ = name
@@ -89,6 +114,34 @@ class FakeDriver:
     def _cuDevicePrimaryCtxRetain(self, device):
         return OK, real.CUcontext(self._new())
 
+    def _stack(self) -> list:
+        if not hasattr(self._current, "stack"):
+            self._current.stack = []
+        return self._current.stack
+
+    def _cuCtxSetCurrent(self, context):
+        stack = self._stack()
+        if stack:
+            stack[-1] = int(context)
+        else:
+            stack.append(int(context))
+        return (OK,)
+
+    def _cuCtxPushCurrent(self, context):
+        self._stack().append(int(context))
+        return (OK,)
+
+    def _cuCtxPopCurrent(self):
+        stack = self._stack()
+        return OK, real.CUcontext(stack.pop() if stack else 0)
+
+    def _cuCtxGetCurrent(self):
+        stack = self._stack()
+        return OK, real.CUcontext(stack[-1] if stack else 0)
+
+    def _cuOccupancyMaxActiveBlocksPerMultiprocessor(self, function, block, shared):
+        return OK, 8
+
     # memory
     def _cuMemAlloc(self, nbytes):
         if self.capturing:  # thread-local capture mode: allocating breaks the capture
@@ -124,13 +177,16 @@ class FakeDriver:
 
     # streams, events, capture
     def _cuStreamCreate(self, flags):
-        return OK, real.CUstream(self._new())
+        handle = self._new()
+        self.stream_flags[handle] = int(flags)
+        return OK, real.CUstream(handle)
 
     def _cuEventCreate(self, flags):
         return OK, real.CUevent(self._new())
 
     def _cuStreamBeginCapture(self, stream, mode):
         self.capturing[int(stream)] = 0
+        self.captured_streams.append(int(stream))
         return (OK,)
 
     def _cuStreamIsCapturing(self, stream):
@@ -148,11 +204,13 @@ class FakeDriver:
     def _cuEventRecord(self, event, stream):
         if int(stream) in self.capturing:
             self.capture_events.add(int(event))
+        self.event_stream[int(event)] = int(stream)
         return (OK,)
 
     def _cuStreamWaitEvent(self, stream, event, flags):
         if int(event) in self.capture_events:  # the stream joins the capture (a fork)
             self.capturing.setdefault(int(stream), 0)
+        self.waits.append((int(stream), self.event_stream.get(int(event), -1)))
         return (OK,)
 
     def _cuStreamEndCapture(self, stream):
@@ -214,6 +272,7 @@ class FakeDriver:
 
     def _cuGraphLaunch(self, executable, stream):
         self.graph_launches += 1
+        self.graph_launch_streams.append(int(stream))
         return (OK,)
 
 
@@ -240,7 +299,8 @@ class GpuArray:
         self.shape, self.dtype = host.shape, host.dtype
         driver._copy(self.address, host.ctypes.data, host.nbytes)
         self.__cuda_array_interface__ = dict(data=(self.address, False), shape=host.shape,
-                                             typestr=host.dtype.str, strides=None, version=3)
+                                             typestr=host.dtype.str, strides=None, version=3,
+                                             stream=None)
 
     def get(self) -> np.ndarray:
         out = np.empty(self.shape, self.dtype)

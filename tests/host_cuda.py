@@ -31,14 +31,17 @@ PRELUDE = r"""
 #define __cudart_builtin__
 #define CUDARTAPI
 #define __launch_bounds__(x)
+#define __shared__
+static inline void __syncthreads() {}
 struct EagleDim { unsigned long long x; };
 static EagleDim threadIdx = {0}, blockIdx = {0}, blockDim = {1};
 static inline int __syncthreads_count(int p) { return p != 0; }
 static inline long long __shfl_down_sync(unsigned, long long v, int) { return v; }
+extern "C" { long long eagle_atomic_adds = 0, eagle_atomic_maxes = 0; }
 static inline unsigned long long atomicAdd(unsigned long long* a, unsigned long long v) {
-    unsigned long long o = *a; *a = o + v; return o; }
+    ++eagle_atomic_adds; unsigned long long o = *a; *a = o + v; return o; }
 static inline unsigned long long atomicMax(unsigned long long* a, unsigned long long v) {
-    unsigned long long o = *a; if (v > o) *a = v; return o; }
+    ++eagle_atomic_maxes; unsigned long long o = *a; if (v > o) *a = v; return o; }
 static inline double __longlong_as_double(unsigned long long v) {
     double d; memcpy(&d, &v, 8); return d; }
 """
@@ -82,12 +85,18 @@ extern "C" void host_step({params}) {{
         self.library = ctypes.CDLL(str(library))
 
     def run(self, arrays: dict, uniforms: dict, flags: np.ndarray, max_steps: int,
-            steps_per_launch: int) -> np.ndarray:
-        """Run the device loop to the end; return the control block."""
+            steps_per_launch: int, grow_until: int = 0, full: int = 0,
+            spread: int = 0) -> np.ndarray:
+        """Run the device loop to the end; return the control block. ``grow_until`` > 0 plays
+        the adaptive schedule (``emit``'s docstring) with a device that is full at ``full``
+        live samples and has ``spread`` one-block-per-SM slots."""
         control = np.zeros(len(CONTROL_FIELDS), dtype=np.int64)
         control[_FIELD["nsteps"]] = min(steps_per_launch, max_steps)
         control[_FIELD["max_steps"]] = max_steps
         control[_FIELD["steps_per_launch"]] = steps_per_launch
+        control[_FIELD["grow_until"]] = grow_until
+        control[_FIELD["full"]] = full
+        control[_FIELD["spread"]] = spread
         values = [ctypes.c_longlong(flags.shape[0]), ctypes.c_void_p(control.ctypes.data),
                   ctypes.c_void_p(flags.ctypes.data)]
         for slot in self.program.slots:
@@ -102,10 +111,18 @@ extern "C" void host_step({params}) {{
         condition = ctypes.c_uint.in_dll(self.library, "eagle_condition")
         condition.value = 1
         iterations = 0
+        self.sizes = []  # the nsteps of every launch, in order
         while condition.value:
+            self.sizes.append(int(control[_FIELD["nsteps"]]))
             self.library.host_step(*values)
             self.library.eagle_decide(ctypes.c_void_p(control.ctypes.data),
-                                      ctypes.c_ulonglong(0), ctypes.c_int(1), ctypes.c_void_p(0))
+                                      ctypes.c_ulonglong(0), ctypes.c_int(1))
             iterations += 1
             assert iterations <= max_steps + 1, "the decide kernel never ended the loop"
         return control
+
+    def atomics(self) -> tuple[int, int]:
+        """(atomicAdd, atomicMax) calls the step kernel made so far in this library (blocks
+        are one thread here, so each block's atomic is one call)."""
+        return (ctypes.c_longlong.in_dll(self.library, "eagle_atomic_adds").value,
+                ctypes.c_longlong.in_dll(self.library, "eagle_atomic_maxes").value)

@@ -214,13 +214,27 @@ def test_spec_gravity_cell_replays_accumulate(cp):
     assert float(rel_err) < 1e-13
 
 
-def test_loaded_vector_checks_bindings_like_until_done(cp):
+def gravity_artifact(folder):
+    """The spec's gravity kernel written from its hawk source by this machine's NVRTC (the
+    checked-in fixture is for the spec's own cell)."""
+    import importlib.util
     import pathlib
 
+    from eagle.cuda.artifact import write_artifact
+
+    source = pathlib.Path(__file__).resolve().parent.parent / "docs" / "guide" / "_fixtures"
+    spec = importlib.util.spec_from_file_location("gravity_source", source / "gravity.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    path, _ = write_artifact(module.gravity.specialize({}), "ptx", folder / "gravity.ptx",
+                             "sm_80")
+    return path
+
+
+def test_loaded_vector_checks_bindings_like_until_done(cp, tmp_path):
     from eagle.loaded import LoadedVector
 
-    fixtures = pathlib.Path(__file__).resolve().parent.parent / "docs" / "guide" / "_fixtures"
-    force = LoadedVector(fixtures / "gravity.ptx")
+    force = LoadedVector(gravity_artifact(tmp_path))
     position = cp.ones((3, 10))
     with pytest.raises(eagle.BindingTypeError, match="missing a binding for 'mu'"):
         force.launch(out=cp.zeros((3, 10)), position=position)
@@ -292,3 +306,80 @@ def test_graph_composer_overlaps_pipelines(cp):
     composer = GraphComposer().add(pipes[0]).add(pipes[1]).build()
     together = timed(lambda: composer.launch(1))
     assert together < 0.8 * alone, (together, alone)
+
+
+def test_a_runner_built_on_one_thread_runs_on_another(cp):
+    """A thread pool's worker has no current CUDA context of its own (issue 15, defect 4)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    bindings = oscillator_bindings(20_000)
+    expected, _ = reference_run(oscillator, bindings, 2000)
+    on_gpu = {k: cp.asarray(v) if isinstance(v, np.ndarray) else v for k, v in bindings.items()}
+    runner = eagle.until_done(eagle.deploy(oscillator, "gpu"), max_steps=2000, **on_gpu)
+    with ThreadPoolExecutor(1) as pool:
+        report = pool.submit(runner.run).result()
+        pool.submit(runner.sync_from_device).result()
+    assert report.done == 20_000
+    assert np.array_equal(cp.asnumpy(on_gpu["x"]), expected["x"])
+
+
+def test_arrays_written_on_a_side_stream_are_waited_for(cp):
+    """CuPy exports the stream it wrote on (CAI v3); the run must follow that work."""
+    from eagle.cuda.memory import as_device_array
+
+    n = 1_000_000
+    side = cp.cuda.Stream(non_blocking=True)
+    with side:
+        x = cp.ones(n)
+        for _ in range(50):  # keep the side stream busy past the moment run() starts
+            x = x * 1.0
+        v, t, omega = cp.zeros(n), cp.zeros(n), cp.linspace(1.0, 3.0, n)
+        assert as_device_array(x, "cuda:0").stream == side.ptr
+        runner = eagle.until_done(eagle.deploy(oscillator, "gpu"), max_steps=2000, x=x, v=v,
+                                  t=t, omega=omega, t_end=1.0, dt=1e-3)
+        report = runner.run()
+    expected, _ = reference_run(oscillator, dict(x=np.ones(n), v=np.zeros(n), t=np.zeros(n),
+                                                 omega=np.linspace(1.0, 3.0, n), t_end=1.0,
+                                                 dt=1e-3), 2000)
+    assert report.done == n and np.array_equal(cp.asnumpy(x), expected["x"])
+
+
+def test_captures_survive_another_threads_default_stream_work(cp):
+    """Captures run on non-blocking streams (issue 15, defect 3)."""
+    import threading
+
+    from eagle.pipeline import GraphPipeline
+
+    add_one = _add_one_launcher(cp)
+    x = cp.zeros(1000)
+    stop = threading.Event()
+
+    def busy():
+        y = cp.ones(1 << 16)
+        while not stop.is_set():
+            y += 1.0  # the legacy default stream, from another thread
+            cp.cuda.Stream.null.synchronize()
+
+    thread = threading.Thread(target=busy)
+    thread.start()
+    try:
+        for _ in range(50):
+            GraphPipeline().add(lambda: add_one.launch(8, x, 1000)).build().launch(1)
+    finally:
+        stop.set()
+        thread.join()
+    cp.cuda.runtime.deviceSynchronize()
+    assert float(x.min()) == 50.0
+
+
+def test_progress_and_fmad_on_the_gpu(cp):
+    bindings = spread_bindings(100_000)
+    expected, steps = reference_run(spread_oscillator, bindings, 2000)
+    actual, report, runner = gpu_run(cp, spread_oscillator, bindings, 2000)
+    assert report.steps == steps and report.launches < 2000 // 16
+    on_gpu = {k: cp.asarray(v) if isinstance(v, np.ndarray) else v
+              for k, v in copy.deepcopy(bindings).items()}
+    fast = eagle.until_done(eagle.deploy(spread_oscillator, "gpu", fmad=True), max_steps=2000,
+                            **on_gpu).run(progress=True)
+    assert fast.done == report.done
+    assert np.allclose(cp.asnumpy(on_gpu["x"]), expected["x"], rtol=1e-12, atol=1e-12)

@@ -2,7 +2,7 @@
 
     python -m eagle bench [--quick] [--out DIR] ...   the eager-loop vs graph card
     python -m eagle compile MODULE.py:KERNEL --target {cuda,ptx,cubin} [--arch sm_90]
-                            [--dtype NAME=float32 ...] [--fmad] -o FILE
+                            [--ptx-isa 9.0] [--dtype NAME=float32 ...] [--fmad] -o FILE
     python -m eagle info                              versions, devices, threads, cache
     python -m eagle cache clear                       delete every compiled kernel
     python -m eagle --version
@@ -72,7 +72,12 @@ def compile_artifact(args) -> int:
     except (UsageError, CompileError) as exc:
         print(f"eagle: {exc}", file=sys.stderr)
         return 2
-    path, meta = write_artifact(program, args.target, args.output, args.arch, args.fmad)
+    try:
+        path, meta = write_artifact(program, args.target, args.output, args.arch, args.fmad,
+                                    args.ptx_isa)
+    except ValueError as exc:
+        print(f"eagle: {exc}", file=sys.stderr)
+        return 2
     print(f"wrote {path} ({path.stat().st_size} bytes) and {meta}")
     return 0
 
@@ -98,6 +103,9 @@ def parser() -> argparse.ArgumentParser:
                           help="a parameter's dtype (default float64)")
     compile_.add_argument("--target", choices=["cuda", "ptx", "cubin"], required=True)
     compile_.add_argument("--arch", default="sm_90", help="GPU architecture (default sm_90)")
+    compile_.add_argument("--ptx-isa", default=None, metavar="X.Y",
+                          help="PTX only: the PTX ISA to declare (default 9.0, what every "
+                               "supported nvJitLink reads; 'native' for this NVRTC's own)")
     compile_.add_argument("--fmad", action="store_true",
                           help="allow fused multiply-add (results then differ from the CPU)")
     compile_.add_argument("-o", "--output", required=True, type=Path)

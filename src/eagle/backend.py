@@ -81,7 +81,9 @@ class Loop(Protocol):
         each launch (or the whole run) with ``counters.record``."""
 
     def live_now(self) -> int | None:
-        """The live count while ``run`` is going on (read from another thread), or None."""
+        """The live count while ``run`` is going on (read from another thread), or None.
+        A loop that needs to prepare for that (a GPU writing to pinned host memory) may also
+        have ``watch(enabled: bool)``, which the runner calls before each run."""
 
 
 @runtime_checkable

@@ -10,6 +10,10 @@ CUDA refuses a conditional node inside a child graph, so a runner's WHILE loop i
 as a child graph: it is recorded at the top level of the one capture, on its piece's stream
 (``GraphLoop.append_to_capture``). Each replay continues each runner's run from where the last
 one stopped; ``runner.sync_from_device()`` reads its counters back afterwards.
+
+Every stream of the capture is non-blocking (another thread's legacy-default-stream work would
+otherwise invalidate it); the replays run on a blocking stream, ordered with the legacy default
+stream like the rest of eagle's work.
 """
 
 from __future__ import annotations
@@ -62,8 +66,8 @@ class GraphComposer:
         for piece, loop in zip(self.pieces, loops, strict=True):
             if loop is not None:
                 loop.prepare_for_capture(piece.steps, piece.max_steps)
-        origin = Stream(self.ordinal)
-        streams = [Stream(self.ordinal) for _ in self.pieces]
+        origin = Stream(self.ordinal, non_blocking=True)
+        streams = [Stream(self.ordinal, non_blocking=True) for _ in self.pieces]
         events = []
         with StreamCapturer(origin) as capture:
             fork = Event(self.ordinal).record(origin)
@@ -77,10 +81,11 @@ class GraphComposer:
                 events.append(joined)
                 origin.wait(joined)
         self.graph = capture.graph
-        self._exec = self.graph.instantiate()
-        self._exec.upload(origin)
-        origin.synchronize()
-        self._origin, self._streams, self._events = origin, streams, events
+        self._exec = self.graph.instantiate(self.ordinal)
+        replay = Stream(self.ordinal)  # blocking
+        self._exec.upload(replay)
+        replay.synchronize()
+        self._origin, self._streams, self._events = replay, streams, events
         return self
 
     @staticmethod

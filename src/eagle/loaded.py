@@ -1,12 +1,15 @@
 """``LoadedVector``: a kernel loaded from a compiled artifact, with no hawk source.
 
 ``LoadedVector(path)`` reads ``NAME.ptx`` (or ``.cubin``) and its sidecar ``NAME.json``
-(validated: format, fields, SHA-256), links PTX into a cubin for the device with nvJitLink (the
-driver is never asked to JIT a PTX newer than it knows), loads it and resolves the entry, all
-at construction, so nothing loads later inside a graph capture. ``launch(**bindings)`` checks
-the bindings against the sidecar exactly as ``until_done`` checks them against a kernel, then
-issues one launch (every live sample takes one step) on eagle's current stream, so it can be a
-``GraphPipeline`` step. ``accumulate: true`` kernels add into their ``Out`` buffers.
+(validated: format, fields, SHA-256; a PTX ISA newer than this machine's nvJitLink reads is
+refused with what to do, before any GPU is looked for), links PTX into a cubin for the device
+with nvJitLink (the driver is never asked to JIT a PTX newer than it knows), loads it and
+resolves the entry, all at construction, so nothing loads later inside a graph capture.
+``launch(**bindings)`` checks the bindings against the sidecar exactly as ``until_done`` checks
+them against a kernel, then issues one launch (every live sample takes one step) on eagle's
+current stream, so it can be a ``GraphPipeline`` step; outside a capture that stream first
+waits on the streams the arrays' producers declare (CUDA Array Interface v3).
+``accumulate: true`` kernels add into their ``Out`` buffers.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import numpy as np
 from hawk.ir import slots
 
 from .bindings import bind
-from .cuda.artifact import Artifact, read_artifact
+from .cuda.artifact import Artifact, check_ptx_isa, read_artifact
 
 __all__ = ["LoadedVector"]
 
@@ -34,6 +37,7 @@ class LoadedVector:
         from .cuda.nvrtc import ptx_to_cubin
 
         self.artifact: Artifact = read_artifact(path)  # refused before anything is loaded
+        check_ptx_isa(self.artifact)
         require()
         self.device = device
         self.ordinal = ordinal_of(device)
@@ -64,9 +68,14 @@ class LoadedVector:
 
         bound = bind(self.artifact, bindings, self.device, caller=f"{self.name}.launch")
         types, values = step_arguments(slots(self.artifact.params), bound, self._control)
+        from .cuda.memory import wait_for_producers
+        from .cuda.stream import current_stream
+
         launcher = Launcher(self._function, types, self.block, self.ordinal)
         grid = -(-bound.n // self.block)
-        self._keep = launcher.launch(grid, *values)
+        stream = current_stream(self.ordinal)
+        wait_for_producers(stream, bound.arrays.values())
+        self._keep = launcher.launch(grid, *values, stream=stream)
 
     def __repr__(self) -> str:
         return f"<eagle.LoadedVector {self.name} from {self.artifact.path.name} on {self.device}>"

@@ -7,6 +7,11 @@ graph and instantiates it; ``launch(n)`` replays it ``n`` times with no Python p
 Nothing inside a captured step may allocate device memory or synchronise: those calls fail or
 silently break a capture. ``build()`` checks after every step and names the step that broke a
 rule (``eagle.CaptureError``); the partial graph is discarded and the stream stays usable.
+
+The capture runs on a non-blocking stream, so another thread's work on the legacy default
+stream cannot invalidate it; the replays run on a blocking stream, so they stay ordered after
+the work a user queued on the legacy default stream (CuPy's and PyTorch's default) and before
+what they queue next.
 """
 
 from __future__ import annotations
@@ -69,12 +74,12 @@ class GraphPipeline:
 
         if not self.steps:
             raise ValueError("GraphPipeline.build(): add() at least one step first")
-        stream = Stream(self.ordinal)
-        with StreamCapturer(stream) as capture:
+        with StreamCapturer(Stream(self.ordinal, non_blocking=True)) as capture:
             for index, step in enumerate(self.steps):
                 self._capture_step(capture, index, step)
         self.graph = capture.graph
-        self._exec = self.graph.instantiate()
+        self._exec = self.graph.instantiate(self.ordinal)
+        stream = Stream(self.ordinal)  # the replays' stream: blocking
         self._exec.upload(stream)
         stream.synchronize()
         self._stream = stream
@@ -93,7 +98,15 @@ class GraphPipeline:
                                "stream")
 
     def launch(self, n: int = 1) -> None:
-        """Replay the graph ``n`` times on the pipeline's stream (asynchronously)."""
+        """Replay the graph ``n`` times on the pipeline's stream (asynchronously), from any
+        thread.
+
+        Means::
+
+            for _ in range(n):
+                for step in steps:
+                    step()      # the launch each step recorded, with the arguments it had
+        """
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise ValueError(f"GraphPipeline.launch(n=...) takes an int >= 0, got {n!r}")
         if self._exec is None:

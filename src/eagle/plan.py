@@ -44,8 +44,10 @@ def deploy(kernel: hawk.Kernel, device: str | None = None, *, fmad: bool = False
     follow the arrays). Compilation happens on first use for each dtype signature and is cached
     on disk under ``$EAGLE_CACHE_DIR``.
 
-    ``fmad=True`` lets the GPU compiler fuse multiply-adds: slightly faster, but results then
-    differ from the CPU backend and the reference in the last bits. Off by default."""
+    ``fmad=True`` is the fast GPU option: the compiler fuses ``a * b + c`` into one multiply-add
+    (one FP64 instruction instead of two), but results are then not bit-exact: they differ from
+    the CPU backend, the reference and ``fmad=False`` in the last bits. ``fmad=False``, exact,
+    is the default. (The CPU backend never fuses.)"""
     if not isinstance(kernel, hawk.Kernel):
         raise TypeError(f"deploy() takes a @hawk.kernel function, got {type(kernel).__name__}")
     if device is not None:

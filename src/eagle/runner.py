@@ -93,7 +93,7 @@ class Runner:
     """
 
     def __init__(self, plan: Plan, bound, max_steps: int, steps_per_launch: int | None,
-                 eager: bool = False, check_finite: bool = False):
+                 eager: bool = False, check_finite: bool = False, stream=None):
         self.plan = plan
         self.eager = eager
         self.check_finite = check_finite
@@ -115,6 +115,12 @@ class Runner:
         # (nothing may load while a graph is being recorded); the CPU compiles on first run.
         self._loop = self.backend.loop(plan.kernel.specialize(bound.dtypes), bound,
                                        steps_per_launch, eager=eager, fmad=plan.fmad)
+        if stream is not None:  # a loop that runs on device streams offers use_stream
+            use_stream = getattr(self._loop, "use_stream", None)
+            if use_stream is None:
+                raise ValueError(f"until_done(stream=...): the runner runs on {self.device}, "
+                                 "which has no CUDA streams; pass GPU arrays or drop stream=")
+            use_stream(stream)
 
     @property
     def n(self) -> int:
@@ -190,6 +196,9 @@ class Runner:
         at_boundary = True  # the state is at a launch boundary (nothing is mid-launch)
         try:
             start = time.perf_counter()
+            watch = getattr(self._loop, "watch", None)
+            if watch is not None:  # a loop whose device writes progress only when asked
+                watch(progress)
             build_s = self._loop.build()
             launches0, steps0 = self.launches, self.steps
             last_checkpoint = time.perf_counter()
@@ -425,7 +434,8 @@ class Runner:
 
 
 def until_done(plan: Plan | hawk.Kernel, /, max_steps: int, steps_per_launch: int | None = None,
-               *, eager: bool = False, check_finite: bool = False, **bindings) -> Runner:
+               *, eager: bool = False, check_finite: bool = False, stream=None,
+               **bindings) -> Runner:
     """Bind ``plan``'s kernel to arrays and return a ``Runner`` (nothing runs yet).
 
     Every binding is checked first (missing, unknown, shape, dtype, device, layout, aliasing,
@@ -438,6 +448,11 @@ def until_done(plan: Plan | hawk.Kernel, /, max_steps: int, steps_per_launch: in
     ``eager=True`` makes the host read the live count after every launch and decide whether to
     launch again: the loop a graph replaces, kept for comparison and debugging (on the CPU the
     host decides anyway).
+
+    ``stream`` (GPU): the CUDA stream ``run()`` works on, from any library (a CuPy or PyTorch
+    stream, an object with ``__cuda_stream__``, or a raw handle), so the run is ordered after
+    the work already queued there and before what comes next; by default eagle's own stream,
+    ordered after the streams the arrays' producers declare.
 
     ``check_finite=True`` makes ``run()`` check the state (``Mutable``/``Out``, float) of the
     samples that were live for NaN/inf: after every launch where the host sees launches (the
@@ -454,7 +469,8 @@ def until_done(plan: Plan | hawk.Kernel, /, max_steps: int, steps_per_launch: in
     if plan.device is not None:
         plan.resolve_device(plan.device)  # an unavailable device is the first thing to say
     bound = bind(plan.kernel, bindings, plan.device)
-    return Runner(plan, bound, max_steps, steps_per_launch, bool(eager), bool(check_finite))
+    return Runner(plan, bound, max_steps, steps_per_launch, bool(eager), bool(check_finite),
+                  stream)
 
 
 def simulate(kernel: hawk.Kernel, /, max_steps: int, device: str | None = None,

@@ -5,7 +5,7 @@ typedef unsigned long long cudaGraphConditionalHandle;
 extern "C" __device__ __cudart_builtin__ void CUDARTAPI cudaGraphSetConditional(
     cudaGraphConditionalHandle handle, unsigned int value);
 
-struct EagleControl { long long nsteps; long long live; long long taken; long long steps; long long launches; long long max_steps; long long steps_per_launch; long long last_live; };
+struct EagleControl { long long nsteps; long long live; long long taken; long long steps; long long launches; long long max_steps; long long steps_per_launch; long long last_live; long long grow_until; long long full; long long spread; long long progress; };
 
 template <typename T> __device__ __forceinline__ T eagle_fmod(T a, T b);
 template <> __device__ __forceinline__ double eagle_fmod(double a, double b) { return fmod(a, b); }
@@ -111,16 +111,24 @@ extern "C" __global__ void __launch_bounds__(256) eagle_step(
         flags[i] = done;
         live = !done;
     }
-    live = __syncthreads_count(live);
-    if (threadIdx.x == 0 && live > 0) {
-        atomicAdd((eagle_u64*)&control->live, (eagle_u64)live);
-    }
-    for (int offset = 16; offset > 0; offset >>= 1) {
-        const long long other = __shfl_down_sync(0xffffffffu, taken, offset);
-        taken = other > taken ? other : taken;
-    }
-    if ((threadIdx.x & 31) == 0 && taken > 0) {
-        atomicMax((eagle_u64*)&control->taken, (eagle_u64)taken);
+    live = __syncthreads_count(live);  // the same value in every thread of the block
+    if (live > 0) {
+        // A live sample took all nsteps steps: eagle_decide derives the slowest count.
+        if (threadIdx.x == 0) atomicAdd((eagle_u64*)&control->live, (eagle_u64)live);
+    } else {
+        __shared__ long long most[256 / 32];
+        for (int offset = 16; offset > 0; offset >>= 1) {
+            const long long other = __shfl_down_sync(0xffffffffu, taken, offset);
+            taken = other > taken ? other : taken;
+        }
+        if ((threadIdx.x & 31) == 0) most[threadIdx.x >> 5] = taken;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            for (unsigned int w = 1; w < (blockDim.x + 31) / 32; ++w) {
+                taken = most[w] > taken ? most[w] : taken;
+            }
+            if (taken > 0) atomicMax((eagle_u64*)&control->taken, (eagle_u64)taken);
+        }
     }
 }
 
@@ -136,24 +144,28 @@ extern "C" __global__ void eagle_start(EagleControl* __restrict__ control)
 }
 
 extern "C" __global__ void eagle_decide(EagleControl* __restrict__ control,
-                                        cudaGraphConditionalHandle handle, int set_condition,
-                                        volatile long long* progress)
+                                        cudaGraphConditionalHandle handle, int set_condition)
 {
     if (control->nsteps <= 0) {  // the run was over before this launch
         if (set_condition) cudaGraphSetConditional(handle, 0u);
         return;
     }
-    control->steps += control->taken;
+    const long long live = control->live;
+    control->steps += live > 0 ? control->nsteps : control->taken;
     control->launches += 1;
-    control->last_live = control->live;
+    control->last_live = live;
+    long long size = control->steps_per_launch;
+    if (control->grow_until > size && (live >= control->full || live <= control->spread)) {
+        size = 2 * size < control->grow_until ? 2 * size : control->grow_until;
+        control->steps_per_launch = size;
+    }
     const long long left = control->max_steps - control->steps;
-    const bool again = control->live > 0 && left > 0;
-    control->nsteps = again ? (left < control->steps_per_launch ? left
-                                                                : control->steps_per_launch)
-                            : 0;
+    const bool again = live > 0 && left > 0;
+    control->nsteps = again ? (left < size ? left : size) : 0;
     control->live = 0;
     control->taken = 0;
-    if (progress) {  // host-mapped memory a host thread polls: no synchronisation needed
+    if (control->progress != 0) {  // host-mapped memory a host thread polls (progress=True)
+        volatile long long* progress = (volatile long long*)control->progress;
         progress[0] = control->last_live;
         progress[1] = control->steps;
     }

@@ -7,6 +7,8 @@ sidecar ``gravity.json``) from the repository root with::
     python -m eagle compile docs/guide/_fixtures/gravity.py:gravity --target ptx --arch sm_80 \\
         -o docs/guide/_fixtures/gravity.ptx
 
+which writes PTX ISA 9.0 (``--ptx-isa``'s default: what nvJitLink 13.0, the oldest the
+``[cuda]`` extra installs, reads), so the spec's cell links on every supported toolchain.
 ``tests/test_artifacts.py`` checks that the checked-in files are what this command writes.
 """
 

@@ -6,6 +6,10 @@ loader needs to launch the code without the hawk source: the entry points, every
 (``accumulate``), the launch shape, the control block's layout, the PTX ISA version and target,
 the versions that made it, and the SHA-256 of the artifact. ``docs/artifacts.md`` describes it
 for native consumers. Reading a sidecar is JSON only, never code, and is validated.
+
+PTX is written at ``nvrtc.OLDEST_PTX_ISA`` by default (the ISA every nvJitLink the ``[cuda]``
+extra allows reads), not at the ISA of the NVRTC that happens to be installed: PTX is portable to
+newer GPUs, not to older toolchains. ``check_ptx_isa`` is what a loader asks before linking.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from ..errors import ArtifactError
 from .emit import BLOCK_SIZE, CONTROL_FIELDS, DECIDE_KERNEL, STEP_KERNEL, emit_cuda, slot_ctype
 
 __all__ = ["FORMAT", "TARGETS", "sidecar", "write_artifact", "read_artifact", "Artifact",
-           "ArtifactError"]
+           "ArtifactError", "check_ptx_isa"]
 
 FORMAT = "eagle-artifact/1"
 TARGETS = ("cuda", "ptx", "cubin")
@@ -39,7 +43,8 @@ def _ptx_header(ptx: bytes) -> dict:
                 ptx_target=target.group(1).rstrip(",") if target else None)
 
 
-def sidecar(program: Program, target: str, arch: str | None, fmad: bool, data: bytes) -> dict:
+def sidecar(program: Program, target: str, arch: str | None, fmad: bool, data: bytes,
+            native_isa: str | None = None) -> dict:
     """The metadata written beside an artifact of ``program`` whose bytes are ``data``."""
     import hawk
 
@@ -77,6 +82,7 @@ def sidecar(program: Program, target: str, arch: str | None, fmad: bool, data: b
     }
     if target == "ptx":
         meta.update(_ptx_header(data))
+        meta["ptx_isa_native"] = native_isa or meta["ptx_isa"]  # what NVRTC itself wrote
     if target != "cuda":
         from .nvrtc import nvrtc_version
 
@@ -85,24 +91,63 @@ def sidecar(program: Program, target: str, arch: str | None, fmad: bool, data: b
 
 
 def write_artifact(program: Program, target: str, path: Path, arch: str = "sm_90",
-                   fmad: bool = False) -> tuple[Path, Path]:
+                   fmad: bool = False, ptx_isa: str | None = None) -> tuple[Path, Path]:
     """Write ``program`` as CUDA source, PTX or a cubin to ``path`` and its sidecar to the
-    same name with ``.json``; return both paths."""
+    same name with ``.json``; return both paths.
+
+    ``ptx_isa`` (PTX only): the PTX ISA to declare, ``"native"`` for what the local NVRTC
+    writes; default ``OLDEST_PTX_ISA``, so any supported nvJitLink links the file."""
     if target not in TARGETS:
         raise ValueError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
+    if ptx_isa is not None and target != "ptx":
+        raise ValueError(f"ptx_isa applies to --target ptx only, not {target!r}")
     source = emit_cuda(program)
+    native = None
     if target == "cuda":
         data, arch = source.encode(), None
     else:
-        from .nvrtc import arch_name, compile_source
+        from .nvrtc import OLDEST_PTX_ISA, arch_name, compile_source, lower_ptx_isa, ptx_isa_of
 
         arch = arch_name(arch)
         data = compile_source(source, arch, target=target, fmad=fmad)
+        if target == "ptx":
+            native = ptx_isa_of(data)
+            wanted = ptx_isa or OLDEST_PTX_ISA
+            if wanted != "native":
+                data = lower_ptx_isa(data, wanted, arch)
     path = Path(path)
     path.write_bytes(data)
     meta_path = path.with_suffix(".json")
-    meta_path.write_text(json.dumps(sidecar(program, target, arch, fmad, data), indent=2) + "\n")
+    meta = sidecar(program, target, arch, fmad, data, native)
+    meta_path.write_text(json.dumps(meta, indent=2) + "\n")
     return path, meta_path
+
+
+def check_ptx_isa(artifact: Artifact) -> None:
+    """``ArtifactError`` saying what to do when this machine's nvJitLink cannot read the
+    artifact's PTX ISA (needs nvJitLink, not a GPU); nothing for a cubin."""
+    if artifact.meta["target"] != "ptx":
+        return
+    from .nvrtc import newest_readable_ptx_isa, nvjitlink_version, ptx_isa_of, readable_ptx_isa
+
+    isa = ptx_isa_of(artifact.data)
+    if isa is None or isa != artifact.meta.get("ptx_isa"):
+        raise ArtifactError(f"{artifact.path} declares PTX ISA {isa} but its sidecar says "
+                            f"{artifact.meta.get('ptx_isa')}; regenerate the pair")
+    linker = nvjitlink_version()
+    if not readable_ptx_isa(isa, linker):
+        made_by = artifact.meta.get("nvrtc_version", "a newer NVRTC")
+        arch = artifact.meta.get("arch") or "sm_XY"
+        newest = newest_readable_ptx_isa(linker) or "older"
+        raise ArtifactError(
+            f"{artifact.path.name} is PTX ISA {isa} (written by NVRTC {made_by}), but this "
+            f"machine's nvJitLink {linker[0]}.{linker[1]} reads PTX ISA {newest} at most. PTX "
+            "is portable to newer GPUs, not to older toolchains. Rebuild the artifact for this "
+            f"toolchain: python -m eagle compile MODULE.py:{artifact.name} --target ptx "
+            f"--arch {arch} --ptx-isa {newest if newest != 'older' else 'X.Y'}; or compile it "
+            "with an NVRTC no newer than this nvJitLink; or ship a cubin (--target cubin "
+            "--arch <this GPU's sm_XY>); or upgrade nvJitLink here (pip install -U "
+            "nvidia-nvjitlink)")
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,17 @@ graph is recorded (a module loaded during capture invalidates the capture).
   the host until the control block says the run is over; a step past the end does nothing.
 
 The control block (``emit.CONTROL_FIELDS``) is uploaded before a run and read back once after
-it: ``launches``, ``steps`` and the live count come from device counters.
+it: ``launches``, ``steps`` and the live count come from device counters. Launch sizes follow
+``emit``'s adaptive schedule (first ``INITIAL_STEPS_PER_LAUNCH``, doubling up to
+``MAX_STEPS_PER_LAUNCH`` while that keeps the work balanced) unless ``until_done`` fixed one;
+the device's "full" count comes from the CUDA occupancy calculator for the step kernel. It has
+not been timed on a GPU yet: ``benchmarks/gpu_loop.py`` compares it with fixed sizes there.
+
+Every entry point that touches the device (``build``, ``run``, ``run_host_loop``,
+``read_counters``) makes the device's context current on the calling thread, so a runner built
+on one thread runs on another. Before each run the loop's stream waits on the streams the
+arrays' producers declared (``memory.wait_for_producers``). Pinned host memory for the progress
+bar is allocated, and the device writes to it, only for ``run(progress=True)``.
 """
 
 from __future__ import annotations
@@ -38,19 +48,24 @@ from .emit import (
 )
 from .graph import Graph, add_kernel_node, add_while_node, condition_handle
 from .launcher import Launcher, Module, pack
-from .memory import DeviceBuffer, HostMapped
+from .memory import DeviceBuffer, HostMapped, wait_for_producers
 from .nvrtc import compile_source
 from .stream import Stream
 
-__all__ = ["CudaBackend", "CudaLoop", "CudaKernel", "GraphLoop",
-           "step_arguments", "DEFAULT_STEPS_PER_LAUNCH", "UNROLLED"]
+__all__ = ["CudaBackend", "CudaLoop", "CudaKernel", "GraphLoop", "step_arguments",
+           "INITIAL_STEPS_PER_LAUNCH", "MAX_STEPS_PER_LAUNCH", "UNROLLED"]
 
-#: GPU launches are cheap inside a graph; 64 steps per launch keeps each launch short enough
-#: that samples finishing early waste little: the spec's oscillator (1000 steps) takes 16.
-DEFAULT_STEPS_PER_LAUNCH = 64
+#: The adaptive schedule's first launch size: short, so a run whose samples all finish within
+#: a few steps wastes nothing; it doubles from there (the spec's oscillator, 1000 steps on a
+#: full device, takes 6 launches: 16, 32, ..., 512).
+INITIAL_STEPS_PER_LAUNCH = 16
+#: The size it grows to at most: on a full device a launch of 1024 steps is hundreds of
+#: microseconds of work against a few microseconds of launch cost, and a WHILE iteration stays
+#: short enough for a progress bar.
+MAX_STEPS_PER_LAUNCH = 1024
 UNROLLED = 8
 _FIELD = {name: k for k, name in enumerate(CONTROL_FIELDS)}
-_DECIDE = ["ptr", "u64", "int", "ptr"]  # control, condition handle, set it?, progress or 0
+_DECIDE = ["ptr", "u64", "int"]  # control, condition handle, set it?
 _lock = threading.Lock()
 
 
@@ -69,6 +84,11 @@ class CudaKernel:
         self.decide = self.module.function(DECIDE_KERNEL)
         self.start = self.module.function(START_KERNEL)
         self.while_nodes = info.supports_while_nodes
+        blocks = call(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor, self.step,
+                      BLOCK_SIZE, 0)
+        #: live samples at which every SM is full, and one block per SM (the schedule's marks)
+        self.full = max(int(blocks or 1), 1) * info.multiprocessors * BLOCK_SIZE
+        self.spread = info.multiprocessors * BLOCK_SIZE
 
 
 def step_arguments(slots: tuple[Slot, ...], bound: Bound, control: DeviceBuffer):
@@ -91,36 +111,45 @@ class GraphLoop:
     """``until_done``'s loop for one runner, recorded once as a graph on first use."""
 
     def __init__(self, kernel: CudaKernel, bound: Bound, steps_per_launch: int | None,
-                 progress: bool = True):
+                 stream: Stream | None = None):
         self.kernel = kernel
         self.bound = bound
-        self.steps_per_launch = steps_per_launch or DEFAULT_STEPS_PER_LAUNCH
+        self.fixed = steps_per_launch is not None
+        self.steps_per_launch = steps_per_launch or INITIAL_STEPS_PER_LAUNCH
         self.context = activate(kernel.ordinal)
-        self.stream = Stream(kernel.ordinal)
+        self.stream = stream or Stream(kernel.ordinal)  # blocking; or the user's
         self.control = DeviceBuffer(8 * len(CONTROL_FIELDS), kernel.ordinal)
         self.host_control = np.zeros(len(CONTROL_FIELDS), dtype=np.int64)
         self.mode = "graph-while" if kernel.while_nodes else "graph-unrolled"
         self.graph = None
         self.exec = None
         self._keep = []  # packed arguments the graph's nodes point into
-        # (live, steps) written by the decide kernel into pinned host memory, for progress bars
-        self.progress = HostMapped(16, kernel.ordinal) if progress else None
-        self._progress_ptr = self.progress.device_ptr if progress else 0
+        # (live, steps) written by the decide kernel into pinned host memory, for a progress
+        # bar: allocated on the first run(progress=True), written only while one is shown
+        self.progress: HostMapped | None = None
+        self.watching = False
+
+    def watch(self, enabled: bool) -> None:
+        """Have the next runs write the live count to host memory (``live_now``) or not."""
+        self.watching = bool(enabled)
+        if self.watching and self.progress is None:
+            self.progress = HostMapped(16, self.kernel.ordinal)
 
     def build(self) -> float:
         """Record and instantiate the graph; return the seconds it took."""
         start = time.perf_counter()
+        activate(self.kernel.ordinal)
         grid = -(-self.bound.n // BLOCK_SIZE)
         types, values = step_arguments(self.kernel.program.slots, self.bound, self.control)
         step_args = pack(types, values)
         self.graph = Graph()
         if self.mode == "graph-while":
             _, handle, body = add_while_node(self.graph.handle, self.context)
-            decide_args = pack(_DECIDE, [self.control.ptr, int(handle), 1, self._progress_ptr])
+            decide_args = pack(_DECIDE, [self.control.ptr, int(handle), 1])
             step = add_kernel_node(body, self.kernel.step, grid, BLOCK_SIZE, step_args)
             add_kernel_node(body, self.kernel.decide, 1, 1, decide_args, [step])
         else:
-            decide_args = pack(_DECIDE, [self.control.ptr, 0, 0, self._progress_ptr])
+            decide_args = pack(_DECIDE, [self.control.ptr, 0, 0])
             previous = []
             for _ in range(UNROLLED):
                 step = add_kernel_node(self.graph.handle, self.kernel.step, grid, BLOCK_SIZE,
@@ -128,7 +157,7 @@ class GraphLoop:
                 previous = [add_kernel_node(self.graph.handle, self.kernel.decide, 1, 1,
                                             decide_args, [step])]
         self._keep = [step_args, decide_args]
-        self.exec = self.graph.instantiate()
+        self.exec = self.graph.instantiate(self.kernel.ordinal)
         self.exec.upload(self.stream)
         self.stream.synchronize()
         return time.perf_counter() - start
@@ -155,7 +184,7 @@ class GraphLoop:
         start = add_kernel_node(graph, self.kernel.start, 1, 1, start_args, dependencies)
         handle = condition_handle(graph, self.context)
         node, _, body = add_while_node(graph, self.context, [start], handle)
-        decide_args = pack(_DECIDE, [self.control.ptr, int(handle), 1, self._progress_ptr])
+        decide_args = pack(_DECIDE, [self.control.ptr, int(handle), 1])
         step = add_kernel_node(body, self.kernel.step, grid, BLOCK_SIZE, step_args)
         add_kernel_node(body, self.kernel.decide, 1, 1, decide_args, [step])
         self._keep += [step_args, start_args, decide_args]
@@ -176,16 +205,21 @@ class GraphLoop:
         c[_FIELD["max_steps"]] = max_steps
         c[_FIELD["steps_per_launch"]] = self.steps_per_launch
         c[_FIELD["last_live"]] = -1
+        c[_FIELD["grow_until"]] = 0 if self.fixed else MAX_STEPS_PER_LAUNCH
+        c[_FIELD["full"]] = self.kernel.full
+        c[_FIELD["spread"]] = self.kernel.spread
+        c[_FIELD["progress"]] = self.progress.device_ptr if self.watching else 0
         self.control.upload(c, self.stream)
         return c
 
     def _finish(self, c: np.ndarray, steps: int) -> tuple[int, int, int]:
+        self.last_steps_per_launch = int(c[_FIELD["steps_per_launch"]])
         return int(c[_FIELD["launches"]]), int(c[_FIELD["steps"]]) - steps, int(
             c[_FIELD["last_live"]])
 
     def live_now(self) -> int | None:
         """The live count the device last wrote to host memory (progress only), or None."""
-        if self.progress is None:
+        if self.progress is None or not self.watching:
             return None
         live = int(self.progress.as_array(np.int64, 2)[0])
         return live if live >= 0 else None
@@ -193,9 +227,11 @@ class GraphLoop:
     def run(self, steps: int, max_steps: int) -> tuple[int, int, int]:
         """Run from ``steps`` taken until done or ``max_steps``; return (launches, steps taken
         in this run, live samples)."""
-        if self.progress is not None:
+        activate(self.kernel.ordinal)
+        if self.watching:
             self.progress.as_array(np.int64, 2)[:] = -1
         c = self._start(steps, max_steps)
+        wait_for_producers(self.stream, self.bound.arrays.values())
         while True:
             self.exec.launch(self.stream)
             self.control.download(c, self.stream)
@@ -207,6 +243,7 @@ class GraphLoop:
     def run_host_loop(self, steps: int, max_steps: int) -> tuple[int, int, int]:
         """The same loop with the host deciding: launch, read the control block back, decide,
         launch again (the eager loop a graph replaces; ``until_done(..., loop="host")``)."""
+        activate(self.kernel.ordinal)
         grid = -(-self.bound.n // BLOCK_SIZE)
         if not hasattr(self, "_host_launch"):
             types, values = step_arguments(self.kernel.program.slots, self.bound, self.control)
@@ -214,9 +251,10 @@ class GraphLoop:
                 Launcher(self.kernel.step, types, BLOCK_SIZE, self.kernel.ordinal),
                 pack(types, values),
                 Launcher(self.kernel.decide, _DECIDE, 1, self.kernel.ordinal),
-                pack(_DECIDE, [self.control.ptr, 0, 0, self._progress_ptr]))
+                pack(_DECIDE, [self.control.ptr, 0, 0]))
         step, step_args, decide, decide_args = self._host_launch
         c = self._start(steps, max_steps)
+        wait_for_producers(self.stream, self.bound.arrays.values())
         while True:
             step.launch_packed(grid, step_args, self.stream)
             decide.launch_packed(1, decide_args, self.stream)
@@ -241,16 +279,28 @@ class CudaLoop:
         self.kernel = kernel
         self.bound = bound
         self.fixed_steps_per_launch = steps_per_launch
-        self.steps_per_launch = steps_per_launch or DEFAULT_STEPS_PER_LAUNCH
+        self.steps_per_launch = steps_per_launch or INITIAL_STEPS_PER_LAUNCH
         self.eager = eager
         self.mode = "host-loop" if eager else (
             "graph-while" if kernel.while_nodes else "graph-unrolled")
         self._graph_loop: GraphLoop | None = None
+        self._stream: Stream | None = None
+
+    def use_stream(self, stream) -> None:
+        """Run on the user's ``stream`` (``until_done(..., stream=...)``): any library's
+        stream or a handle (``stream.stream_handle``)."""
+        from .stream import stream_handle
+
+        handle = stream_handle(stream, "until_done(stream=...)")
+        if self._graph_loop is not None:
+            raise RuntimeError("use_stream() must come before the loop is first used")
+        self._stream = Stream.wrap(handle, self.kernel.ordinal)
 
     def graph_loop(self) -> GraphLoop:
         """The recorded loop (made on first use): what ``GraphComposer`` records."""
         if self._graph_loop is None:
-            self._graph_loop = GraphLoop(self.kernel, self.bound, self.fixed_steps_per_launch)
+            self._graph_loop = GraphLoop(self.kernel, self.bound, self.fixed_steps_per_launch,
+                                         self._stream)
         return self._graph_loop
 
     def build(self) -> float:
@@ -263,6 +313,11 @@ class CudaLoop:
         loop.build()
         return time.perf_counter() - start
 
+    def watch(self, enabled: bool) -> None:
+        """Called by the runner before each run: whether a progress bar reads ``live_now``
+        (only then is pinned memory allocated and written by the device)."""
+        self.graph_loop().watch(enabled)
+
     def run(self, counters, after_launch) -> None:
         self.build()
         loop = self.graph_loop()
@@ -270,7 +325,7 @@ class CudaLoop:
             run = loop.run_host_loop if self.eager else loop.run
             launches, taken, live = run(counters.steps, counters.max_steps)
             counters.record(launches, taken, live)
-        self.steps_per_launch = loop.steps_per_launch
+            self.steps_per_launch = loop.last_steps_per_launch
 
     def live_now(self) -> int | None:
         return None if self._graph_loop is None else self._graph_loop.live_now()
@@ -384,7 +439,7 @@ class CudaBackend:
             import cupy
         except ImportError as exc:
             raise ImportError("plain array code on a GPU needs CuPy: pip install "
-                              "cupy-cuda13x") from exc
+                              "'eagle-hawk[cupy]' (or cupy-cuda13x)") from exc
         return cupy
 
     def synchronize(self, device: str) -> None:
@@ -412,4 +467,12 @@ class CudaBackend:
                          "works without a GPU)")
         except Exception as exc:
             lines.append(f"NVRTC: not available ({exc})")
+        try:
+            from .nvrtc import newest_readable_ptx_isa, nvjitlink_version
+
+            linker = nvjitlink_version()
+            lines.append(f"nvJitLink {linker[0]}.{linker[1]} (links PTX ISA "
+                         f"{newest_readable_ptx_isa(linker)} and older)")
+        except Exception as exc:
+            lines.append(f"nvJitLink: not available ({exc})")
         return lines

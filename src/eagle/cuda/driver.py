@@ -4,6 +4,13 @@ Every call goes through ``call(function, *args)``, which turns a failed ``CUresu
 ``eagle.CudaError`` carrying the error's name and the call. eagle works in each device's primary
 context, the one CuPy, PyTorch and the CUDA runtime use, so arrays and streams pass between
 them freely.
+
+A CUDA context is current per thread, and a runner may be built on one thread and run on
+another (a thread pool, an in-process Dask worker, a notebook's kernel thread): every operation
+that touches a device calls ``activate`` itself rather than trusting a constructor to have done
+it on the same thread. Finalisers may run on whatever thread the garbage collector is on, so
+``release`` pushes the primary context for the one call and pops it again, leaving that thread
+as it found it.
 """
 
 from __future__ import annotations
@@ -50,13 +57,23 @@ def check(result, call: str):
     return values[0] if len(values) == 1 else values
 
 
-def release(function_name: str, handle) -> None:
-    """Free a driver object from a finaliser (``__del__``): nothing to free is a no-op, and it
-    never raises (at interpreter shutdown the driver may be gone already)."""
+def release(function_name: str, handle, ordinal: int | None = 0) -> None:
+    """Free a driver object from a finaliser (``__del__``) on any thread: the device's primary
+    context is pushed for the call and popped after it (``ordinal=None``: objects that need no
+    context, such as graphs). Nothing to free is a no-op, and it never raises (at interpreter
+    shutdown the driver may be gone already)."""
     if handle is None or (isinstance(handle, int) and handle == 0):
         return
     try:
-        getattr(driver(), function_name)(handle)
+        d = driver()
+        context = _contexts.get(ordinal) if ordinal is not None else None
+        if context is not None and int(d.cuCtxPushCurrent(context)[0]) != 0:
+            context = None
+        try:
+            getattr(d, function_name)(handle)
+        finally:
+            if context is not None:
+                d.cuCtxPopCurrent()
     except Exception:
         pass
 
@@ -153,15 +170,19 @@ _lock = threading.Lock()
 
 
 def activate(ordinal: int = 0):
-    """Make device ``ordinal``'s primary context current on this thread; return it."""
-    require()
-    d = driver()
-    with _lock:
-        if ordinal not in _contexts:
-            device_info(ordinal)  # a clear error for a device that does not exist
-            _contexts[ordinal] = call(d.cuDevicePrimaryCtxRetain, call(d.cuDeviceGet, ordinal))
-        context = _contexts[ordinal]
-    call(d.cuCtxSetCurrent, context)
+    """Make device ``ordinal``'s primary context current on this thread; return it. Cheap
+    (one ``cuCtxSetCurrent``) after the first call, so every device operation calls it."""
+    context = _contexts.get(ordinal)
+    if context is None:
+        require()
+        d = driver()
+        with _lock:
+            if ordinal not in _contexts:
+                device_info(ordinal)  # a clear error for a device that does not exist
+                _contexts[ordinal] = call(d.cuDevicePrimaryCtxRetain,
+                                          call(d.cuDeviceGet, ordinal))
+            context = _contexts[ordinal]
+    call(driver().cuCtxSetCurrent, context)
     return context
 
 

@@ -5,14 +5,28 @@ The source defines three kernels, all ``extern "C"`` so their names survive comp
 - ``eagle_step``: each thread loads its sample once, takes up to ``control->nsteps`` steps in
   registers (the fused loop), leaving its loop as soon as the sample's flag is set, and writes
   the sample back. The block counts its live samples with ``__syncthreads_count`` and adds them
-  to ``control->live`` with one atomic; warps fold the slowest sample's step count into
-  ``control->taken`` the same way.
+  to ``control->live`` with one atomic. The slowest sample's step count needs no atomic where a
+  sample is still live (a live sample took every one of the launch's ``nsteps`` steps, which the
+  decide kernel derives); a block with no live sample left reduces its threads' counts itself
+  and folds them into ``control->taken`` with one ``atomicMax``. So a launch issues at most one
+  same-address atomic per block, never one per warp.
 - ``eagle_decide``: one thread that closes a launch: adds the launch's steps and launch to the
-  run's totals, sets the next launch's ``nsteps`` so ``max_steps`` is honoured exactly, and,
-  inside a graph's WHILE node, sets the node's condition to "live samples and steps left";
-  when given host-mapped memory it also writes the live count there for a progress bar;
+  run's totals, sizes the next launch (the schedule below) so ``max_steps`` is honoured
+  exactly, and, inside a graph's WHILE node, sets the node's condition to "live samples and
+  steps left"; when ``control->progress`` holds the device address of host-mapped memory (only
+  for ``run(progress=True)``) it also writes the live count there for a progress bar;
 - ``eagle_start``: one thread that opens a run recorded inside a larger graph (a composer):
   the first launch's ``nsteps`` and fresh per-run counters.
+
+The launch schedule. With ``control->grow_until`` 0 every launch is ``steps_per_launch`` steps
+(a size the user fixed). Otherwise the size doubles after a launch, up to ``grow_until``, while
+the device is full (``live >= control->full``, the samples its SMs hold at once: the hardware's
+block scheduler balances the work inside a launch) or nearly empty (``live <= control->spread``,
+one block per SM: ending a launch early cannot spread so few samples further). In between,
+where some SMs may hold several live blocks and others none, the size holds, so that each new
+launch re-spreads the live blocks over the SMs. Launches cost a few microseconds each inside a
+graph, so fewer, longer launches win wherever balance does not suffer; results never depend
+on the sizes (a finished sample is frozen).
 
 The arithmetic is the reference executor's: IEEE operations in the op's dtype, literals written
 as hexadecimal floats (exact), Python's ``min``/``max``/``//``/``%`` semantics, and no FMA
@@ -39,7 +53,7 @@ BLOCK_SIZE = 256
 
 #: The control block in device memory, in order; every field is a 64-bit integer.
 CONTROL_FIELDS = ("nsteps", "live", "taken", "steps", "launches", "max_steps",
-                  "steps_per_launch", "last_live")
+                  "steps_per_launch", "last_live", "grow_until", "full", "spread", "progress")
 
 _C_TYPES = {DType.BOOL: "bool", DType.INT64: "long long", DType.FLOAT32: "float",
             DType.FLOAT64: "double"}  # fmt: skip
@@ -221,16 +235,24 @@ extern "C" __global__ void __launch_bounds__({BLOCK_SIZE}) {STEP_KERNEL}(
     if (i < n && !flags[i]) {{
         {body}
     }}
-    live = __syncthreads_count(live);
-    if (threadIdx.x == 0 && live > 0) {{
-        atomicAdd((eagle_u64*)&control->live, (eagle_u64)live);
-    }}
-    for (int offset = 16; offset > 0; offset >>= 1) {{
-        const long long other = __shfl_down_sync(0xffffffffu, taken, offset);
-        taken = other > taken ? other : taken;
-    }}
-    if ((threadIdx.x & 31) == 0 && taken > 0) {{
-        atomicMax((eagle_u64*)&control->taken, (eagle_u64)taken);
+    live = __syncthreads_count(live);  // the same value in every thread of the block
+    if (live > 0) {{
+        // A live sample took all nsteps steps: eagle_decide derives the slowest count.
+        if (threadIdx.x == 0) atomicAdd((eagle_u64*)&control->live, (eagle_u64)live);
+    }} else {{
+        __shared__ long long most[{BLOCK_SIZE} / 32];
+        for (int offset = 16; offset > 0; offset >>= 1) {{
+            const long long other = __shfl_down_sync(0xffffffffu, taken, offset);
+            taken = other > taken ? other : taken;
+        }}
+        if ((threadIdx.x & 31) == 0) most[threadIdx.x >> 5] = taken;
+        __syncthreads();
+        if (threadIdx.x == 0) {{
+            for (unsigned int w = 1; w < (blockDim.x + 31) / 32; ++w) {{
+                taken = most[w] > taken ? most[w] : taken;
+            }}
+            if (taken > 0) atomicMax((eagle_u64*)&control->taken, (eagle_u64)taken);
+        }}
     }}
 }}
 
@@ -246,24 +268,28 @@ extern "C" __global__ void {START_KERNEL}(EagleControl* __restrict__ control)
 }}
 
 extern "C" __global__ void {DECIDE_KERNEL}(EagleControl* __restrict__ control,
-                                        cudaGraphConditionalHandle handle, int set_condition,
-                                        volatile long long* progress)
+                                        cudaGraphConditionalHandle handle, int set_condition)
 {{
     if (control->nsteps <= 0) {{  // the run was over before this launch
         if (set_condition) cudaGraphSetConditional(handle, 0u);
         return;
     }}
-    control->steps += control->taken;
+    const long long live = control->live;
+    control->steps += live > 0 ? control->nsteps : control->taken;
     control->launches += 1;
-    control->last_live = control->live;
+    control->last_live = live;
+    long long size = control->steps_per_launch;
+    if (control->grow_until > size && (live >= control->full || live <= control->spread)) {{
+        size = 2 * size < control->grow_until ? 2 * size : control->grow_until;
+        control->steps_per_launch = size;
+    }}
     const long long left = control->max_steps - control->steps;
-    const bool again = control->live > 0 && left > 0;
-    control->nsteps = again ? (left < control->steps_per_launch ? left
-                                                                : control->steps_per_launch)
-                            : 0;
+    const bool again = live > 0 && left > 0;
+    control->nsteps = again ? (left < size ? left : size) : 0;
     control->live = 0;
     control->taken = 0;
-    if (progress) {{  // host-mapped memory a host thread polls: no synchronisation needed
+    if (control->progress != 0) {{  // host-mapped memory a host thread polls (progress=True)
+        volatile long long* progress = (volatile long long*)control->progress;
         progress[0] = control->last_live;
         progress[1] = control->steps;
     }}

@@ -7,7 +7,7 @@ decide kernel that sets the node's condition on the device.
 
 from __future__ import annotations
 
-from .driver import call, driver, release
+from .driver import activate, call, driver, release
 
 __all__ = ["Graph", "GraphExec", "add_kernel_node", "add_while_node", "condition_handle"]
 
@@ -19,8 +19,9 @@ class Graph:
         d = driver()
         self.handle = call(d.cuGraphCreate, 0) if handle is None else handle
 
-    def instantiate(self) -> GraphExec:
-        return GraphExec(call(driver().cuGraphInstantiate, self.handle, 0))
+    def instantiate(self, ordinal: int = 0) -> GraphExec:
+        activate(ordinal)
+        return GraphExec(call(driver().cuGraphInstantiate, self.handle, 0), ordinal)
 
     def node_count(self) -> int:
         return int(call(driver().cuGraphGetNodes, self.handle, 0)[1])
@@ -31,24 +32,28 @@ class Graph:
 
     def __del__(self):
         handle, self.handle = getattr(self, "handle", None), None
-        release("cuGraphDestroy", handle)
+        release("cuGraphDestroy", handle, None)
 
 
 class GraphExec:
-    """An instantiated graph: ``launch(stream)`` replays it."""
+    """An instantiated graph on device ``ordinal``: ``launch(stream)`` replays it (from any
+    thread: the device's context is made current first)."""
 
-    def __init__(self, handle):
+    def __init__(self, handle, ordinal: int = 0):
         self.handle = handle
+        self.ordinal = ordinal
 
     def upload(self, stream) -> None:
+        activate(self.ordinal)
         call(driver().cuGraphUpload, self.handle, stream.handle)
 
     def launch(self, stream) -> None:
+        activate(self.ordinal)
         call(driver().cuGraphLaunch, self.handle, stream.handle)
 
     def __del__(self):
         handle, self.handle = getattr(self, "handle", None), None
-        release("cuGraphExecDestroy", handle)
+        release("cuGraphExecDestroy", handle, getattr(self, "ordinal", 0))
 
 
 def add_kernel_node(graph_handle, function, grid: int, block: int, arguments,

@@ -31,6 +31,7 @@ class Module:
         self._functions = {}
 
     def function(self, name: str):
+        activate(self.ordinal)
         if name not in self._functions:
             self._functions[name] = call(driver().cuModuleGetFunction, self.handle,
                                          name.encode())
@@ -90,5 +91,6 @@ class Launcher:
     def launch_packed(self, grid: int, arguments: KernelArguments, stream=None) -> None:
         """Launch with arguments packed beforehand (no per-launch packing cost)."""
         stream = stream or current_stream(self.ordinal)
+        activate(self.ordinal)
         call(driver().cuLaunchKernel, self.function, max(int(grid), 1), 1, 1, self.block, 1, 1,
              0, stream.handle, arguments.address, 0)

@@ -4,7 +4,8 @@ The graph is ``set_condition -> WHILE { body (a child graph) -> set_condition }`
 ``set_condition`` is a one-thread kernel that reads ``condition[0]`` from device memory, counts
 the iteration and sets the WHILE node's condition to ``condition[0] != 0`` (and the iteration
 limit not reached). One graph launch runs the whole loop; the host reads the iteration count
-once at the end.
+once at the end. The body is captured on a non-blocking stream (another thread's legacy-
+default-stream work cannot invalidate the capture) and the loop runs on a blocking one.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from ..errors import CaptureError
 from .driver import activate, call, device_info, driver, ordinal_of
 from .graph import add_kernel_node, add_while_node, condition_handle
 from .launcher import Module, pack
-from .memory import DeviceBuffer, as_device_array
+from .memory import DeviceBuffer, as_device_array, wait_for_producers
 from .nvrtc import compile_source
 from .stream import Stream, StreamCapturer
 
@@ -58,8 +59,7 @@ def repeat_while_on_gpu(condition, body, max_iterations: int | None, device: str
         raise TypeError("repeat_while(condition, body): condition must be a one-element integer "
                         f"or bool array, got shape {flag.shape} dtype {flag.dtype}")
     function = module.function(f"eagle_set_condition_{key[0]}{key[1]}")
-    stream = Stream(ordinal)
-    with StreamCapturer(stream) as capture:
+    with StreamCapturer(Stream(ordinal, non_blocking=True)) as capture:
         try:
             body()
         except Exception as exc:
@@ -80,11 +80,14 @@ def repeat_while_on_gpu(condition, body, max_iterations: int | None, device: str
         again = pack(arguments, [int(handle), flag.ptr, counter.ptr, limit, 1])
         add_kernel_node(body_graph, function, 1, 1, again, [child])
         executable = call(d.cuGraphInstantiate, graph, 0)
+        stream = Stream(ordinal)  # blocking: ordered with the user's default-stream work
+        wait_for_producers(stream, [flag])
         try:
             call(d.cuGraphLaunch, executable, stream.handle)
             result = counter.download(np.zeros(1, np.int64), stream)
             stream.synchronize()
         finally:
+            activate(ordinal)
             d.cuGraphExecDestroy(executable)
     finally:
         d.cuGraphDestroy(graph)

@@ -5,6 +5,14 @@ anything with ``__cuda_array_interface__``; DLPack-only arrays such as JAX's go 
 ``from_dlpack`` when CuPy is installed). It has the attributes the binding checks read from a
 NumPy array (``shape``, ``dtype``, ``flags``) and a device pointer; it keeps its owner alive and
 never copies.
+
+Producers' streams are honoured. A CUDA Array Interface v3 export names the stream its data is
+ready on (``stream``: a handle, 1 for the legacy default stream, 2 for the per-thread default
+stream, None for "nothing to wait for"); the consumer must order its work after that stream.
+``DeviceArray.stream`` keeps it and ``wait_for_producers`` makes eagle's stream wait on an event
+recorded there before each run (no host wait). A DLPack export is asked for with
+``__dlpack__(stream=1)``: the producer orders its pending work before the legacy default stream,
+and the view then declares that stream like a CAI v3 producer would.
 """
 
 from __future__ import annotations
@@ -17,7 +25,11 @@ import numpy as np
 from .driver import activate, call, driver, release
 
 __all__ = ["DeviceBuffer", "DeviceArray", "as_device_array", "device_full", "HostMapped", "clear",
-           "to_host"]
+           "to_host", "wait_for_producers"]
+
+#: The stream DLPack producers are asked to make their data ready on: the legacy default
+#: stream (DLPack's and CAI's 1), which eagle's blocking streams are ordered after.
+DLPACK_STREAM = 1
 
 
 class DeviceBuffer:
@@ -30,6 +42,7 @@ class DeviceBuffer:
         self.ptr = int(call(driver().cuMemAlloc, self.nbytes))
 
     def upload(self, host: np.ndarray, stream=None) -> None:
+        activate(self.ordinal)
         host = np.ascontiguousarray(host)
         d = driver()
         if stream is None:
@@ -38,6 +51,7 @@ class DeviceBuffer:
             call(d.cuMemcpyHtoDAsync, self.ptr, host.ctypes.data, host.nbytes, stream.handle)
 
     def download(self, host: np.ndarray, stream=None) -> np.ndarray:
+        activate(self.ordinal)
         d = driver()
         if stream is None:
             call(d.cuMemcpyDtoH, host.ctypes.data, self.ptr, host.nbytes)
@@ -47,7 +61,7 @@ class DeviceBuffer:
 
     def __del__(self):
         ptr, self.ptr = getattr(self, "ptr", 0), 0
-        release("cuMemFree", ptr)
+        release("cuMemFree", ptr, getattr(self, "ordinal", 0))
 
 
 class HostMapped:
@@ -57,6 +71,7 @@ class HostMapped:
         activate(ordinal)
         d = driver()
         self.nbytes = nbytes
+        self.ordinal = ordinal
         self.host_ptr = int(call(d.cuMemHostAlloc, nbytes, d.CU_MEMHOSTALLOC_DEVICEMAP))
         self.device_ptr = int(call(d.cuMemHostGetDevicePointer, self.host_ptr, 0))
 
@@ -68,7 +83,7 @@ class HostMapped:
 
     def __del__(self):
         ptr, self.host_ptr = getattr(self, "host_ptr", 0), 0
-        release("cuMemFreeHost", ptr)
+        release("cuMemFreeHost", ptr, getattr(self, "ordinal", 0))
 
 
 @dataclass
@@ -82,6 +97,7 @@ class DeviceArray:
     readonly: bool
     device: str
     owner: object = None
+    stream: int | None = None  # the producer's stream (CAI v3), None: nothing to wait for
 
     @property
     def ndim(self) -> int:
@@ -122,10 +138,13 @@ def as_device_array(value, device: str) -> DeviceArray:
             import cupy
         except ImportError:
             raise TypeError(f"{type(value).__name__} lives on a GPU but exports only DLPack; "
-                            "install CuPy (eagle reads DLPack through cupy.from_dlpack) or pass "
-                            "a CuPy array or PyTorch tensor") from None
-        value = cupy.from_dlpack(value)
-        interface = value.__cuda_array_interface__
+                            "install CuPy (pip install 'eagle-hawk[cupy]'; eagle reads DLPack "
+                            "through cupy.from_dlpack) or pass a CuPy array or PyTorch "
+                            "tensor") from None
+        value = cupy.from_dlpack(_OnLegacyStream(value))
+        # ready on the legacy stream: waited on like a CAI producer's (a user's non-blocking
+        # stream, until_done(stream=...), is not ordered after it by itself)
+        interface = dict(value.__cuda_array_interface__, version=3, stream=DLPACK_STREAM)
     if interface is None:
         raise TypeError(f"{type(value).__name__} is not a GPU array")
     dtype = np.dtype(interface["typestr"])
@@ -137,8 +156,43 @@ def as_device_array(value, device: str) -> DeviceArray:
             strides.insert(0, step)
             step *= size
     ptr, readonly = interface["data"]
+    stream = interface.get("stream") if int(interface.get("version", 0)) >= 3 else None
+    if stream is not None and (isinstance(stream, bool) or not isinstance(stream, int)
+                               or stream == 0):
+        raise TypeError(f"{type(value).__name__}'s __cuda_array_interface__ has stream "
+                        f"{stream!r}; CAI v3 allows None, 1, 2 or a stream handle (never 0)")
     return DeviceArray(int(ptr or 0), shape, dtype, tuple(int(s) for s in strides),
-                       bool(readonly), device, value)
+                       bool(readonly), device, value, stream)
+
+
+class _OnLegacyStream:
+    """A DLPack producer asked for its capsule on the legacy default stream, whatever stream
+    the consumer (``cupy.from_dlpack``) would ask for: eagle's run streams follow that one."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __dlpack_device__(self):
+        return self.value.__dlpack_device__()
+
+    def __dlpack__(self, stream=None, **keywords):
+        return self.value.__dlpack__(stream=DLPACK_STREAM, **keywords)
+
+
+def wait_for_producers(stream, arrays) -> int:
+    """Make ``stream`` (eagle's ``Stream``) wait, on the device, for the work queued on each
+    producer stream the ``arrays`` (``DeviceArray``) declare; return how many it waits on.
+    Nothing to do while ``stream`` is being captured (a capture cannot wait on outside work;
+    the graph's launch is ordered instead)."""
+    from .stream import Event
+
+    producers = {a.stream for a in arrays if isinstance(a, DeviceArray) and a.stream}
+    producers.discard(int(stream.handle))
+    if not producers or stream.capturing():
+        return 0
+    for producer in sorted(producers):
+        stream.wait(Event(stream.ordinal).record(driver().CUstream(producer)))
+    return len(producers)
 
 
 def device_full(shape: tuple[int, ...], value, dtype, device: str) -> DeviceArray:

@@ -9,6 +9,14 @@ The decide kernel's ``cudaGraphSetConditional`` stays an undefined symbol in the
 cubin nvcc writes for the same call: the driver resolves it when the module is loaded (like
 ``vprintf``), so no device runtime library is linked.
 
+PTX written for someone else (an artifact) is portable to newer GPUs, not to older toolchains:
+NVRTC writes its own PTX ISA (13.5 writes 9.5) and the consumer's nvJitLink refuses a newer ISA
+than it knows (13.0 reads at most 9.0). ``lower_ptx_isa`` writes an older ``.version`` and proves
+the result by linking it here: ptxas refuses any instruction the older ISA lacks and any target
+it cannot name, so a lowered PTX that links here links with that older nvJitLink too.
+``OLDEST_PTX_ISA`` is the ISA of the oldest nvJitLink the ``[cuda]`` extra allows, which
+artifacts target by default.
+
 Compiled code is cached on disk; the key covers the source, the options, the architecture and
 the NVRTC version.
 """
@@ -16,13 +24,21 @@ the NVRTC version.
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
 from .. import cache
 from ..errors import BackendUnavailable, CompileFailed
 from .driver import check
 
-__all__ = ["compile_source", "ptx_to_cubin", "nvrtc_version", "CompileFailed", "arch_name"]
+__all__ = ["compile_source", "ptx_to_cubin", "nvrtc_version", "nvjitlink_version", "CompileFailed",
+           "arch_name", "OLDEST_PTX_ISA", "ptx_isa_of", "readable_ptx_isa", "lower_ptx_isa",
+           "newest_readable_ptx_isa"]
+
+#: The PTX ISA nvJitLink 13.0 reads, the oldest the ``[cuda]`` extra installs
+#: (``nvidia-nvjitlink>=13.0``); artifacts are written at this ISA unless asked otherwise.
+OLDEST_PTX_ISA = "9.0"
+_VERSION_LINE = re.compile(rb"^(\s*\.version\s+)(\d+\.\d+)", re.M)
 
 
 def _nvrtc():
@@ -38,6 +54,74 @@ def _nvrtc():
 def nvrtc_version() -> tuple[int, int]:
     nvrtc = _nvrtc()
     return tuple(check(nvrtc.nvrtcVersion(), "nvrtcVersion"))
+
+
+def nvjitlink_version() -> tuple[int, int]:
+    """The local nvJitLink's (major, minor)."""
+    try:
+        from cuda.bindings import nvjitlink
+    except ImportError as exc:
+        raise BackendUnavailable("linking PTX needs nvJitLink: pip install 'eagle-hawk[cuda]'") \
+            from exc
+    return tuple(nvjitlink.version())
+
+
+def ptx_isa_of(ptx: bytes) -> str | None:
+    """The ``.version`` of a PTX text ("9.0"), or None when it has none."""
+    found = _VERSION_LINE.search(ptx[:8192])
+    return found.group(2).decode() if found else None
+
+
+def _isa_key(isa: str) -> tuple[int, int]:
+    major, _, minor = isa.partition(".")
+    return int(major), int(minor or 0)
+
+
+def readable_ptx_isa(isa: str, toolchain: tuple[int, int]) -> bool:
+    """Whether an nvJitLink (or driver) of CUDA ``toolchain`` (major, minor) reads PTX ISA
+    ``isa``: the CUDA release that introduced each ISA comes from cuda-bindings' own table; an
+    ISA that table does not know is newer than this toolchain."""
+    from cuda.bindings.utils import get_minimal_required_cuda_ver_from_ptx_ver
+
+    try:
+        needed = get_minimal_required_cuda_ver_from_ptx_ver(isa)
+    except ValueError:
+        return False
+    return needed <= 1000 * toolchain[0] + 10 * toolchain[1]
+
+
+def newest_readable_ptx_isa(toolchain: tuple[int, int]) -> str | None:
+    """The newest PTX ISA an nvJitLink of CUDA ``toolchain`` reads (None if none is known)."""
+    for major in range(12, 5, -1):
+        for minor in range(9, -1, -1):
+            if readable_ptx_isa(f"{major}.{minor}", toolchain):
+                return f"{major}.{minor}"
+    return None
+
+
+def lower_ptx_isa(ptx: bytes, isa: str, arch: str) -> bytes:
+    """``ptx`` declared as PTX ISA ``isa`` (no newer than it is), proven by linking it here for
+    ``arch``; ``CompileFailed`` saying what to do when the code needs a newer ISA."""
+    if not re.fullmatch(r"\d+\.\d+", str(isa)):
+        raise ValueError(f"ptx_isa must look like '9.0', got {isa!r}")
+    native = ptx_isa_of(ptx)
+    if native is None:
+        raise CompileFailed("NO_VERSION", "lower_ptx_isa", "the PTX has no .version line")
+    if _isa_key(isa) > _isa_key(native):
+        raise ValueError(f"ptx_isa={isa} is newer than the PTX ISA {native} this NVRTC writes; "
+                         "ask for an ISA at or below it")
+    if isa == native:
+        return ptx
+    lowered = _VERSION_LINE.sub(lambda m: m.group(1) + isa.encode(), ptx, count=1)
+    try:
+        ptx_to_cubin(lowered, arch)
+    except CompileFailed as exc:
+        raise CompileFailed(exc.name, "lower_ptx_isa",
+                            f"the PTX cannot be declared as ISA {isa} (NVRTC wrote {native}): "
+                            f"{exc}\nAsk for a newer --ptx-isa (at most {native}), or "
+                            "compile with an NVRTC as old as the consumer's nvJitLink, or ship "
+                            "a cubin (--target cubin --arch sm_XY)") from None
+    return lowered
 
 
 def arch_name(arch: str | int | tuple[int, int]) -> str:

@@ -1,8 +1,16 @@
 """Streams, the current stream, and capturing a stream's work into a graph.
 
-eagle's streams are blocking streams (created without ``CU_STREAM_NON_BLOCKING``), so work a
-user queued on the legacy default stream (CuPy's and PyTorch's default) finishes before eagle's
-starts, and eagle's finishes before theirs continues: no user-visible race, no extra sync.
+The streams eagle runs and replays on are blocking streams (created without
+``CU_STREAM_NON_BLOCKING``), so work a user queued on the legacy default stream (CuPy's and
+PyTorch's default) finishes before eagle's starts, and eagle's finishes before theirs continues:
+no user-visible race, no extra sync. Work on other streams is ordered by the stream each array
+declares (``memory.wait_for_producers``).
+
+The streams eagle *captures* on are non-blocking (``Stream(non_blocking=True)``), as PyTorch's
+capture streams are: another thread's legacy-default-stream work during a capture would
+otherwise synchronise implicitly with the capturing stream and invalidate the capture
+(``CUDA_ERROR_STREAM_CAPTURE_IMPLICIT``). A graph captured there is then replayed on a
+blocking stream.
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ from contextlib import contextmanager
 from ..errors import CaptureError, CudaError
 from .driver import activate, call, driver, release
 
-__all__ = ["Stream", "StreamCapturer", "Event", "current_stream"]
+__all__ = ["Stream", "StreamCapturer", "Event", "current_stream", "stream_handle"]
 
 _local = threading.local()
 _default_streams: dict[int, Stream] = {}
@@ -22,12 +30,14 @@ _default_streams: dict[int, Stream] = {}
 class Stream:
     """A CUDA stream on one device (eagle's own, or a wrapped handle from another library)."""
 
-    def __init__(self, ordinal: int = 0, handle: int | None = None):
+    def __init__(self, ordinal: int = 0, handle: int | None = None, non_blocking: bool = False):
         activate(ordinal)
         self.ordinal = ordinal
         self._owned = handle is None
+        self.non_blocking = non_blocking
         d = driver()
-        self.handle = call(d.cuStreamCreate, 0) if handle is None else d.CUstream(handle)
+        flags = int(d.CUstream_flags.CU_STREAM_NON_BLOCKING) if non_blocking else 0
+        self.handle = call(d.cuStreamCreate, flags) if handle is None else d.CUstream(handle)
 
     @classmethod
     def wrap(cls, handle: int, ordinal: int = 0) -> Stream:
@@ -35,11 +45,18 @@ class Stream:
         return cls(ordinal, int(handle))
 
     def synchronize(self) -> None:
+        activate(self.ordinal)
         call(driver().cuStreamSynchronize, self.handle)
 
     def wait(self, event: Event) -> None:
         """Order this stream's later work after ``event`` (no host wait)."""
+        activate(self.ordinal)
         call(driver().cuStreamWaitEvent, self.handle, event.handle, 0)
+
+    def capturing(self) -> bool:
+        """Whether a capture is recording this stream's work now."""
+        status = call(driver().cuStreamIsCapturing, self.handle)
+        return int(status) != 0
 
     @contextmanager
     def as_current(self):
@@ -56,7 +73,7 @@ class Stream:
 
     def __del__(self):
         if getattr(self, "_owned", False):
-            release("cuStreamDestroy", self.handle)
+            release("cuStreamDestroy", self.handle, self.ordinal)
 
 
 class Event:
@@ -65,16 +82,40 @@ class Event:
 
     def __init__(self, ordinal: int = 0):
         activate(ordinal)
+        self.ordinal = ordinal
         d = driver()
         self.handle = call(d.cuEventCreate, int(d.CUevent_flags.CU_EVENT_DISABLE_TIMING))
 
-    def record(self, stream: Stream) -> Event:
-        call(driver().cuEventRecord, self.handle, stream.handle)
+    def record(self, stream) -> Event:
+        """Record on ``stream``: a ``Stream`` or a raw handle (another library's stream)."""
+        activate(self.ordinal)
+        handle = stream.handle if isinstance(stream, Stream) else stream
+        call(driver().cuEventRecord, self.handle, handle)
         return self
 
     def __del__(self):
         handle, self.handle = getattr(self, "handle", None), None
-        release("cuEventDestroy", handle)
+        release("cuEventDestroy", handle, getattr(self, "ordinal", 0))
+
+
+def stream_handle(value, name: str = "stream") -> int:
+    """The ``CUstream`` handle of a stream from any library: eagle's ``Stream``, an object with
+    the ``__cuda_stream__`` protocol (cuda.core), a PyTorch stream (``cuda_stream``), a CuPy
+    stream (``ptr``) or an int; ``TypeError`` naming ``name`` otherwise."""
+    if isinstance(value, Stream):
+        return int(value.handle)
+    protocol = getattr(value, "__cuda_stream__", None)
+    if protocol is not None:
+        return int(protocol()[1])
+    for attribute in ("cuda_stream", "ptr"):
+        handle = getattr(value, attribute, None)
+        if isinstance(handle, int) and not isinstance(handle, bool):
+            return handle
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise TypeError(f"{name} must be a CUDA stream (eagle.cuda.Stream, a CuPy or PyTorch "
+                    f"stream, an object with __cuda_stream__, or a handle), got "
+                    f"{type(value).__name__}")
 
 
 def _stack() -> list[Stream]:
@@ -88,6 +129,7 @@ def current_stream(ordinal: int = 0) -> Stream:
     device."""
     stack = _stack()
     if stack:
+        activate(stack[-1].ordinal)
         return stack[-1]
     if ordinal not in _default_streams:
         _default_streams[ordinal] = Stream(ordinal)
@@ -110,6 +152,7 @@ class StreamCapturer:
         self._current = None
 
     def __enter__(self) -> StreamCapturer:
+        activate(self.stream.ordinal)
         d = driver()
         call(d.cuStreamBeginCapture, self.stream.handle,
              d.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)

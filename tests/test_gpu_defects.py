@@ -1,0 +1,432 @@
+"""Issue 15's defects of the GPU path, each shown without a GPU: with real NVRTC/nvJitLink
+(PTX ISA), the stand-in driver (``fake_driver``: streams, contexts, pinned memory), the host
+run of the generated CUDA (``host_cuda``: atomics, launch sizes) and pyproject (the extras).
+Skipped where a real GPU is present (tests/test_gpu.py and scripts/gpu-check run there)."""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+import re
+import subprocess
+import sys
+import threading
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import eagle
+from differential import assert_bitwise_equal, reference_run
+from kernels import accumulate_force, oscillator, spread_oscillator
+
+pytest.importorskip("cuda.bindings.nvjitlink")
+from eagle.cuda import driver as driver_module  # noqa: E402
+from eagle.cuda import nvrtc  # noqa: E402
+from eagle.cuda.artifact import ArtifactError, read_artifact, write_artifact  # noqa: E402
+
+if driver_module.is_available():
+    pytest.skip("a real GPU is present: tests/test_gpu.py runs instead", allow_module_level=True)
+
+from fake_driver import FakeDriver, GpuArray, installed  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "docs" / "guide" / "_fixtures"
+NON_BLOCKING = 1  # CU_STREAM_NON_BLOCKING
+
+
+@pytest.fixture
+def fake():
+    with installed(FakeDriver()) as driver:
+        yield driver
+
+
+def spec_bindings(driver, n=1000, stream=None):
+    arrays = dict(x=GpuArray(driver, np.ones(n)), v=GpuArray(driver, np.zeros(n)),
+                  t=GpuArray(driver, np.zeros(n)), omega=GpuArray(driver, np.full(n, 2.0)))
+    if stream is not None:
+        arrays["x"].__cuda_array_interface__["stream"] = stream
+    return dict(arrays, t_end=1.0, dt=1e-3)
+
+
+def redeclare(path: Path, isa: str) -> None:
+    """Make ``path`` a consistent artifact declaring PTX ISA ``isa`` (what another NVRTC
+    would have written): the ``.version`` line, the sidecar's ``ptx_isa`` and its SHA-256."""
+    data = re.sub(rb"^\.version \S+", b".version " + isa.encode(), path.read_bytes(), flags=re.M)
+    path.write_bytes(data)
+    sidecar = path.with_suffix(".json")
+    meta = json.loads(sidecar.read_text())
+    meta.update(ptx_isa=isa, sha256=hashlib.sha256(data).hexdigest())
+    sidecar.write_text(json.dumps(meta))
+
+
+# 1. PTX ISA: artifacts for the oldest supported nvJitLink, refused with advice otherwise
+
+def test_an_artifact_newer_than_the_local_nvjitlink_is_refused_with_what_to_do(tmp_path):
+    from eagle.loaded import LoadedVector
+
+    path, _ = write_artifact(accumulate_force.specialize({}), "ptx", tmp_path / "force.ptx",
+                             "sm_80")
+    redeclare(path, "9.9")  # a PTX ISA no nvJitLink here knows
+    read_artifact(path)  # a well-formed artifact ...
+    with pytest.raises(ArtifactError) as refused:  # ... that this toolchain cannot link
+        LoadedVector(path)
+    message = str(refused.value)
+    for words in ("PTX ISA 9.9", "nvJitLink", "--ptx-isa", "cubin", "older toolchains"):
+        assert words in message, message
+
+
+def test_the_isa_check_follows_the_local_nvjitlink(tmp_path, monkeypatch):
+    from eagle.loaded import LoadedVector
+
+    path, _ = write_artifact(accumulate_force.specialize({}), "ptx", tmp_path / "force.ptx",
+                             "sm_80")
+    monkeypatch.setattr(nvrtc, "nvjitlink_version", lambda: (13, 0))  # the H200 machine's
+    redeclare(path, "9.5")  # what NVRTC 13.5 writes
+    with pytest.raises(ArtifactError, match="PTX ISA 9.5 .*nvJitLink 13.0 reads PTX ISA 9.0 at "
+                                            "most.*--ptx-isa 9.0"):
+        LoadedVector(path)
+    redeclare(path, "9.0")  # readable there: refused next only for want of a GPU
+    with pytest.raises(eagle.BackendUnavailable):
+        LoadedVector(path)
+    monkeypatch.setattr(nvrtc, "nvjitlink_version", lambda: (13, 5))
+    redeclare(path, "9.5")
+    with pytest.raises(eagle.BackendUnavailable):
+        LoadedVector(path)
+
+
+def test_a_sidecar_that_misstates_the_isa_is_refused(tmp_path):
+    from eagle.loaded import LoadedVector
+
+    path, _ = write_artifact(accumulate_force.specialize({}), "ptx", tmp_path / "force.ptx",
+                             "sm_80")
+    sidecar = path.with_suffix(".json")
+    meta = json.loads(sidecar.read_text())
+    sidecar.write_text(json.dumps(dict(meta, ptx_isa="7.0")))
+    with pytest.raises(ArtifactError, match="declares PTX ISA .* sidecar says 7.0"):
+        LoadedVector(path)
+
+
+def test_artifacts_are_written_at_the_oldest_supported_isa_by_default(tmp_path):
+    path, meta_path = write_artifact(accumulate_force.specialize({}), "ptx",
+                                     tmp_path / "force.ptx", "sm_80")
+    meta = json.loads(meta_path.read_text())
+    assert nvrtc.ptx_isa_of(path.read_bytes()) == meta["ptx_isa"] == nvrtc.OLDEST_PTX_ISA
+    assert nvrtc.readable_ptx_isa(meta["ptx_isa"], (13, 0))
+    native, _ = write_artifact(accumulate_force.specialize({}), "ptx", tmp_path / "n.ptx",
+                               "sm_80", ptx_isa="native")
+    assert nvrtc.ptx_isa_of(native.read_bytes()) == meta["ptx_isa_native"]
+
+
+def test_a_lower_isa_is_proven_by_linking_it_here(tmp_path):
+    program = accumulate_force.specialize({})
+    path, meta_path = write_artifact(program, "ptx", tmp_path / "f.ptx", "sm_80", ptx_isa="8.0")
+    assert nvrtc.ptx_isa_of(path.read_bytes()) == "8.0"
+    assert json.loads(meta_path.read_text())["ptx_isa"] == "8.0"
+    assert nvrtc.ptx_to_cubin(path.read_bytes(), "sm_80")  # links
+    with pytest.raises(eagle.CompileFailed, match="(?s)cannot be declared as ISA 6.0.*--ptx-isa"):
+        write_artifact(program, "ptx", tmp_path / "g.ptx", "sm_80", ptx_isa="6.0")  # < sm_80's
+    with pytest.raises(ValueError, match="newer than the PTX ISA"):
+        write_artifact(program, "ptx", tmp_path / "h.ptx", "sm_80", ptx_isa="99.0")
+    with pytest.raises(ValueError, match="look like '9.0'"):
+        write_artifact(program, "ptx", tmp_path / "i.ptx", "sm_80", ptx_isa="nine")
+    with pytest.raises(ValueError, match="--target ptx only"):
+        write_artifact(program, "cubin", tmp_path / "j.cubin", "sm_80", ptx_isa="8.0")
+
+
+def test_compile_command_takes_a_ptx_isa(tmp_path):
+    out = tmp_path / "gravity.ptx"
+    done = subprocess.run([sys.executable, "-m", "eagle", "compile",
+                           f"{FIXTURES / 'gravity.py'}:gravity", "--target", "ptx", "--arch",
+                           "sm_80", "--ptx-isa", "7.8", "-o", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert nvrtc.ptx_isa_of(out.read_bytes()) == "7.8"
+    bad = subprocess.run([sys.executable, "-m", "eagle", "compile",
+                          f"{FIXTURES / 'gravity.py'}:gravity", "--target", "cubin",
+                          "--ptx-isa", "7.8", "-o", str(tmp_path / "g.cubin")],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "--target ptx only" in bad.stderr
+
+
+def test_the_spec_fixture_links_with_the_oldest_supported_nvjitlink():
+    """The spec's cell loads ../_fixtures/gravity.ptx on the device machine (nvJitLink 13.0)."""
+    isa = nvrtc.ptx_isa_of((FIXTURES / "gravity.ptx").read_bytes())
+    assert nvrtc.readable_ptx_isa(isa, (13, 0)), isa
+    assert not nvrtc.readable_ptx_isa("9.5", (13, 0))  # the ISA the old fixture had
+
+
+# 2. producers' streams
+
+def test_a_cai_v3_producer_stream_is_waited_on_before_the_run(fake):
+    producer = 0xBEEF
+    runner = eagle.until_done(eagle.deploy(oscillator), max_steps=100,
+                              **spec_bindings(fake, stream=producer))
+    loop_stream = int(runner._loop.graph_loop().stream.handle)
+    fake.waits.clear()
+    runner.run()
+    assert (loop_stream, producer) in fake.waits  # an event on the producer's, then a wait
+    eager = eagle.until_done(eagle.deploy(oscillator), max_steps=100, eager=True,
+                             **spec_bindings(fake, stream=2))  # the per-thread default stream
+    fake.waits.clear()
+    eager.run()
+    assert (int(eager._loop.graph_loop().stream.handle), 2) in fake.waits
+
+
+def test_arrays_without_a_stream_add_no_wait(fake):
+    runner = eagle.until_done(eagle.deploy(oscillator), max_steps=100, **spec_bindings(fake))
+    fake.waits.clear()
+    runner.run()
+    assert fake.waits == []
+
+
+def test_a_cai_stream_of_zero_is_refused_at_bind_time(fake):
+    with pytest.raises(TypeError, match="stream 0; CAI v3 allows None, 1, 2"):
+        eagle.until_done(eagle.deploy(oscillator), max_steps=10,
+                         **spec_bindings(fake, stream=0))
+
+
+def test_dlpack_producers_are_asked_for_the_legacy_stream():
+    from eagle.cuda.memory import DLPACK_STREAM, _OnLegacyStream
+
+    class Producer:
+        asked = None
+
+        def __dlpack_device__(self):
+            return (2, 0)
+
+        def __dlpack__(self, stream=None, **keywords):
+            Producer.asked = (stream, keywords)
+            return "capsule"
+
+    wrapped = _OnLegacyStream(Producer())
+    assert wrapped.__dlpack__(stream=12345, max_version=(1, 0)) == "capsule"
+    assert Producer.asked == (DLPACK_STREAM, {"max_version": (1, 0)}) and DLPACK_STREAM == 1
+    assert wrapped.__dlpack_device__() == (2, 0)
+
+
+# 3. captures on non-blocking streams, replays on blocking ones
+
+def test_pipelines_composers_and_repeat_while_capture_on_non_blocking_streams(fake):
+    from eagle.compose import GraphComposer
+    from eagle.cuda import Launcher, Module
+    from eagle.pipeline import GraphPipeline
+
+    add_one = Launcher(Module(b"\0" * 8).function("add_one"), ["double*", "long long"])
+    x = GpuArray(fake, np.zeros(10))
+    pipe = GraphPipeline().add(lambda: add_one.launch(1, x, 10)).build()
+    runner = eagle.until_done(eagle.deploy(oscillator), max_steps=100, **spec_bindings(fake))
+    GraphComposer().add(pipe).add(runner).build().launch(1)
+    left = GpuArray(fake, np.array([3]))
+    eagle.repeat_while(left, lambda: add_one.launch(1, x, 10), max_iterations=2)
+    pipe.launch(1)
+    assert len(fake.captured_streams) == 3
+    assert all(fake.stream_flags[s] == NON_BLOCKING for s in fake.captured_streams)
+    assert len(fake.graph_launch_streams) == 3
+    assert all(fake.stream_flags[s] == 0 for s in fake.graph_launch_streams)
+    forked = [s for s, flags in fake.stream_flags.items() if flags == NON_BLOCKING]
+    assert len(forked) == 3 + 2  # three captures' own streams, the composer's two pieces
+
+
+# 4. the context made current by every operation, on every thread
+
+def on_another_thread(function):
+    failure = []
+
+    def body():
+        try:
+            function()
+        except BaseException as exc:  # re-raised on the test's thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=body)
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+
+
+def test_a_runner_built_on_one_thread_runs_on_another(fake):
+    runner = eagle.until_done(eagle.deploy(oscillator), max_steps=100, **spec_bindings(fake))
+    eager = eagle.until_done(eagle.deploy(oscillator), max_steps=100, eager=True,
+                             **spec_bindings(fake))
+    reports = []
+    on_another_thread(lambda: reports.append(runner.run()))
+    on_another_thread(lambda: reports.append(eager.run()))
+    on_another_thread(runner.sync_from_device)
+    assert fake.context_errors == [] and len(reports) == 2 and fake.graph_launches == 1
+
+
+def test_pipelines_and_composers_launch_from_another_thread(fake):
+    from eagle.compose import GraphComposer
+    from eagle.cuda import Launcher, Module
+    from eagle.pipeline import GraphPipeline
+
+    add_one = Launcher(Module(b"\0" * 8).function("add_one"), ["double*", "long long"])
+    x = GpuArray(fake, np.zeros(10))
+    pipe = GraphPipeline().add(lambda: add_one.launch(1, x, 10)).build()
+    composer = GraphComposer().add(pipe).build()
+    on_another_thread(lambda: (pipe.launch(2), pipe.synchronize()))
+    on_another_thread(lambda: (composer.launch(1), composer.synchronize()))
+    on_another_thread(lambda: add_one.launch(1, x, 10))
+    assert fake.context_errors == [] and fake.graph_launches == 3
+
+
+def test_a_finaliser_on_another_thread_frees_and_leaves_that_thread_as_it_was(fake):
+    from eagle.cuda import DeviceBuffer
+
+    buffers = [DeviceBuffer(64) for _ in range(3)]
+    pointers = [b.ptr for b in buffers]
+    stacks = []
+
+    def drop():
+        buffers.clear()
+        gc.collect()
+        stacks.append(list(fake._stack()))
+
+    on_another_thread(drop)
+    assert fake.context_errors == []
+    assert not any(p in fake.memory for p in pointers)  # freed, none leaked
+    assert stacks == [[]]  # the context was pushed for the call and popped again
+
+
+# 5. progress only when asked
+
+def test_no_pinned_memory_and_no_progress_writes_without_progress(fake):
+    from eagle.cuda.emit import CONTROL_FIELDS
+
+    runner = eagle.until_done(eagle.deploy(oscillator), max_steps=100, **spec_bindings(fake))
+    runner.run()
+    loop = runner._loop.graph_loop()
+    assert "cuMemHostAlloc" not in fake.calls
+    assert loop.host_control[CONTROL_FIELDS.index("progress")] == 0
+    runner.reset()
+    runner.run(progress=True)
+    assert fake.calls.count("cuMemHostAlloc") == 1
+    assert loop.host_control[CONTROL_FIELDS.index("progress")] == loop.progress.device_ptr
+    runner.reset()
+    runner.run()  # off again: the device is given no address to write to
+    assert loop.host_control[CONTROL_FIELDS.index("progress")] == 0
+    assert fake.calls.count("cuMemHostAlloc") == 1
+
+
+# 6. same-address atomics, and 3. (speed) the launch schedule, on the host run of the CUDA
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    from host_cuda import compiler
+
+    if compiler() is None:
+        pytest.skip("no host C++ compiler to run the generated CUDA")
+    return tmp_path_factory.mktemp("defects")
+
+
+def host_kernel(kernel, bindings, folder):
+    from eagle.bindings import bind
+    from host_cuda import HostKernel
+
+    bound = bind(kernel, bindings, "cpu")
+    return HostKernel(kernel.specialize(bound.dtypes), folder), bound
+
+
+def test_a_block_with_a_live_sample_issues_no_atomic_max(folder):
+    """Blocks are one thread in the host run, so old code made one atomicMax per live sample
+    per launch; now only a block whose samples all finished makes one."""
+    from test_cpu_backend import oscillator_bindings
+
+    n = 500
+    kernel, bound = host_kernel(oscillator, oscillator_bindings(n), folder)
+    adds0, maxes0 = kernel.atomics()
+    control = kernel.run(bound.arrays, bound.uniforms, bound.flags, 10_000, 64)
+    adds, maxes = kernel.atomics()
+    launches = int(control[4])
+    assert launches == 16 and control[3] == 1000  # 1000 steps in 16 launches of 64
+    assert maxes - maxes0 == n  # each sample once: in the launch it finished in
+    assert adds - adds0 == n * (launches - 1)  # the live count, per live block
+
+
+def test_launch_sizes_double_while_the_device_is_full_and_hold_in_between(folder):
+    """Sample i of spread-1000 needs about 1 + 999 i / 899 steps, so about 900 (1 - s / 1000)
+    samples are live after s steps; the device here is full at 600 live samples."""
+    from test_cpu_backend import spread_bindings
+
+    bindings = spread_bindings(900, 1000)
+    expected, expected_steps = reference_run(spread_oscillator, bindings, 5000)
+
+    def run(**schedule):
+        kernel, bound = host_kernel(spread_oscillator, spread_bindings(900, 1000), folder)
+        control = kernel.run(bound.arrays, bound.uniforms, bound.flags, 5000, 16, **schedule)
+        assert_bitwise_equal(dict(bound.arrays), {k: expected[k] for k in bound.arrays})
+        assert control[3] == expected_steps == 1000  # the sizes never change the results
+        return kernel.sizes
+
+    # live after 16, 48, 112, 240 steps: ~886, ~857, ~800, ~684 >= 600 (full): doubling;
+    # after 496: ~454, between spread (100) and full: held at 256 to the end
+    assert run(grow_until=1024, full=600, spread=100) == [16, 32, 64, 128, 256, 256, 256]
+    # with ~454 <= spread (500), nothing left to re-spread: doubling again
+    assert run(grow_until=1024, full=600, spread=500) == [16, 32, 64, 128, 256, 512]
+    assert run(grow_until=64, full=600, spread=500)[:6] == [16, 32, 64, 64, 64, 64]  # capped
+    assert set(run()) == {16}  # grow_until 0: the size the user fixed
+
+
+def test_the_gpu_runner_grows_from_sixteen_with_the_occupancy_it_was_given(fake):
+    from eagle.cuda.backend import INITIAL_STEPS_PER_LAUNCH, MAX_STEPS_PER_LAUNCH
+    from eagle.cuda.emit import CONTROL_FIELDS
+
+    runner = eagle.until_done(eagle.deploy(oscillator), max_steps=100, **spec_bindings(fake))
+    runner.run()
+    control = runner._loop.graph_loop().host_control
+    field = {name: control[k] for k, name in enumerate(CONTROL_FIELDS)}
+    assert field["grow_until"] == MAX_STEPS_PER_LAUNCH and INITIAL_STEPS_PER_LAUNCH == 16
+    assert field["full"] == 8 * 132 * 256 and field["spread"] == 132 * 256  # stand-in's SMs
+    fixed = eagle.until_done(eagle.deploy(oscillator), max_steps=100, steps_per_launch=7,
+                             **spec_bindings(fake))
+    fixed.run()
+    assert fixed._loop.graph_loop().host_control[CONTROL_FIELDS.index("grow_until")] == 0
+
+
+# 7. install hints and the CuPy extra
+
+def test_cupy_has_an_extra_and_hints_name_the_distribution():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    assert any(req.startswith("cupy-cuda13x") for req in extras["cupy"])
+    wrong = [f"{path.relative_to(ROOT)}" for path in (ROOT / "src").rglob("*.py")
+             if re.search(r"pip install '?eagle\[", path.read_text())]
+    assert wrong == []
+    from eagle.cuda.backend import CudaBackend
+
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match=r"eagle-hawk\[cupy\]"):
+            CudaBackend().array_module()
+
+
+def test_until_done_runs_on_the_users_stream(fake):
+    class TorchLikeStream:  # what torch.cuda.Stream exposes
+        cuda_stream = 0xCAFE
+
+    class CudaCoreLikeStream:
+        def __cuda_stream__(self):
+            return (0, 0xF00D)
+
+    for stream, handle in ((TorchLikeStream(), 0xCAFE), (CudaCoreLikeStream(), 0xF00D),
+                           (2, 2)):
+        fake.graph_launch_streams.clear()
+        runner = eagle.until_done(eagle.deploy(oscillator), max_steps=100, stream=stream,
+                                  **spec_bindings(fake))
+        runner.run()
+        assert fake.graph_launch_streams == [handle]
+    with pytest.raises(TypeError, match=r"until_done\(stream=...\) must be a CUDA stream"):
+        eagle.until_done(eagle.deploy(oscillator), max_steps=10, stream="default",
+                         **spec_bindings(fake))
+
+
+def test_until_done_stream_on_the_cpu_is_refused():
+    with pytest.raises(ValueError, match=r"stream=...\): the runner runs on cpu"):
+        eagle.until_done(eagle.deploy(oscillator, "cpu"), max_steps=10, stream=1,
+                         x=np.ones(4), v=np.zeros(4), t=np.zeros(4), omega=np.ones(4),
+                         t_end=1.0, dt=1e-3)
