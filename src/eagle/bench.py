@@ -218,7 +218,7 @@ def _commit() -> str | None:
                               capture_output=True, text=True, timeout=10)
         if head.returncode != 0:
             return None
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "."], cwd=here,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", ".."], cwd=here,
                                capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
