@@ -93,3 +93,28 @@ def test_every_environment_variable_the_code_reads_is_on_the_configuration_page(
     assert {"EAGLE_NUM_THREADS", "EAGLE_CACHE_DIR"} <= names
     page = (DOCS / "configuration.md").read_text()
     assert not [name for name in names if f"`{name}`" not in page]
+
+
+@pytest.mark.slow
+def test_every_public_name_has_an_entry_in_the_reference(site):
+    out, _ = site
+    import types
+
+    import eagle
+    import hawk
+
+    ids = set()
+    for page in out.rglob("*.html"):
+        ids |= set(re.findall(r'id="((?:eagle|hawk)\.[\w.]+)"', page.read_text()))
+    missing = []
+    for package in (eagle, hawk):
+        prefix = package.__name__ + "."
+        for name in package.__all__:
+            if isinstance(getattr(package, name), types.ModuleType):
+                found = any(i.startswith(f"{prefix}{name}.") for i in ids)
+            else:
+                found = any(i == prefix + name or (i.startswith(prefix) and
+                                                   i.endswith("." + name)) for i in ids)
+            if not found:
+                missing.append(prefix + name)
+    assert not missing, f"public names with no entry in the API reference: {missing}"
