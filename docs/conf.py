@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import sys
+import tomllib
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -15,10 +16,25 @@ sys.path.insert(0, str(HERE / "_shared"))
 from nb_helpers import gpu_available  # noqa: E402
 
 project = "eagle + hawk"
-author = "the eagle developers"
-extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.napoleon"]
+author = "the eagle + hawk authors"
+copyright = f"2026, {author}"
+# One version: pyproject.toml's (the same file the package's metadata comes from).
+release = version = tomllib.loads((HERE.parent / "pyproject.toml").read_text())["project"][
+    "version"]
+extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.intersphinx"]
 source_suffix = {".md": "myst-nb"}
-exclude_patterns = ["_build", "_shared", "guide/_fixtures", "**/.ipynb_checkpoints"]
+exclude_patterns = ["_build", "_shared", "_intersphinx", "guide/_fixtures",
+                    "**/.ipynb_checkpoints"]
+# Every cross-reference must resolve (a name the reader cannot follow is a warning, and -W makes
+# it an error).
+nitpicky = True
+# The inventories are kept in the repository: the build machine need not reach the web.
+# python.inv is the inventory of Python 3.11's documentation (Debian's python3.11-doc);
+# numpy.inv is written by _intersphinx/make_numpy_inventory.py for the names eagle's API uses.
+intersphinx_mapping = {
+    "python": ("https://docs.python.org/3", str(HERE / "_intersphinx" / "python.inv")),
+    "numpy": ("https://numpy.org/doc/stable", str(HERE / "_intersphinx" / "numpy.inv")),
+}
 myst_enable_extensions = ["colon_fence"]
 nb_execution_mode = "force"
 nb_execution_raise_on_error = True
@@ -29,8 +45,10 @@ nb_render_markdown_format = "myst"
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 napoleon_google_docstring = True
-html_theme = "alabaster"
-html_title = project
+html_theme = "furo"
+html_title = f"{project} {release}"
+html_static_path = ["_static"]
+html_css_files = ["wide.css"]
 suppress_warnings = ["mystnb.unknown_mime_type"]
 
 GPU = gpu_available()
@@ -47,5 +65,20 @@ def _skip_gpu_cells(app, docname, source):
                                              f"[{m.group(1)}, skip-execution]"), source[0])
 
 
+# Names a signature shows bare (an annotation ``str | Path`` kept as text) and what they are.
+_BARE_NAMES = {"Path": "pathlib.Path"}
+
+
+def _resolve_bare_name(app, env, node, contnode):
+    target = _BARE_NAMES.get(node.get("reftarget"))
+    if target is None:
+        return None
+    from sphinx.ext.intersphinx import missing_reference
+
+    node["reftarget"] = target
+    return missing_reference(app, env, node, contnode)
+
+
 def setup(app):
     app.connect("source-read", _skip_gpu_cells)
+    app.connect("missing-reference", _resolve_bare_name, priority=400)

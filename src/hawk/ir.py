@@ -180,7 +180,7 @@ class Slot:
 
     @property
     def name(self) -> str:
-        """The generated code's name for this argument: ``p_x``, or ``p_x_0`` for a component
+        """The generated code's name for this argument, ``p_x``, or ``p_x_0`` for a component
         (prefixed, so that no parameter can shadow a name of the generated loop or a C++
         keyword)."""
         base = f"p_{self.param.name}"
