@@ -51,10 +51,16 @@ from .team import team
 __all__ = ["CpuBackend", "CpuLoop", "CpuKernel", "compile_program", "launch_arguments",
            "EMITTER_VERSION"]
 
-# The adaptive launch size: start small, double while a launch is quicker than half the
-# target, halve when slower than twice it. Bounding a launch in time keeps Ctrl-C responsive.
-FIRST_STEPS_PER_LAUNCH = 16
-TARGET_LAUNCH_S = 0.05
+# The adaptive launch size. A launch reads and writes every live sample's state once (its
+# blocks are stepped in cache), which at n = 1e6 costs about as much as 50 steps: so launches
+# are long, about TARGET_LAUNCH_S each, which still keeps Ctrl-C and progress responsive. The
+# first is sized to FIRST_LAUNCH_WORK sample-steps (a few hundredths of a second); each next
+# one grows towards the target by what the last one measured (at most MAX_GROWTH times) and
+# halves when a launch took more than twice the target.
+FIRST_STEPS_PER_LAUNCH = 16  # the fewest steps of a first launch
+FIRST_LAUNCH_WORK = 1 << 27
+TARGET_LAUNCH_S = 0.2
+MAX_GROWTH = 8
 MAX_STEPS_PER_LAUNCH = 1 << 20
 SPLIT_WORK = 1 << 18  # sample-steps below which a launch runs on the calling thread alone
 _DLPACK_CPU = 1
@@ -294,7 +300,7 @@ class CpuLoop:
         self.program = program
         self.bound = bound
         self.fixed_steps_per_launch = steps_per_launch
-        self.steps_per_launch = steps_per_launch or FIRST_STEPS_PER_LAUNCH
+        self.steps_per_launch = steps_per_launch or _first_launch(bound.n)
         self.threads = get_num_threads()
         self.kernel: CpuKernel | None = None
         self._arguments: tuple = ()
@@ -332,12 +338,20 @@ class CpuLoop:
     def _adapt(self, k: int, taken: int, seconds: float) -> None:
         if self.fixed_steps_per_launch is None and taken == k:
             if seconds < TARGET_LAUNCH_S / 2:
-                self.steps_per_launch = min(2 * self.steps_per_launch, MAX_STEPS_PER_LAUNCH)
+                growth = min(MAX_GROWTH, TARGET_LAUNCH_S / max(seconds, 1e-6))
+                self.steps_per_launch = min(int(growth * self.steps_per_launch),
+                                            MAX_STEPS_PER_LAUNCH)
             elif seconds > 2 * TARGET_LAUNCH_S:
                 self.steps_per_launch = max(1, self.steps_per_launch // 2)
 
     def live_now(self) -> None:
         return None  # the host sees every launch: progress comes through after_launch
+
+
+def _first_launch(n: int) -> int:
+    """The first launch's steps: about FIRST_LAUNCH_WORK sample-steps, a power of two."""
+    steps = max(FIRST_STEPS_PER_LAUNCH, FIRST_LAUNCH_WORK // max(n, 1))
+    return min(1 << (steps.bit_length() - 1), 4096)
 
 
 def host_repeat_while(condition, body, max_iterations: int | None) -> int:

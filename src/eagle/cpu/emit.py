@@ -263,8 +263,8 @@ class _Layout:
 
     # -- moving lanes between the user's arrays and the scratch ------------------------------
 
-    def take(self, side: str) -> list[str]:
-        """Lane ``m`` of ``side`` from sample ``i`` of the user's arrays: its state, its
+    def take(self, side: str, at: str = "m") -> list[str]:
+        """Lane ``at`` of ``side`` from sample ``i`` of the user's arrays: its state, its
         read-only values and its per-sample invariants."""
         p = self.program
 
@@ -273,15 +273,15 @@ class _Layout:
             return slot.name if slot.is_uniform else f"g_{_base(slot)}"
 
         invariants, names = walk(p, self.renderer, gathered, suffix="_g", only=self.invariant)
-        lines = [f"{name}[m] = {self.slots[key].name}[i]"
+        lines = [f"{name}[{at}] = {self.slots[key].name}[i]"
                  for key, name in zip(self.state, self.buffers(side), strict=False)]
         lines += [f"g_{_base(self.slots[key])} = {self.slots[key].name}[i]"
                   for key in self.gathered_keys]
         lines += [f"{a.name} = {a.expression}" for a in invariants]
-        lines += [f"lane_{_base(self.slots[key])}[m] = {self.slots[key].name}[i]"
+        lines += [f"lane_{_base(self.slots[key])}[{at}] = {self.slots[key].name}[i]"
                   for key in self.lane_keys]
-        lines += [f"lane_h{i}[m] = {names[i]}" for i in self.sample_ops]
-        return [*lines, f"{side}_alive[m] = True"]
+        lines += [f"lane_h{i}[{at}] = {names[i]}" for i in self.sample_ops]
+        return [*lines, f"{side}_alive[{at}] = True"]
 
     def put(self, side: str) -> list[str]:
         """Lane ``j`` of ``side``'s state back to sample ``i`` of the user's arrays."""
@@ -350,22 +350,34 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
         "        pool_steps = pool_steps[:npool][order]",
         "        in_pool = True",
         "        continue",
-        f"    hi = min((blk + 1) * {shape.block}, n)",
-        "    m = 0",
-        f"    for i in range(blk * {shape.block}, hi):",
-        "        if not flags[i]:",
-        "            idx[m] = i",
-        "            m += 1",
+        f"    lo = blk * {shape.block}",
+        f"    hi = min(lo + {shape.block}, n)",
         "    blk += nthreads",
-        f"    if m < {shape.park}:  # few live lanes: straight to the pool",
-        "        for j in range(m):",
-        "            pool[npool] = idx[j]",
-        "            pool_steps[npool] = 0",
-        "            npool += 1",
-        "        m = 0",
-        "        continue",
-        "    source, q0, q1, m = idx, 0, m, 0",
+        "    m = 0",
+        "    for i in range(lo, hi):",
+        "        m += not flags[i]",
         "    d, target, park = zero, nsteps, zero + " + str(shape.park),
+        "    dense = m == hi - lo",
+        "    if dense:  # every lane live: contiguous copies, which LLVM vectorises",
+        "        for j in range(np.uint64(0), np.uint64(m)):",
+        "            i = lo + np.int64(j)",
+        "            idx[j] = i",
+        *[f"            {line}" for line in layout.take("a", at="j")],
+        "        source, q0, q1 = idx, zero, zero",
+        "    else:",
+        "        m = 0",
+        "        for i in range(lo, hi):",
+        "            if not flags[i]:",
+        "                idx[m] = i",
+        "                m += 1",
+        f"        if m < {shape.park}:  # few live lanes: straight to the pool",
+        "            for j in range(m):",
+        "                pool[npool] = idx[j]",
+        "                pool_steps[npool] = 0",
+        "                npool += 1",
+        "            m = 0",
+        "            continue",
+        "        source, q0, q1, m = idx, zero, m, zero",
         "else:",
         "    if m == 0:",
         "        if q == npool:",
@@ -374,7 +386,7 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
         "    q1 = q",
         f"    while q1 < npool and q1 - q < {shape.block} - m and pool_steps[q1] == d:",
         "        q1 += 1",
-        "    source, q0, q = pool, q, q1",
+        "    source, q0, q, dense = pool, q, q1, False",
         "    target = pool_steps[q] if q < npool and pool_steps[q] > d else nsteps",
         "    park = zero",
         "for qq in range(q0, q1):",
@@ -410,11 +422,12 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
         "            left = 0",
         "            break",
         "    left = 0",
-        "    for j in range(m):",
+        "    for j in range(np.uint64(0), np.uint64(m)):  # unsigned: vectorised",
         "        left += src_alive[j]",
         "    if 2 * left < m:",
         "        if left < park:",
         "            break",
+        "        dense = False",
         *[f"        {line}" for line in layout.compact("src")],
         "if swapped:  # the set back in side a",
         "    for j in range(m):",
@@ -423,11 +436,18 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
     finish = [
         "if left == 0 or d == nsteps or not in_pool:",
         "    left = 0",
-        "    for j in range(m):",
-        "        i = idx[j]",
-        *[f"        {line}" for line in layout.put("a")],
-        "        flags[i] = not a_alive[j]",
-        "        left += a_alive[j]",
+        "    if dense:  # the block's lanes in place: contiguous copies",
+        "        for j in range(np.uint64(0), np.uint64(m)):",
+        "            i = lo + np.int64(j)",
+        *[f"            {line}" for line in layout.put("a")],
+        "            flags[i] = not a_alive[j]",
+        "            left += a_alive[j]",
+        "    else:",
+        "        for j in range(m):",
+        "            i = idx[j]",
+        *[f"            {line}" for line in layout.put("a")],
+        "            flags[i] = not a_alive[j]",
+        "            left += a_alive[j]",
         "    if left == 0 or d == nsteps:",
         "        live += left",
         "        most = max(most, d)",
@@ -454,7 +474,7 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
         "    zero = nsteps - nsteps  # an int64 (a literal would type the loop's values apart)",
         "    npool, live, most, blk, q, m = zero, zero, zero, tid, zero, zero",
         "    d, target, park = zero, zero, zero",
-        "    in_pool = False",
+        "    in_pool, dense, lo = False, False, zero",
         "    while True:",
         *_indent(pick, 2),
         *_indent(advance, 2),
