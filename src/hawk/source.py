@@ -22,8 +22,8 @@ from .ir import Role
 
 __all__ = ["KernelSource", "ANNOTATION_NAMES", "import_file"]
 
-ANNOTATION_NAMES = ("Scalar, Param, Terminated, Vec3, Mutable[Scalar], Mutable[Vec3], "
-                    "Out[Scalar] or Out[Vec3]")  # fmt: skip
+ANNOTATION_NAMES = ("Scalar, Param, Terminated, Vec2, Vec3, Vec4, Mutable[Scalar], "
+                    "Mutable[Vec3] (or another vector type), Out[Scalar] or Out[Vec3]")  # fmt: skip
 
 
 def import_file(path: str | Path, name: str, keep: bool = True):
@@ -53,6 +53,8 @@ class ParamDecl:
 class KernelSource:
     """A kernel function's parsed definition and the names it may refer to."""
 
+    WHAT = "kernel"  # what the decorated function is, in messages (``hawk.inline``: "func")
+
     def __init__(self, func):
         self.func = func
         self.name = func.__name__
@@ -61,7 +63,7 @@ class KernelSource:
             raw = inspect.getsource(func)
         except (OSError, TypeError) as exc:
             raise CompileError(
-                f"cannot read the source of {self.name!r} ({exc}); a hawk kernel must be "
+                f"cannot read the source of {self.name!r} ({exc}); a hawk {self.WHAT} must be "
                 "defined in a file (or notebook cell) whose source Python can find"
             ) from None
         first_line = raw.splitlines()[0]
@@ -71,7 +73,7 @@ class KernelSource:
         self.tree = tree.body[0]
         if not isinstance(self.tree, ast.FunctionDef):
             kind = type(self.tree).__name__
-            raise CompileError(f"@hawk.kernel needs a plain function, got {kind}",
+            raise CompileError(f"@hawk.{self.WHAT} needs a plain function, got {kind}",
                                self.loc(self.tree))
         closure = inspect.getclosurevars(func).nonlocals if func.__closure__ else {}
         self.names = {**func.__globals__, **closure}
