@@ -13,6 +13,7 @@ import inspect
 import linecache
 import sys
 import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from .annotations import Annotation
 from .errors import CompileError, Loc
 from .ir import Role
 
-__all__ = ["KernelSource", "ANNOTATION_NAMES", "import_file"]
+__all__ = ["KernelSource", "Namespace", "ANNOTATION_NAMES", "import_file"]
 
 ANNOTATION_NAMES = ("Scalar, Param, Terminated, Vec2, Vec3, Vec4, Mutable[Scalar], "
                     "Mutable[Vec3] (or another vector type), Out[Scalar] or Out[Vec3]")  # fmt: skip
@@ -41,6 +42,32 @@ def import_file(path: str | Path, name: str, keep: bool = True):
     if not keep:
         sys.modules.pop(name, None)
     return module
+
+
+class Namespace(Mapping):
+    """The names a function's body may refer to: its closure's variables, then its module's
+    globals. Both are read when a name is looked up, not when the function is decorated, so a
+    ``@hawk.func`` may call itself (an error that says so) or one defined after it in the same
+    scope, as Python itself would resolve them."""
+
+    def __init__(self, func):
+        self._globals = func.__globals__
+        self._cells = dict(zip(func.__code__.co_freevars, func.__closure__ or (), strict=True))
+
+    def __getitem__(self, name: str):
+        cell = self._cells.get(name)
+        if cell is None:
+            return self._globals[name]
+        try:
+            return cell.cell_contents
+        except ValueError:  # a closure variable not assigned yet
+            raise KeyError(name) from None
+
+    def __iter__(self):
+        return iter({**dict.fromkeys(self._globals), **dict.fromkeys(self._cells)})
+
+    def __len__(self) -> int:
+        return len(self._globals.keys() | self._cells.keys())
 
 
 @dataclass(frozen=True)
@@ -75,8 +102,7 @@ class KernelSource:
             kind = type(self.tree).__name__
             raise CompileError(f"@hawk.{self.WHAT} needs a plain function, got {kind}",
                                self.loc(self.tree))
-        closure = inspect.getclosurevars(func).nonlocals if func.__closure__ else {}
-        self.names = {**func.__globals__, **closure}
+        self.names = Namespace(func)
         self.params = self._read_params()
 
     def loc(self, node: ast.AST) -> Loc:
