@@ -780,29 +780,45 @@ def _():
         x = ping(x)  # ERR mutual-recursion-call
 
 
-@func_case("func-assigns-parameter", "'kick' assigns its parameter 'v'", "side effects",
-           snippet="v +=")
+@func_case("func-changes-a-vector-argument", "'kick' changes its argument 'v' in place",
+           "`v += dv`", "side effects", snippet="v += dv")
 def _():
     @hawk.func
     def kick(v, dv):
-        v += dv  # ERR func-assigns-parameter
+        v += dv  # ERR func-changes-a-vector-argument
         return v
 
     @hawk.kernel
-    def k(x: Mutable[Scalar]):
-        x = kick(x, 1.0)  # ERR func-assigns-parameter-call
+    def k(p: Mutable[Vec3]):
+        p = kick(p, 1.0)  # ERR func-changes-a-vector-argument-call
 
 
-@func_case("func-assigns-component", "'flatten' assigns its parameter 'p'", snippet="p.z")
+@func_case("func-assigns-a-component", "'flatten' changes its argument 'p' in place",
+           "`p.z = ...`", snippet="p.z")
 def _():
     @hawk.func
     def flatten(p):
-        p.z = 0.0  # ERR func-assigns-component
+        p.z = 0.0  # ERR func-assigns-a-component
         return p
 
     @hawk.kernel
     def k(q: Mutable[Vec3]):
-        q = flatten(q)  # ERR func-assigns-component-call
+        q = flatten(q)  # ERR func-assigns-a-component-call
+
+
+@func_case("func-changes-an-alias", "'zero_first' changes its argument 'q' in place",
+           snippet="q[0] += 1.0")
+def _():
+    @hawk.func
+    def zero_first(pair):
+        p, other = pair
+        q = p  # another name for the caller's vector
+        q[0] += 1.0  # ERR func-changes-an-alias
+        return q
+
+    @hawk.kernel
+    def k(q: Mutable[Vec2], x: Scalar):
+        q = zero_first((q, x))  # ERR func-changes-an-alias-call
 
 
 @case("python-function-as-argument", "global 'helper'", "plain Python function",

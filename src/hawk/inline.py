@@ -20,9 +20,10 @@ reached through (a traceback's frames) and points at the func's own line:
 
 - a func returns a value on every path: ``return`` at the end of its body, or in both branches of
   an ``if`` (an ``if`` that returns early has the rest of the body as its ``else``);
-- a func has no side effects: assigning one of its parameters (or a component of one) is an
-  error, since in Python ``p.x = ...`` on an array argument would change the caller's array and
-  hawk values never do;
+- a func has no side effects: changing a vector argument in place (``p.x = ...``, ``p[i] += ...``,
+  ``p += ...``, also through another name bound to it) is an error, since in Python that would
+  change the caller's array and a hawk value never changes under its caller. Rebinding a
+  parameter (``y = y + h * f(y)``) is fine: in Python too the caller's value stays as it was;
 - no recursion (a func is inlined, so it must not reach itself again);
 - only ``@hawk.func`` functions are called: a plain Python function is an error that says where
   it is defined and how to fix it;
@@ -123,11 +124,15 @@ class ModuleRef(Ref):
 
 @dataclass(frozen=True)
 class _Frame:
-    """One func being inlined: which, the names of its parameters, and where it was called."""
+    """One func being inlined: which, its vector arguments (by identity: the values a name
+    bound to the caller's vector holds), and where it was called."""
 
     func: Func
-    params: frozenset[str]
+    vectors: tuple[V, ...]
     call: Loc
+
+    def caller_owns(self, value) -> bool:
+        return any(value is v for v in self.vectors)
 
 
 def _python_definition(value) -> Loc | None:
@@ -156,6 +161,11 @@ def _always_returns(stmts: list[ast.stmt]) -> bool:
         return True
     return (isinstance(last, ast.If) and _always_returns(last.body)
             and _always_returns(last.orelse))
+
+
+def _flat(values: tuple) -> list:
+    """The values in a (nested) tuple."""
+    return [x for v in values for x in (_flat(v) if isinstance(v, tuple) else [v])]
 
 
 def _has_return(node: ast.AST) -> bool:
@@ -226,14 +236,23 @@ class InliningLowering(Lowering):
         else:
             super().statement(node)
 
+    def in_place(self, name: str, node: ast.AST, how: str) -> None:
+        """Refuse changing the caller's vector ``name`` in place inside a func."""
+        frame = self.frames[-1] if self.frames else None
+        if frame is not None and frame.caller_owns(self.env.get(name)):
+            raise self.error(
+                f"the hawk func {frame.func.name!r} changes its argument {name!r} in place "
+                f"({how}): a func has no side effects (in Python this would change the "
+                f"caller's array; in hawk the caller's value never changes), so build a new "
+                f"value and return it (e.g. `{name} = {name} + ...`, or hawk.vec3(...))", node)
+
+    def augassign_statement(self, node: ast.AugAssign) -> None:
+        if isinstance(node.target, ast.Name):
+            self.in_place(node.target.id, node, f"`{ast.unparse(node)}`")
+        super().augassign_statement(node)
+
     def bind(self, name: str, value, node: ast.AST) -> None:
-        if self.frames:
-            if name in self.frames[-1].params:
-                func = self.frames[-1].func
-                raise self.error(
-                    f"the hawk func {func.name!r} assigns its parameter {name!r}: a func has no "
-                    "side effects (the caller's value would not change), so assign a new name "
-                    f"and return it (e.g. `new_{name} = ...`, `return new_{name}`)", node)
+        if self.frames:  # a func's own scope: no kernel parameters to store to
             self.env[name] = value
             return
         if isinstance(value, tuple) and name in self.params:
@@ -242,6 +261,9 @@ class InliningLowering(Lowering):
         super().bind(name, value, node)
 
     def assign(self, target: ast.expr, value) -> None:
+        if isinstance(target, ast.Attribute | ast.Subscript) and isinstance(target.value,
+                                                                             ast.Name):
+            self.in_place(target.value.id, target, f"`{ast.unparse(target)} = ...`")
         if isinstance(target, ast.Name) and isinstance(value, tuple):
             self.bind(target.id, value, target)  # a tuple is a value too: `state = (x, v)`
         else:
@@ -344,7 +366,10 @@ class InliningLowering(Lowering):
                 scope[name] = self.global_value(name, parameter.default, node)
         caller = self.src.loc(node)
         saved = self.src, self.env, self.node
-        self.frames.append(_Frame(target, frozenset(scope), caller))
+        vectors = [v for v in scope.values() if isinstance(v, V)]
+        vectors += [v for t in scope.values() if isinstance(t, tuple) for v in _flat(t)
+                    if isinstance(v, V)]
+        self.frames.append(_Frame(target, tuple(vectors), caller))
         self.src, self.env = target.source, scope
         try:
             result = self.block(_body(target.source.tree), target)
