@@ -223,7 +223,7 @@ class InliningLowering(Lowering):
                                          getattr(base, node.attr), node)
         return super().attribute(node)
 
-    # statements: loops, returns, and a func's parameters, which it may not assign
+    # statements: loops, returns, and vector arguments, which a func may not change in place
 
     def statement(self, node: ast.stmt) -> None:
         if isinstance(node, ast.For):
