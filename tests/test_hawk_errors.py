@@ -884,6 +884,36 @@ def _():
         x = clip(x)  # ERR return-on-one-path-call
 
 
+@func_case("while-in-func", "`while` loop", snippet="while ")
+def _():
+    @hawk.func
+    def halve_until_small(x):
+        while x > 1.0:  # ERR while-in-func
+            x = x * 0.5
+        return x
+
+    @hawk.func
+    def outer(x):
+        return halve_until_small(x) + 1.0  # a func between the kernel and the error
+
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = outer(x)  # ERR while-in-func-call
+
+
+@func_case("break-in-func", "`break`", snippet="break")
+def _():
+    @hawk.func
+    def first(p):
+        for _ in range(3):
+            break  # ERR break-in-func
+        return p.x
+
+    @hawk.kernel
+    def k(p: Vec3, x: Mutable[Scalar]):
+        x = first(p)  # ERR break-in-func-call
+
+
 @func_case("code-after-return", "after `return`", snippet="y = x")
 def _():
     @hawk.func
