@@ -2,9 +2,13 @@
 
 A drawn kernel is Python source: straight-line temporaries, ``if/else`` blocks, ternaries,
 ``and/or/not``, ``min/max/abs`` and ``math`` functions over a per-sample input ``a``, a uniform
-``p``, two scalar state variables and a ``Vec3`` state (its components, ``hawk.length``,
-``hawk.dot``, elementwise vector arithmetic, component assignment), plus a step counter that
-bounds how long a sample runs. The
+``p``, two scalar state variables and ``Vec2``, ``Vec3`` and ``Vec4`` states (their components,
+constant and loop-variable indices, ``hawk.length``, ``hawk.dot``, ``hawk.cross``,
+``hawk.normalize``, elementwise vector arithmetic, component assignment), calls of drawn
+``@hawk.func`` helpers (a scalar one, possibly with an early return; one returning a tuple;
+one taking another func as an argument; one generic over the vector width, called at every
+width), ``for`` loops over constant ranges, plus a step counter that bounds how long a sample
+runs. The
 expressions keep values finite (squashing functions, divisions by ``1 + |e|``), so backends are
 compared bit for bit without NaN payloads getting in the way. hawk reads a kernel's source from
 its file, so ``load`` writes the source into a module and imports it.
@@ -32,27 +36,44 @@ EXACT_UNARY = ["-({})", "abs({})", "math.sqrt(abs({}))", "math.floor({})"]
 EXACT_BINARY = ["({} + {})", "({} - {})", "({} * {})", "({} / (1.0 + abs({})))",
                 "min({}, {})", "max({}, {})"]
 
-HEADER = """\
+IMPORTS = """\
 import math
 
 import hawk
-from hawk import Mutable, Param, Scalar, Terminated, Vec3
+from hawk import Mutable, Param, Scalar, Terminated, Vec2, Vec3, Vec4
 
+"""
+
+HEADER = """\
 
 @hawk.kernel
 def random_kernel(a: Scalar, p: Param, limit: Param, terminated: Terminated,
                   s0: Mutable[Scalar], s1: Mutable[Scalar], count: Mutable[Scalar],
-                  q: Mutable[Vec3]):
+                  q: Mutable[Vec3], q2: Mutable[Vec2], q4: Mutable[Vec4]):
 """
+# Vector funcs generic over the width (``w``: a vector, ``s``: a scalar); each keeps |w| from
+# growing, so states stay finite over many steps.
+VECTOR_FUNC_BODIES = [
+    "return w * ((s / (1.0 + abs(s))) * 0.75) + w * 0.25",
+    "return w * (0.5 / (1.0 + hawk.dot(w, w))) - w * (0.25 * (s / (1.0 + abs(s))))",
+    "n = hawk.length(w)\n    return w * (0.9 / (1.0 + n)) + (s / (1.0 + abs(s))) * w * 0.05",
+]
+# Leaves over the loop variable ``i`` (0 <= i < 4): an int constant and a vector index.
+LOOP_LEAVES = ["i", "float(i)", "q4[i]", "q4[-1 - i]", "(i * 0.25)"]
+CALLS = ["f_scalar({}, {})", "f_apply(f_scalar, {}, {})", "f_pair({}, {})[0]",
+         "f_pair({}, {})[-1]"]
 
 
 @st.composite
-def _expression(draw, names: list[str], depth: int, exact: bool) -> str:
+def _expression(draw, names: list[str], depth: int, exact: bool, calls: bool = False) -> str:
     unary, binary = (EXACT_UNARY, EXACT_BINARY) if exact else (UNARY, BINARY)
-    kind = draw(st.sampled_from(["leaf", "leaf", "unary", "binary", "binary", "ternary"])
-                if depth > 0 else st.just("leaf"))
+    kinds = ["leaf", "leaf", "unary", "binary", "binary", "ternary"] + ["call"] * calls
+    kind = draw(st.sampled_from(kinds) if depth > 0 else st.just("leaf"))
     if kind == "leaf":
         return draw(st.sampled_from(names + LITERALS))
+    if kind == "call":
+        return draw(st.sampled_from(CALLS)).format(draw(_expression(names, depth - 1, exact)),
+                                                   draw(_expression(names, depth - 1, exact)))
     if kind == "unary":
         return draw(st.sampled_from(unary)).format(draw(_expression(names, depth - 1, exact)))
     if kind == "binary":
@@ -78,34 +99,85 @@ def _condition(draw, names: list[str], depth: int, exact: bool) -> str:
 
 
 @st.composite
+def _funcs(draw, exact: bool) -> str:
+    """The helper funcs a drawn kernel calls, their bodies drawn over their parameters."""
+    names = ["u", "v"]
+
+    def expr(depth=2):
+        return draw(_expression(names, depth, exact))
+
+    scalar = ["@hawk.func", "def f_scalar(u, v):"]
+    if draw(st.booleans()):  # an early return: the rest of the body is the if's else
+        scalar += [f"    if {draw(_condition(names, 1, exact))}:", f"        return {expr()}"]
+    scalar += [f"    return {expr()}"]
+    pair = ["@hawk.func", "def f_pair(u, v):", f"    return {expr()}, {expr()}"]
+    apply = ["@hawk.func", "def f_apply(f, u, v):",
+             f"    return f(u, v) * 0.5 + {expr(1)}"]
+    vector = ["@hawk.func", "def f_vector(w, s):",
+              f"    {draw(st.sampled_from(VECTOR_FUNC_BODIES))}"]
+    return "\n\n".join("\n".join(f) + "\n" for f in (scalar, pair, apply, vector))
+
+
+@st.composite
 def kernel_sources(draw, exact: bool = False) -> str:
-    """The source of a module defining ``random_kernel``; ``exact``: correctly rounded
-    operations only (for float32)."""
-    names = ["a", "p", "s0", "s1", "q.x", "q[2]", "hawk.length(q)", "hawk.dot(q, q)"]
+    """The source of a module defining ``random_kernel`` (and the funcs it calls); ``exact``:
+    correctly rounded operations only (for float32)."""
+    names = ["a", "p", "s0", "s1", "q.x", "q[2]", "hawk.length(q)", "hawk.dot(q, q)",
+             "q2.y", "q2[0]", "q4.w", "q4[1]", "hawk.length(q4)", "hawk.dot(q2, q2)",
+             "hawk.cross(q, hawk.vec3(0.5, -1.0, 0.25)).z",
+             "hawk.normalize(hawk.vec2(1.0 + abs(q2.x), q2.y)).y"]
     body = []
-    for k in range(draw(st.integers(1, 5))):
+    for k in range(draw(st.integers(1, 3))):
         target = f"t{k}"
-        if draw(st.booleans()):
-            body.append(f"{target} = {draw(_expression(names, 3, exact))}")
-        else:
+        shape = draw(st.sampled_from(["assign", "if", "unpack", "loop"]))
+        if shape == "assign":
+            body.append(f"{target} = {draw(_expression(names, 2, exact, calls=True))}")
+        elif shape == "if":
             body += [f"if {draw(_condition(names, 1, exact))}:",
-                     f"    {target} = {draw(_expression(names, 2, exact))}",
+                     f"    {target} = {draw(_expression(names, 2, exact, calls=True))}",
                      "else:",
                      f"    {target} = {draw(_expression(names, 2, exact))}"]
+        elif shape == "unpack":
+            body.append(f"{target}, {target}b = f_pair({draw(_expression(names, 1, exact))}, "
+                        f"{draw(_expression(names, 1, exact))})")
+            names.append(f"{target}b")
+        else:
+            inner = names + LOOP_LEAVES
+            body += [f"{target} = {draw(_expression(names, 1, exact))}",
+                     f"for i in range({draw(st.integers(1, 4))}):",
+                     f"    {target} = ({target} + {draw(_expression(inner, 1, exact))}) * 0.5"]
         names.append(target)
+    # every kernel calls each func and runs a loop at least once, feeding the state
+    inner = names + LOOP_LEAVES
+    body += [f"u0 = f_apply(f_scalar, {draw(_expression(names, 1, exact))}, "
+             f"{draw(_expression(names, 1, exact))})",
+             f"u1, u2 = f_pair({draw(_expression(names, 1, exact))}, u0)",
+             f"u3 = {draw(_expression(names, 1, exact))}",
+             f"for i in range({draw(st.integers(1, 4))}):",
+             f"    u3 = (u3 + {draw(_expression(inner, 1, exact))}) * 0.5"]
+    names += ["u0", "u1", "u2", "u3"]
     squash = "({} / (1.0 + abs({})))"
 
-    def squashed():
-        return squash.format(*[draw(_expression(names, 2, exact))] * 2)
+    def squashed(depth=2):
+        return squash.format(*[draw(_expression(names, depth, exact))] * 2)
 
-    body += [f"q = q * {squashed()} + hawk.vec3({squashed()}, {squashed()}, 0.5) * 0.125"]
+    body += [f"q = q * {squashed()} + hawk.vec3({squashed()}, {squashed()}, 0.5) * 0.125",
+             f"q2 = f_vector(q2, {draw(_expression(names, 1, exact))}) "
+             f"+ hawk.vec2({squashed(1)}, 0.25) * 0.125",
+             f"q4 = f_vector(q4, {draw(_expression(names, 1, exact))}) "
+             f"+ hawk.vec4(0.5, {squashed(1)}, -0.25, {squashed(1)}) * 0.125"]
     if draw(st.booleans()):
         body.append(f"q.y = {squashed()}")
-    body += [f"s0 = {squash.format(*[draw(_expression(names, 2, exact))] * 2)}",
+    if draw(st.booleans()):
+        body += [f"for i in range({draw(st.sampled_from(['4', '1, 4', '3, -1, -2']))}):",
+                 f"    q4[i] = q4[i] * 0.5 + {squashed(1)} * 0.125"]
+    feed = f"({draw(_expression(names, 2, exact))} + (u0 - u2) * u3)"
+    body += [f"s0 = {squash.format(feed, feed)}",
              f"s1 += 0.125 * {squash.format(*[draw(_expression(names, 2, exact))] * 2)}",
              "count += 1.0",
              f"terminated = count >= limit or {draw(_condition(names, 1, exact))}"]
-    return HEADER + "".join(f"    {line}\n" for line in body)
+    return (IMPORTS + "\n" + draw(_funcs(exact)) + "\n" + HEADER
+            + "".join(f"    {line}\n" for line in body))
 
 
 def load(source: str, folder: Path):
@@ -123,4 +195,6 @@ def bindings(n: int, seed: int, dtype=np.float64) -> dict:
                 s0=rng.normal(0.0, 1.0, n).astype(dtype),
                 s1=rng.normal(0.0, 1.0, n).astype(dtype),
                 count=np.zeros(n, dtype), q=rng.normal(0.0, 1.0, (3, n)).astype(dtype),
+                q2=rng.normal(0.0, 1.0, (2, n)).astype(dtype),
+                q4=rng.normal(0.0, 1.0, (4, n)).astype(dtype),
                 p=float(rng.uniform(-2.0, 2.0)), limit=40.0)

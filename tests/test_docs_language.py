@@ -1,7 +1,11 @@
-"""Every kernel example in docs/language.md compiles (and every `python error` block does not).
+"""Every kernel example in docs/language.md runs (and every `python error` block does not
+compile).
 
 hawk reads a kernel's source with ``inspect.getsource``, so each block is written to a file of its
-own, after the imports the page says its examples assume, and imported from there.
+own, after the imports the page says its examples assume, and imported from there: its kernels
+are compiled, and its top-level code (the RK4 and Boris examples simulate with eagle on the CPU
+and check their results with ``assert``) runs. Where NVRTC is installed, each block's kernels
+are also compiled to CUDA cubins.
 """
 
 from __future__ import annotations
@@ -20,8 +24,9 @@ import math
 
 import numpy as np
 
+import eagle
 import hawk
-from hawk import Mutable, Out, Param, Scalar, Terminated, Vec3
+from hawk import Mutable, Out, Param, Scalar, Terminated, Vec2, Vec3, Vec4
 """
 _FENCE = re.compile(r"^```(python(?: error)?)\n(.*?)^```", re.S | re.M)
 
@@ -38,26 +43,52 @@ def _blocks(kind: str) -> list:
 
 KERNEL_BLOCKS = _blocks("python")
 ERROR_BLOCKS = _blocks("python error")
+_MODULES: dict[str, object] = {}
 
 
-def _import(source: str, tmp_path: Path, name: str):
-    path = tmp_path / f"{name}.py"
+def _import(source: str, folder: Path, name: str):
+    path = folder / f"{name}.py"
     path.write_text(PRELUDE + "\n" + source)
     return import_file(path, name, keep=False)
 
 
+def _module(source: str, tmp_path_factory):
+    """The block imported (and so run) once per session, shared by the tests below."""
+    if source not in _MODULES:
+        name = f"doc_block_{len(_MODULES)}"
+        _MODULES[source] = _import(source, tmp_path_factory.mktemp(name), name)
+    return _MODULES[source]
+
+
+def _kernels(module) -> list:
+    return [v for v in vars(module).values() if isinstance(v, hawk.Kernel)]
+
+
 def test_the_page_has_examples():
-    assert len(KERNEL_BLOCKS) >= 8
-    assert len(ERROR_BLOCKS) >= 3
+    assert len(KERNEL_BLOCKS) >= 11
+    assert len(ERROR_BLOCKS) >= 6
+    text = "".join(p.values[0] for p in KERNEL_BLOCKS)
+    for construct in ("@hawk.func", "hawk.cross(", "hawk.normalize(", "Vec2", "Vec4",
+                      "for i in range(", "eagle.simulate(", "assert np.allclose"):
+        assert construct in text, construct
 
 
 @pytest.mark.parametrize("source", KERNEL_BLOCKS)
-def test_kernel_example_compiles(source, tmp_path, request):
-    module = _import(source, tmp_path, f"doc_{request.node.callspec.id}")
-    kernels = [v for v in vars(module).values() if isinstance(v, hawk.Kernel)]
+def test_kernel_example_runs(source, tmp_path_factory):
+    kernels = _kernels(_module(source, tmp_path_factory))
     assert kernels, "the block defines no kernel"
     for k in kernels:
         assert k.program.ops  # lowered to a non-empty program
+
+
+@pytest.mark.parametrize("source", KERNEL_BLOCKS)
+def test_kernel_example_compiles_to_a_cubin(source, tmp_path_factory):
+    nvrtc = pytest.importorskip("eagle.cuda.nvrtc")
+    from eagle.cuda.emit import STEP_KERNEL, emit_cuda
+
+    for k in _kernels(_module(source, tmp_path_factory)):
+        cubin = nvrtc.compile_source(emit_cuda(k.program), "sm_80")
+        assert cubin[:4] == b"\x7fELF" and STEP_KERNEL.encode() in cubin
 
 
 @pytest.mark.parametrize("source", ERROR_BLOCKS)

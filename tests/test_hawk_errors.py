@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import hawk
-from hawk import Mutable, Out, Param, Scalar, Terminated, Vec3
+from hawk import Mutable, Out, Param, Scalar, Terminated, Vec2, Vec3, Vec4
 
 THIS_FILE = Path(__file__).resolve()
 _LINES = THIS_FILE.read_text().splitlines()
@@ -68,8 +68,13 @@ def case(tag: str, *words: str, snippet: str | None = None):
     return register
 
 
-def helper(value):  # a plain Python function: not callable from a kernel
+def helper(value):  # ERR python-function-def (a plain Python function: not callable)
     return value
+
+
+@hawk.func
+def double(value):
+    return 2.0 * value
 
 
 NOT_A_NUMBER = "text"
@@ -78,12 +83,64 @@ NOT_A_NUMBER = "text"
 # -- unsupported statements ----------------------------------------------------------------------
 
 
-@case("for", "`for` loop", snippet="for ")
+@case("for-over-a-tuple", "constant `range(...)`", "unrolled", snippet="(1.0, 2.0)")
 def _():
     @hawk.kernel
     def k(x: Mutable[Scalar]):
-        for _ in range(3):  # ERR for
+        for step in (1.0, 2.0):  # ERR for-over-a-tuple
+            x += step
+
+
+@case("non-constant-range", "range()", "compile-time integers", "'n' is float64", snippet="n)")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar], n: Param):
+        for _ in range(n):  # ERR non-constant-range
             x += 1.0
+
+
+@case("float-range", "range()", "compile-time integers", "float", snippet="2.5")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        for _ in range(2.5):  # ERR float-range
+            x += 1.0
+
+
+@case("huge-range", "1000000 copies", "at most 1024", snippet="range(10**6)")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        for _ in range(10**6):  # ERR huge-range
+            x += 1.0
+
+
+@case("for-else", "`for ... else`", snippet="for _ in")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        for _ in range(2):  # ERR for-else
+            x += 1.0
+        else:
+            x = 0.0
+
+
+@case("break", "`break`", snippet="break")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        for _ in range(3):
+            if x > 1.0:
+                break  # ERR break
+            x += 1.0
+
+
+@case("continue", "`continue`", snippet="continue")
+def _():
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        for _ in range(3):
+            continue  # ERR continue
 
 
 @case("while", "`while` loop", snippet="while ")
@@ -255,7 +312,8 @@ def _():
         x = frobnicate(x)  # ERR unknown-function  # noqa: F821
 
 
-@case("python-function", "global 'helper'", "function", snippet="helper")
+@case("python-function", "global 'helper'", "plain Python function", "@hawk.func",
+      snippet="helper")
 def _():
     @hawk.kernel
     def k(x: Mutable[Scalar]):
@@ -304,11 +362,11 @@ def _():
         x = math.asin(x)  # ERR math-unsupported-function
 
 
-@case("hawk-attribute", "hawk.cross", snippet="hawk.cross")
+@case("hawk-attribute", "hawk.frobnicate", snippet="hawk.frobnicate")
 def _():
     @hawk.kernel
     def k(p: Mutable[Vec3]):
-        p = hawk.cross(p, p)  # ERR hawk-attribute
+        p = hawk.frobnicate(p, p)  # ERR hawk-attribute
 
 
 @case("scalar-attribute", "attribute 'real'", snippet="x.real")
@@ -344,6 +402,51 @@ def _():
     @hawk.kernel
     def k(p: Vec3, x: Mutable[Scalar]):
         x = p[3]  # ERR index-out-of-range
+
+
+@case("vec4-index-out-of-range", "a Vec4 index", "constant 0, 1, 2 or 3", snippet="q[i + 1]")
+def _():
+    @hawk.kernel
+    def k(q: Vec4, x: Mutable[Scalar]):
+        for i in range(4):
+            x += q[i + 1]  # ERR vec4-index-out-of-range
+
+
+@case("vec2-has-no-z", "a Vec2 has components .x and .y, not .z", snippet="p.z")
+def _():
+    @hawk.kernel
+    def k(p: Vec2, x: Mutable[Scalar]):
+        x = p.z  # ERR vec2-has-no-z
+
+
+@case("vector-widths-differ", "+", "one width", "Vec3 of float64", "Vec2 of float64",
+      snippet="p + q")
+def _():
+    @hawk.kernel
+    def k(p: Vec3, q: Vec2, x: Mutable[Scalar]):
+        x = hawk.length(p + q)  # ERR vector-widths-differ
+
+
+@case("cross-of-vec2", "hawk.cross()", "two Vec3", "Vec2 of float64", snippet="hawk.cross")
+def _():
+    @hawk.kernel
+    def k(p: Vec2, q: Mutable[Vec3]):
+        q = hawk.cross(p, p)  # ERR cross-of-vec2
+
+
+@case("vec2-into-mutable-vec3", "'q' is Mutable[Vec3]", "a Vec3", "Vec2 of float64",
+      snippet="q =")
+def _():
+    @hawk.kernel
+    def k(p: Vec2, q: Mutable[Vec3]):
+        q = 2.0 * p  # ERR vec2-into-mutable-vec3
+
+
+@case("dot-widths-differ", "hawk.dot()", "one width", snippet="hawk.dot(p, q)")
+def _():
+    @hawk.kernel
+    def k(p: Vec4, q: Vec3, x: Mutable[Scalar]):
+        x = hawk.dot(p, q)  # ERR dot-widths-differ
 
 
 @case("slice", "slic", snippet="p[0:2]")
@@ -632,6 +735,300 @@ def _():
         terminated = x > 0.0
 
 
+# -- hawk funcs: the error points at the func's line and at the call site --------------------------
+
+FUNC_CASES = []
+
+
+def func_case(tag: str, *words: str, snippet: str | None = None):
+    """Register a factory whose CompileError points inside a hawk func at ``# ERR tag``, reached
+    from the kernel's line marked ``# ERR tag-call`` (shown first, like a traceback frame)."""
+
+    def register(factory):
+        FUNC_CASES.append(pytest.param(factory, tag, words, snippet, id=tag))
+        return factory
+
+    return register
+
+
+@func_case("recursion", "'countdown' calls itself", "countdown -> countdown",
+           snippet="countdown(n - 1.0)")
+def _():
+    @hawk.func
+    def countdown(n):
+        if n < 1.0:
+            return n
+        return countdown(n - 1.0)  # ERR recursion
+
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = countdown(x)  # ERR recursion-call
+
+
+@func_case("mutual-recursion", "'ping' calls itself", "ping -> pong -> ping", snippet="ping(")
+def _():
+    @hawk.func
+    def ping(n):
+        return pong(n) + 1.0
+
+    @hawk.func
+    def pong(n):
+        return ping(n) * 2.0  # ERR mutual-recursion
+
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = ping(x)  # ERR mutual-recursion-call
+
+
+@func_case("func-changes-a-vector-argument", "'kick' changes its argument 'v' in place",
+           "`v += dv`", "side effects", snippet="v += dv")
+def _():
+    @hawk.func
+    def kick(v, dv):
+        v += dv  # ERR func-changes-a-vector-argument
+        return v
+
+    @hawk.kernel
+    def k(p: Mutable[Vec3]):
+        p = kick(p, 1.0)  # ERR func-changes-a-vector-argument-call
+
+
+@func_case("func-assigns-a-component", "'flatten' changes its argument 'p' in place",
+           "`p.z = ...`", snippet="p.z")
+def _():
+    @hawk.func
+    def flatten(p):
+        p.z = 0.0  # ERR func-assigns-a-component
+        return p
+
+    @hawk.kernel
+    def k(q: Mutable[Vec3]):
+        q = flatten(q)  # ERR func-assigns-a-component-call
+
+
+@func_case("func-changes-an-alias", "'zero_first' changes its argument 'q' in place",
+           snippet="q[0] += 1.0")
+def _():
+    @hawk.func
+    def zero_first(pair):
+        p, other = pair
+        q = p  # another name for the caller's vector
+        q[0] += 1.0  # ERR func-changes-an-alias
+        return q
+
+    @hawk.kernel
+    def k(q: Mutable[Vec2], x: Scalar):
+        q = zero_first((q, x))  # ERR func-changes-an-alias-call
+
+
+@case("python-function-as-argument", "global 'helper'", "plain Python function",
+      snippet="helper, x)")
+def _():
+    @hawk.func
+    def apply(f, x):
+        return f(x)
+
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = apply(double, x) + apply(helper, x)  # ERR python-function-as-argument
+
+
+@func_case("python-function-in-func", "global 'helper'", "plain Python function",
+           snippet="helper")
+def _():
+    @hawk.func
+    def outer(x):
+        return helper(x) + 1.0  # ERR python-function-in-func
+
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = outer(x)  # ERR python-function-in-func-call
+
+
+@func_case("type-error-in-func", "+", "bool", "float64", snippet="x + (x > 0.0)")
+def _():
+    @hawk.func
+    def ramp(x):
+        return x + (x > 0.0)  # ERR type-error-in-func
+
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = ramp(x)  # ERR type-error-in-func-call
+
+
+@func_case("return-in-loop", "`return` inside a `for` loop", snippet="return")
+def _():
+    @hawk.func
+    def first_positive(p):
+        for i in range(3):
+            if p[i] > 0.0:
+                return p[i]  # ERR return-in-loop
+        return 0.0
+
+    @hawk.kernel
+    def k(p: Vec3, x: Mutable[Scalar]):
+        x = first_positive(p)  # ERR return-in-loop-call
+
+
+@func_case("return-on-one-path", "'clip' does not return a value on every path",
+           snippet="if x > 1.0")
+def _():
+    @hawk.func
+    def clip(x):
+        y = 2.0 * x
+        if x > 1.0:  # ERR return-on-one-path
+            return 1.0
+
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = clip(x)  # ERR return-on-one-path-call
+
+
+@func_case("while-in-func", "`while` loop", snippet="while ")
+def _():
+    @hawk.func
+    def halve_until_small(x):
+        while x > 1.0:  # ERR while-in-func
+            x = x * 0.5
+        return x
+
+    @hawk.func
+    def outer(x):
+        return halve_until_small(x) + 1.0  # a func between the kernel and the error
+
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = outer(x)  # ERR while-in-func-call
+
+
+@func_case("break-in-func", "`break`", snippet="break")
+def _():
+    @hawk.func
+    def first(p):
+        for _ in range(3):
+            break  # ERR break-in-func
+        return p.x
+
+    @hawk.kernel
+    def k(p: Vec3, x: Mutable[Scalar]):
+        x = first(p)  # ERR break-in-func-call
+
+
+@func_case("code-after-return", "after `return`", snippet="y = x")
+def _():
+    @hawk.func
+    def early(x):
+        return x
+        y = x  # ERR code-after-return
+
+    @hawk.kernel
+    def k(x: Mutable[Scalar]):
+        x = early(x)  # ERR code-after-return-call
+
+
+@func_case("branches-of-a-func-disagree", "the value 'pick' returns", "Vec3", "float64",
+           snippet="if x > 0.0")
+def _():
+    @hawk.func
+    def pick(x, p):
+        if x > 0.0:  # ERR branches-of-a-func-disagree
+            return p
+        return x
+
+    @hawk.kernel
+    def k(x: Mutable[Scalar], p: Vec3):
+        x = hawk.length(pick(x, p))  # ERR branches-of-a-func-disagree-call
+
+
+@func_case("loop-in-func-non-constant", "range()", "compile-time integers", snippet="n)")
+def _():
+    @hawk.func
+    def repeat(x, n):
+        for _ in range(n):  # ERR loop-in-func-non-constant
+            x = x * 0.5
+        return x
+
+    @hawk.kernel
+    def k(x: Mutable[Scalar], n: Param):
+        x = repeat(x, n)  # ERR loop-in-func-non-constant-call
+
+
+@pytest.mark.parametrize("factory, tag, words, snippet", FUNC_CASES)
+def test_func_error_points_at_the_func_and_the_call_site(factory, tag, words, snippet):
+    with pytest.raises(hawk.CompileError) as info:
+        factory()
+    err = info.value
+    check_error(err, tag, words, snippet)  # err.loc: the func's own line
+    call = marker_line(tag + "-call")
+    assert [c.line for c in err.calls][:1] == [call], (err.calls, call)  # the kernel's line
+    text = str(err)
+    call_source = _LINES[call - 1].strip()
+    assert text.index(f"line {call}, in") < text.index(f"line {err.lineno}, in"), text
+    assert f"    {call_source}\n" in text, text
+    assert err.calls[0].function == "k" and err.loc.function != "k"
+
+
+def test_recursion_error_also_shows_the_funcs_definition():
+    with pytest.raises(hawk.CompileError) as info:
+        FUNC_CASES[0].values[0]()
+    (text, where), = info.value.notes
+    assert text == "'countdown' is defined here:"
+    assert _LINES[where.line - 1].strip() == "def countdown(n):"
+    assert "    def countdown(n):\n" in str(info.value)
+
+
+def test_python_function_error_shows_where_it_is_defined():
+    python_function = next(p for p in CASES if p.values[1] == "python-function")
+    with pytest.raises(hawk.CompileError) as info:
+        python_function.values[0]()
+    (text, where), = info.value.notes
+    assert text == "'helper' is defined here:" and where.function == "helper"
+    assert where.line == marker_line("python-function-def")
+    assert str(info.value).rstrip().endswith("^" * len(_LINES[where.line - 1].strip()))
+
+
+def test_func_arity_error_at_the_call_site():
+    with pytest.raises(hawk.CompileError) as info:
+        @hawk.kernel
+        def k(x: Mutable[Scalar]):
+            x = double(x, x)
+
+    assert "double(): too many positional arguments" in info.value.message
+    assert info.value.calls == () and "x = double(x, x)" in str(info.value)
+    assert "'double' is defined here:" in str(info.value)
+
+
+@hawk.func
+def _returns_nothing(x):
+    y = x
+
+
+@hawk.func
+def _returns_a_func(x):
+    return double
+
+
+@pytest.mark.parametrize("bad, words", [(_returns_nothing, "returns no value"),
+                                        (_returns_a_func, "returns the hawk func 'double'")])
+def test_func_returning_nothing_or_a_function_is_an_error(bad, words):
+    with pytest.raises(hawk.CompileError, match=words):
+        @hawk.kernel
+        def k(x: Mutable[Scalar]):
+            x = bad(x)
+
+
+def test_func_decorates_only_plain_functions():
+    with pytest.raises(TypeError, match="decorates a plain Python function"):
+        hawk.func(3)
+    with pytest.raises(TypeError, match="decorates a plain Python function"):
+        hawk.func(double)
+
+
+def test_func_is_still_a_python_function():
+    assert double(2.5) == 5.0
+    assert np.array_equal(double(np.arange(3.0)), [0.0, 2.0, 4.0])
+
+
 @pytest.mark.parametrize("factory, tag, words, snippet", CASES)
 def test_compile_error_points_at_the_line(factory, tag, words, snippet):
     with pytest.raises(hawk.CompileError) as info:
@@ -640,7 +1037,8 @@ def test_compile_error_points_at_the_line(factory, tag, words, snippet):
 
 
 def test_every_marker_has_a_case():
-    tags = {p.values[1] for p in CASES}
+    tags = {p.values[1] for p in CASES + FUNC_CASES}
+    tags |= {p.values[1] + "-call" for p in FUNC_CASES} | {"python-function-def"}
     markers = {m.group(1) for line in _LINES if (m := re.search(r"#\s*ERR ([\w-]+)(\s|$)", line))}
     assert markers == tags | {"int-overflow"}
 
@@ -709,9 +1107,9 @@ def test_kernel_is_not_called_directly():
 
 
 def test_annotation_wrappers_reject_other_types():
-    with pytest.raises(TypeError, match=r"Mutable\[...\] takes Scalar or Vec3"):
+    with pytest.raises(TypeError, match=r"Mutable\[...\] takes Scalar, Vec2, Vec3 or Vec4"):
         Mutable[float]
-    with pytest.raises(TypeError, match=r"Out\[...\] takes Scalar or Vec3"):
+    with pytest.raises(TypeError, match=r"Out\[...\] takes Scalar, Vec2, Vec3 or Vec4"):
         Out[Param]
 
 

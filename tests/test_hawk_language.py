@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import hawk
-from hawk import Mutable, Out, Param, Scalar, Terminated, Vec3
+from hawk import Mutable, Out, Param, Scalar, Terminated, Vec2, Vec3, Vec4
 from hawk.ir import DType, OpKind
 from hawk.reference import run, step
 
@@ -521,6 +521,104 @@ def test_out_overwrites_and_accumulate_adds():
     assert not vector_out.program.accumulate
 
 
+@hawk.kernel
+def vec2_and_vec4(a: Vec2, b: Mutable[Vec2], c: Vec4, d: Mutable[Vec4], s: Scalar,
+                  r2: Out[Vec2], r4: Out[Vec4], dots: Out[Vec2], lengths: Out[Vec2]):
+    b = b * s + a / 2.0 - (-a)
+    b.y -= a.x
+    d = d + c * s
+    d.w = d.w + c[3] * c.x
+    d[-2] += 1.0
+    x0, y0 = a
+    r2 = hawk.vec2(y0, x0) + Vec2(1.0, 2)
+    r4 = hawk.normalize(c) + hawk.Vec4(c.w, c.z, c.y, c.x)
+    dots = hawk.vec2(hawk.dot(a, a), hawk.dot(c, d))
+    lengths = Vec2(hawk.length(a), hawk.length(c))
+
+
+def _vec2_and_vec4(a, b, c, d, s):
+    b = [bk * s + ak / 2.0 - (-ak) for ak, bk in zip(a, b, strict=True)]
+    b[1] -= a[0]
+    d = [dk + ck * s for ck, dk in zip(c, d, strict=True)]
+    d[3] = d[3] + c[3] * c[0]
+    d[2] += 1.0
+    norm_c = math.sqrt(((c[0] * c[0] + c[1] * c[1]) + c[2] * c[2]) + c[3] * c[3])
+    dot_cd = ((c[0] * d[0] + c[1] * d[1]) + c[2] * d[2]) + c[3] * d[3]
+    return (b + d + [a[1] + 1.0, a[0] + 2.0]
+            + [ck / norm_c + cr for ck, cr in zip(c, reversed(c), strict=True)]
+            + [a[0] * a[0] + a[1] * a[1], dot_cd]
+            + [math.sqrt(a[0] * a[0] + a[1] * a[1]), norm_c])
+
+
+def test_vec2_and_vec4_work_like_vec3():
+    a, b = RNG.normal(size=(2, N)), RNG.normal(size=(2, N))
+    c, d = RNG.normal(size=(4, N)), RNG.normal(size=(4, N))
+    s = RNG.normal(size=N)
+    result = step_once(vec2_and_vec4, a=a, b=b, c=c, d=d, s=s, r2=np.zeros((2, N)),
+                       r4=np.zeros((4, N)), dots=np.zeros((2, N)), lengths=np.zeros((2, N)))
+    expected = per_sample_vec(_vec2_and_vec4, a, b, c, d, s)
+    got = np.concatenate([result[k] for k in ("b", "d", "r2", "r4", "dots", "lengths")])
+    assert_same(got, expected)
+    # the width is the type's: the parameters, their argument slots and their array shapes
+    widths = {p.name: p.width for p in vec2_and_vec4.params}
+    assert widths == dict(a=2, b=2, c=4, d=4, s=1, r2=2, r4=4, dots=2, lengths=2)
+    assert [slot.name for slot in vec2_and_vec4.program.slots][:5] == [
+        "p_a_0", "p_a_1", "p_b_0", "p_b_1", "p_c_0"]
+    assert vec2_and_vec4.param("d").shape(N) == (4, N)
+    assert str(vec2_and_vec4.program).startswith(
+        "kernel vec2_and_vec4(a: Vec2 float64, b: Mutable[Vec2] float64, c: Vec4 float64")
+    assert (repr(hawk.Vec4), repr(Mutable[hawk.Vec2]), hawk.Vec4.width) == (
+        "Vec4", "Mutable[Vec2]", 4)
+
+
+@hawk.kernel
+def cross_product(p: Vec3, q: Vec3, r: Out[Vec3], u: Out[Vec3]):
+    r = hawk.cross(p, q)
+    u = hawk.normalize(q)
+
+
+def test_cross_and_normalize():
+    result = step_once(cross_product, p=P, q=Q, r=np.zeros((3, N)), u=np.zeros((3, N)))
+
+    def cross(p, q):
+        return [p[1] * q[2] - p[2] * q[1], p[2] * q[0] - p[0] * q[2],
+                p[0] * q[1] - p[1] * q[0]]
+
+    def normalize(q):
+        norm = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2])
+        return [qk / norm for qk in q]
+
+    assert_same(result["r"], per_sample_vec(cross, P, Q))
+    assert_same(result["u"], per_sample_vec(normalize, Q))
+    # outside a kernel, on (3, n) arrays, the same formulas
+    assert_same(hawk.cross(P, Q), result["r"])
+    assert_same(hawk.normalize(Q), result["u"])
+    assert_same(hawk.vec4(*Q, P[0]), np.concatenate([Q, P[:1]]))
+    assert_same(hawk.dot(hawk.vec2(P[0], P[1]), hawk.vec2(Q[0], Q[1])),
+                P[0] * Q[0] + P[1] * Q[1])
+    with pytest.raises(ValueError, match="two 3-vectors"):
+        hawk.cross(P[:2], Q[:2])
+
+
+def test_float32_vectors_stay_float32():
+    a = RNG.normal(size=(2, N)).astype(np.float32)
+    b = RNG.normal(size=(2, N)).astype(np.float32)
+    c = RNG.normal(size=(4, N)).astype(np.float32)
+    d = RNG.normal(size=(4, N)).astype(np.float32)
+    s = RNG.normal(size=N).astype(np.float32)
+    outs = dict(r2=np.zeros((2, N), np.float32), r4=np.zeros((4, N), np.float32),
+                dots=np.zeros((2, N), np.float32), lengths=np.zeros((2, N), np.float32))
+    dtypes = {k: np.float32 for k in ("a", "b", "c", "d", "s", *outs)}
+    program = vec2_and_vec4.specialize(dtypes)
+    for store in program.stores:  # computed in float32 (r2 adds Vec2(1.0, 2): float64)
+        if store.param != "r2":
+            assert program.ops[store.value].dtype is DType.FLOAT32, store
+            assert program.ops[store.value].kind is not OpKind.CAST, store
+    result = step_once(vec2_and_vec4, dtypes, a=a, b=b, c=c, d=d, s=s, **outs)
+    assert result["r4"].dtype == np.float32
+    assert_same(result["b"][0], (b[0] * s + a[0] / np.float32(2.0)) - (-a[0]))
+
+
 # -- termination ---------------------------------------------------------------------------------
 
 
@@ -575,7 +673,10 @@ def _weak_literals32(x, v, dt):
 def test_float32_specialisation_keeps_float32():
     dtypes = {"x": np.float32, "v": np.float32, "dt": np.float32}
     program = weak_literals.specialize(dtypes)
-    assert {op.dtype for op in program.ops} == {DType.FLOAT32}
+    for store in program.stores:  # computed in float32 (r2 adds Vec2(1.0, 2): float64)
+        if store.param != "r2":
+            assert program.ops[store.value].dtype is DType.FLOAT32, store
+            assert program.ops[store.value].kind is not OpKind.CAST, store
     assert weak_literals.specialize(dtypes) is program  # cached per signature
     x, v = A.astype(np.float32), B.astype(np.float32)
     arrays = dict(x=x.copy(), v=v, dt=np.float32(0.01))

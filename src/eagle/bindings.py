@@ -41,14 +41,14 @@ class Bound:
 
     n: int
     device: str
-    arrays: dict[str, np.ndarray]  # per-sample parameters, (n,) or (3, n)
+    arrays: dict[str, np.ndarray]  # per-sample parameters, (n,) or (width, n)
     uniforms: dict[str, np.generic]  # Param values, typed
     flags: np.ndarray  # the Terminated array (the user's, or allocated here)
     dtypes: dict[str, DType] = field(default_factory=dict)
 
 
 def _describe(p: Parameter) -> str:
-    kind = "Vec3" if p.is_vector else "Scalar"
+    kind = f"Vec{p.width}" if p.is_vector else "Scalar"
     if p.role is Role.SCALAR:
         return kind
     if p.role in (Role.PARAM, Role.TERMINATED):
@@ -57,7 +57,7 @@ def _describe(p: Parameter) -> str:
 
 
 def _shape_text(p: Parameter) -> str:
-    return "(3, n)" if p.is_vector else "(n,)"
+    return f"({p.width}, n)" if p.is_vector else "(n,)"
 
 
 def check_max_steps(max_steps, name: str = "max_steps") -> int:
@@ -312,11 +312,12 @@ def _sample_count(kernel: Kernel, arrays: dict[str, np.ndarray]) -> int:
             if not p.is_vector and array.ndim != 1:
                 raise BindingValueError(f"{p.name!r} ({_describe(p)}) must have shape (n,), got "
                                         f"{tuple(array.shape)}")
-            if p.is_vector and (array.ndim != 2 or array.shape[0] != 3):
-                hint = ("; vectors are stored SoA as (3, n): pass np.ascontiguousarray(a.T)"
-                        if array.ndim == 2 and array.shape[1] == 3 else "")
-                raise BindingValueError(f"{p.name!r} ({_describe(p)}) must have shape (3, n), "
-                                        f"got {array.shape}{hint}")
+            if p.is_vector and (array.ndim != 2 or array.shape[0] != p.width):
+                hint = (f"; vectors are stored SoA as {_shape_text(p)}: pass "
+                        "np.ascontiguousarray(a.T)"
+                        if array.ndim == 2 and array.shape[1] == p.width else "")
+                raise BindingValueError(f"{p.name!r} ({_describe(p)}) must have shape "
+                                        f"{_shape_text(p)}, got {array.shape}{hint}")
             counts[p.name] = array.shape[-1]
     if not counts:
         raise BindingValueError(f"cannot tell the number of samples: bind at least one of "
@@ -335,8 +336,9 @@ def _check_array(p: Parameter, array: np.ndarray, n: int, original=None) -> np.n
     expected = p.shape(n)
     if array.shape != expected:
         hint = ""
-        if p.is_vector and array.shape == (n, 3):
-            hint = "; vectors are stored SoA as (3, n): pass np.ascontiguousarray(a.T)"
+        if p.is_vector and array.shape == (n, p.width):
+            hint = (f"; vectors are stored SoA as {_shape_text(p)}: pass "
+                    "np.ascontiguousarray(a.T)")
         raise BindingValueError(f"{p.name!r} ({_describe(p)}) must have shape "
                                 f"{_shape_text(p).replace('n', str(n))}, got {array.shape}{hint}")
     if p.role is Role.TERMINATED:

@@ -154,9 +154,10 @@ def _validate(path: Path, meta: dict, arrays: dict[str, np.ndarray], flags: np.n
         if array.dtype != np.dtype(dtypes[name]):
             raise CheckpointError(f"{path}: array {name!r} has dtype {array.dtype}, but field "
                                   f"'dtypes' says {dtypes[name]}")
-        if array.shape not in ((n,), (3, n)):
+        if array.shape not in ((n,), (2, n), (3, n), (4, n)):  # a scalar or a Vec2/3/4
             raise CheckpointError(f"{path}: array {name!r} has shape {array.shape}, but field "
-                                  f"'n' says {n} samples: expected ({n},) or (3, {n})")
+                                  f"'n' says {n} samples: expected ({n},) or (k, {n}) for a "
+                                  "vector of k = 2, 3 or 4 components")
     missing = [k for k in dtypes if k not in arrays and k not in uniforms]
     if missing:
         raise CheckpointError(f"{path}: field 'dtypes' names {missing[0]!r}, which has neither "

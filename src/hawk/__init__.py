@@ -7,8 +7,25 @@ every eagle backend compiles; ``hawk.reference`` runs that IR with NumPy as the 
 from importlib import metadata as _metadata
 
 from . import ir, passes, reference
-from .annotations import Mutable, Out, Param, Scalar, Terminated, Vec3, dot, length, vec3
+from .annotations import (
+    Mutable,
+    Out,
+    Param,
+    Scalar,
+    Terminated,
+    Vec2,
+    Vec3,
+    Vec4,
+    cross,
+    dot,
+    length,
+    normalize,
+    vec2,
+    vec3,
+    vec4,
+)
 from .errors import CompileError, IRError
+from .inline import Func, func
 from .ir import DType, Program, Role
 from .kernel import Kernel, ProgramKernel, kernel
 
@@ -19,7 +36,7 @@ except _metadata.PackageNotFoundError:  # a source tree that was never installed
 
 __all__ = [
     "kernel", "Kernel", "ProgramKernel", "CompileError", "IRError",
-    "Scalar", "Param", "Mutable", "Terminated", "Vec3", "Out",
-    "vec3", "dot", "length",
+    "Scalar", "Param", "Mutable", "Terminated", "Vec2", "Vec3", "Vec4", "Out",
+    "vec2", "vec3", "vec4", "dot", "length", "cross", "normalize", "func", "Func",
     "Program", "DType", "Role", "ir", "passes", "reference",
 ]  # fmt: skip

@@ -1,8 +1,13 @@
 """The annotations a kernel's parameters are declared with, and hawk's vector helpers.
 
-``Scalar``, ``Param``, ``Terminated`` and ``Vec3`` are used bare; ``Mutable[...]`` and ``Out[...]``
-wrap ``Scalar`` or ``Vec3``. The helpers ``vec3``, ``dot`` and ``length`` are understood inside a
-kernel and also work on NumPy arrays of shape ``(3, n)`` outside one.
+``Scalar``, ``Param``, ``Terminated`` and the vector types ``Vec2``, ``Vec3``, ``Vec4`` are used
+bare; ``Mutable[...]`` and ``Out[...]`` wrap ``Scalar`` or a vector type. A vector type's width
+is a property of the type (``Vec3.width == 3``): the frontend, the argument layout (one slot per
+component) and the bindings (an array of shape ``(width, n)``) all read it from there.
+
+The helpers ``vec2``/``vec3``/``vec4``, ``dot``, ``length``, ``cross`` and ``normalize`` are
+understood inside a kernel and also work on NumPy arrays of shape ``(k, n)`` (SoA, one row per
+component) outside one, computing the same expressions in the same order.
 """
 
 from __future__ import annotations
@@ -13,19 +18,20 @@ import numpy as np
 
 from .ir import Role
 
-__all__ = ["Annotation", "Scalar", "Param", "Terminated", "Vec3", "Mutable", "Out",
-           "vec3", "dot", "length"]  # fmt: skip
+__all__ = ["Annotation", "Scalar", "Param", "Terminated", "Vec2", "Vec3", "Vec4", "Mutable",
+           "Out", "VECTOR_TYPES", "vec2", "vec3", "vec4", "dot", "length", "cross",
+           "normalize"]  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Annotation:
-    """What a parameter annotation means: a role and a vector width."""
+    """What a parameter annotation means: a role and a vector width (1 for a scalar)."""
 
     role: Role
     width: int = 1
 
     def __repr__(self) -> str:
-        kind = "Vec3" if self.width == 3 else "Scalar"
+        kind = f"Vec{self.width}" if self.width > 1 else "Scalar"
         if self.role is Role.SCALAR:
             return kind
         if self.role in (Role.PARAM, Role.TERMINATED):
@@ -33,11 +39,15 @@ class Annotation:
         return f"{self.role.value}[{kind}]"
 
 
-class _Vec3(Annotation):
-    """``Vec3`` is both the annotation of a per-sample 3-vector and, in a body, its constructor."""
+class _Vec(Annotation):
+    """A vector type is both the annotation of a per-sample vector and, in a body (or on NumPy
+    arrays), its constructor: ``Vec3(x, y, z)``."""
 
-    def __call__(self, x, y, z):
-        return vec3(x, y, z)
+    def __call__(self, *components):
+        if len(components) != self.width:
+            raise TypeError(f"Vec{self.width}() takes {self.width} components, "
+                            f"got {len(components)}")
+        return np.stack(np.broadcast_arrays(*components))
 
 
 class _Wrapper:
@@ -46,7 +56,8 @@ class _Wrapper:
 
     def __getitem__(self, inner):
         if not isinstance(inner, Annotation) or inner.role is not Role.SCALAR:
-            raise TypeError(f"{self.role.value}[...] takes Scalar or Vec3, not {inner!r}")
+            raise TypeError(f"{self.role.value}[...] takes Scalar, Vec2, Vec3 or Vec4, "
+                            f"not {inner!r}")
         return Annotation(self.role, inner.width)
 
     def __repr__(self) -> str:
@@ -56,22 +67,60 @@ class _Wrapper:
 Scalar = Annotation(Role.SCALAR)
 Param = Annotation(Role.PARAM)
 Terminated = Annotation(Role.TERMINATED)
-Vec3 = _Vec3(Role.SCALAR, 3)
+Vec2 = _Vec(Role.SCALAR, 2)
+Vec3 = _Vec(Role.SCALAR, 3)
+Vec4 = _Vec(Role.SCALAR, 4)
 Mutable = _Wrapper(Role.MUTABLE)
 Out = _Wrapper(Role.OUT)
+
+#: the vector types by width
+VECTOR_TYPES = {2: Vec2, 3: Vec3, 4: Vec4}
+
+
+def vec2(x, y):
+    """A 2-vector from its components (stacked along axis 0, the SoA layout)."""
+    return Vec2(x, y)
 
 
 def vec3(x, y, z):
     """A 3-vector from its components (stacked along axis 0, the SoA layout)."""
-    return np.stack(np.broadcast_arrays(x, y, z))
+    return Vec3(x, y, z)
+
+
+def vec4(x, y, z, w):
+    """A 4-vector from its components (stacked along axis 0, the SoA layout)."""
+    return Vec4(x, y, z, w)
 
 
 def dot(a, b):
-    """The dot product of two 3-vectors (summed over axis 0)."""
+    """The dot product of two vectors of one width: ``a[0]*b[0] + a[1]*b[1] + ...``, summed
+    left to right over axis 0."""
     a, b = np.asarray(a), np.asarray(b)
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+    if a.shape[0] != b.shape[0]:
+        raise ValueError(f"dot() of vectors of widths {a.shape[0]} and {b.shape[0]}")
+    total = a[0] * b[0]
+    for k in range(1, a.shape[0]):
+        total = total + a[k] * b[k]
+    return total
 
 
 def length(a):
-    """The Euclidean length of a 3-vector."""
+    """The Euclidean length of a vector: ``sqrt(dot(a, a))``."""
     return np.sqrt(dot(a, a))
+
+
+def cross(a, b):
+    """The cross product of two 3-vectors:
+    ``(a.y*b.z - a.z*b.y, a.z*b.x - a.x*b.z, a.x*b.y - a.y*b.x)``."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape[0] != 3 or b.shape[0] != 3:
+        raise ValueError(f"cross() takes two 3-vectors, got widths {a.shape[0]} and "
+                         f"{b.shape[0]}")
+    return np.stack([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
+                     a[0] * b[1] - a[1] * b[0]])
+
+
+def normalize(a):
+    """``a / length(a)``: each component divided by the length (a zero vector gives NaNs)."""
+    a = np.asarray(a)
+    return a / length(a)

@@ -38,17 +38,27 @@ class CompileError(Exception):
 
     The message names the construct; ``loc`` points at the user's file and line, and ``str()``
     shows that line with a caret under the offending part, the way Python's own SyntaxError does.
+
+    An error inside a ``@hawk.func`` is reached through calls: ``calls`` holds their call sites,
+    outermost (the kernel's line) first, and ``str()`` shows them before ``loc`` like the frames
+    of a traceback. ``notes`` are ``(text, loc)`` pairs shown after it (e.g. where a plain
+    Python function that cannot be called is defined).
     """
 
-    def __init__(self, message: str, loc: Loc | None = None):
+    def __init__(self, message: str, loc: Loc | None = None, calls: tuple[Loc, ...] = (),
+                 notes: tuple[tuple[str, Loc], ...] = ()):
         self.message = message
         self.loc = loc
+        self.calls = tuple(calls)
+        self.notes = tuple(notes)
         super().__init__(self._format())
 
     def _format(self) -> str:
         if self.loc is None:
             return self.message
-        return f"{self.message}\n{self.loc.render()}"
+        frames = [c.render() for c in self.calls] + [self.loc.render()]
+        frames += [f"{text}\n{loc.render()}" for text, loc in self.notes]
+        return "\n".join([self.message, *frames])
 
     @property
     def filename(self) -> str | None:

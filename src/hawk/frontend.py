@@ -1,10 +1,12 @@
 """Lowering a kernel's Python AST into the hawk IR for one dtype signature.
 
 Typing and lowering happen in one walk over the AST, by abstract interpretation: each expression
-evaluates to a typed value (a scalar SSA value, a 3-vector of them, or a weak Python literal), so
+evaluates to a typed value (a scalar SSA value, a vector of them, or a weak Python literal), so
 the type of every operand is known when its op is emitted and no later pass needs to re-derive it.
-Kept in one walk because the body is straight-line code with no loops or calls to user functions:
-there is no fixed point to compute, and a separate typed AST would only duplicate this file.
+Kept in one walk because what reaches the IR is straight-line code: calls of ``@hawk.func``
+functions are inlined and ``for`` loops over constant ranges unrolled during the same walk
+(``hawk.inline`` extends this module's ``Lowering`` with both), so there is no fixed point to
+compute, and a separate typed AST would only duplicate this file.
 
 Every unsupported construct, unknown name or type mismatch raises ``CompileError`` at the node
 that caused it, so the message points at the user's line.
@@ -51,13 +53,21 @@ class Lit:
 
 @dataclass(frozen=True)
 class V:
-    """A 3-vector: three scalar values of one dtype."""
+    """A vector: ``width`` scalar values of one dtype (its width is its type's, 2, 3 or 4)."""
 
-    comps: tuple[S, S, S]
+    comps: tuple[S, ...]
 
     @property
     def dtype(self) -> DType:
         return self.comps[0].dtype
+
+    @property
+    def width(self) -> int:
+        return len(self.comps)
+
+    @property
+    def type_name(self) -> str:
+        return f"Vec{self.width}"
 
 
 @dataclass(frozen=True)
@@ -82,9 +92,13 @@ def describe(value) -> str:
     if isinstance(value, S):
         return value.dtype.value
     if isinstance(value, V):
-        return f"Vec3 of {value.dtype.value}"
+        return f"{value.type_name} of {value.dtype.value}"
     if isinstance(value, Lit):
         return type(value.value).__name__
+    if isinstance(value, tuple):
+        return f"a tuple of {len(value)} values"
+    if hasattr(value, "description"):  # a hawk func named in the body (hawk.inline.FuncRef)
+        return value.description
     return "a function" if isinstance(value, Ref) and value.kind == "function" else "a module"
 
 
@@ -92,13 +106,18 @@ def describe(value) -> str:
 
 _MATH_BY_OBJECT = {getattr(math, name): name for name in MATH_FUNCTIONS}
 _HELPERS = {
+    hawk_annotations.vec2: "vec2", hawk_annotations.Vec2: "vec2",
     hawk_annotations.vec3: "vec3", hawk_annotations.Vec3: "vec3",
+    hawk_annotations.vec4: "vec4", hawk_annotations.Vec4: "vec4",
     hawk_annotations.dot: "dot", hawk_annotations.length: "length",
+    hawk_annotations.cross: "cross", hawk_annotations.normalize: "normalize",
     builtins.min: "min", builtins.max: "max", builtins.abs: "abs", builtins.float: "float",
 }  # fmt: skip
 _MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf}
-_HAWK_FUNCTIONS = {"vec3", "dot", "length", "Vec3"}
-_COMPONENTS = {"x": 0, "y": 1, "z": 2}
+_HAWK_FUNCTIONS = {"vec2", "vec3", "vec4", "dot", "length", "cross", "normalize"}
+_HAWK_VECTOR_TYPES = {"Vec2": "vec2", "Vec3": "vec3", "Vec4": "vec4"}  # constructors too
+_VECTOR_HELPERS = {"vec2", "vec3", "vec4", "dot", "length", "cross", "normalize"}
+_COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
 
 _BINOPS = {
     ast.Add: (OpKind.ADD, operator.add, "+"), ast.Sub: (OpKind.SUB, operator.sub, "-"),
@@ -186,7 +205,8 @@ class Lowering:
         if p.role is Role.TERMINATED:
             return self.const(False, DType.BOOL)
         if p.is_vector:
-            return V(tuple(self.emit(OpKind.LOAD, p.dtype, attr=(p.name, k)) for k in range(3)))
+            return V(tuple(self.emit(OpKind.LOAD, p.dtype, attr=(p.name, k))
+                           for k in range(p.width)))
         return self.emit(OpKind.LOAD, p.dtype, attr=(p.name, None))
 
     # statements
@@ -257,9 +277,9 @@ class Lowering:
                 raise self.error("only a component of a named vector can be assigned", target)
             vector = self.load_name(base)
             if not isinstance(vector, V):
-                raise self.error(f"{base.id!r} is {describe(vector)}, not a Vec3: it has no "
+                raise self.error(f"{base.id!r} is {describe(vector)}, not a vector: it has no "
                                  "components to assign", target)
-            k = self.component_index(target)
+            k = self.component_index(target, vector.width)
             comps = list(vector.comps)
             comps[k] = self.cast(self.scalar(value, target), vector.dtype)
             self.bind(base.id, V(tuple(comps)), target)
@@ -275,7 +295,7 @@ class Lowering:
     def check_store(self, param: Parameter, value, node: ast.AST):
         """A value that may be written back to ``param``: the right shape and a compatible type."""
         if not param.role.written:
-            wrapped = "Vec3" if param.is_vector else "Scalar"
+            wrapped = f"Vec{param.width}" if param.is_vector else "Scalar"
             hint = ("declare it Mutable[" + wrapped + "] to update it"
                     if param.role is Role.SCALAR else "a Param is one read-only value for all")
             raise self.error(f"cannot assign to read-only parameter {param.name!r} "
@@ -287,8 +307,10 @@ class Lowering:
                 raise self.error(f"{param.name!r} (Terminated) must be assigned a bool, e.g. "
                                  f"`{param.name} = t >= t_end`; got {describe(value)}", node)
             return self.cast(value, DType.BOOL)
-        if param.is_vector != isinstance(value, V):
-            want, kind = ("a Vec3", "Vec3") if param.is_vector else ("a scalar", "Scalar")
+        width = value.width if isinstance(value, V) else 1
+        if param.width != width:
+            kind = f"Vec{param.width}" if param.is_vector else "Scalar"
+            want = f"a {kind}" if param.is_vector else "a scalar"
             raise self.error(f"{param.name!r} is {param.role.value}[{kind}] and must be assigned "
                              f"{want}, not {describe(value)}", node)
         dtype = self.dtype_of(value)
@@ -390,36 +412,42 @@ class Lowering:
             if base.name == "math" and node.attr in _MATH_CONSTANTS:
                 return Lit(_MATH_CONSTANTS[node.attr])
             if base.name == "hawk" and node.attr in _HAWK_FUNCTIONS:
-                return Ref("function", "vec3" if node.attr == "Vec3" else node.attr)
+                return Ref("function", node.attr)
+            if base.name == "hawk" and node.attr in _HAWK_VECTOR_TYPES:
+                return Ref("function", _HAWK_VECTOR_TYPES[node.attr])
             raise self.error(f"{base.name}.{node.attr} is not supported in a hawk kernel", node)
         if isinstance(base, V):
-            return base.comps[self.component_index(node)]
+            return base.comps[self.component_index(node, base.width)]
         raise self.error(f"attribute {node.attr!r} of {describe(base)} is not supported "
-                         "(only .x, .y, .z of a Vec3)", node)
+                         "(only .x, .y, .z, .w of a vector)", node)
 
     def subscript(self, node: ast.Subscript):
         base = self.expr(node.value)
         if not isinstance(base, V):
-            raise self.error(f"indexing {describe(base)} is not supported (only a Vec3 with a "
-                             "constant 0, 1 or 2)", node)
-        return base.comps[self.component_index(node)]
+            raise self.error(f"indexing {describe(base)} is not supported (only a vector with "
+                             "a constant index)", node)
+        return base.comps[self.component_index(node, base.width)]
 
-    def component_index(self, node: ast.Attribute | ast.Subscript) -> int:
+    def component_index(self, node: ast.Attribute | ast.Subscript, width: int) -> int:
+        """The component a vector of ``width`` components is accessed at: ``.x .y .z .w`` or an
+        index that is a compile-time int constant (a literal, a global int, a loop's ``i``);
+        ``p[-1]`` is the last."""
+        kind = f"Vec{width}"
+        names = list(_COMPONENTS)[:width]
         if isinstance(node, ast.Attribute):
-            if node.attr not in _COMPONENTS:
-                raise self.error(f"a Vec3 has components .x, .y and .z, not .{node.attr}", node)
+            if _COMPONENTS.get(node.attr, width) >= width:
+                listing = ", ".join(f".{c}" for c in names[:-1]) + f" and .{names[-1]}"
+                raise self.error(f"a {kind} has components {listing}, not .{node.attr}", node)
             return _COMPONENTS[node.attr]
-        index = node.slice
-        if isinstance(index, ast.Slice):
-            raise self.error("slicing a Vec3 is not supported; use its components .x, .y, .z "
-                             "or a constant index 0, 1 or 2", node)
-        negative = isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub)
-        if negative:  # p[-1] parses as -(1)
-            index = index.operand
-        if not (isinstance(index, ast.Constant) and type(index.value) is int
-                and -3 <= (value := -index.value if negative else index.value) < 3):
-            raise self.error("a Vec3 index must be a constant 0, 1 or 2", node)
-        return value % 3
+        if isinstance(node.slice, ast.Slice):
+            raise self.error(f"slicing a {kind} is not supported; use its components "
+                             f"{', '.join('.' + c for c in names)} or a constant index", node)
+        indices = ", ".join(map(str, range(width - 1))) + f" or {width - 1}"
+        value = self.expr(node.slice)
+        if not (isinstance(value, Lit) and type(value.value) is int
+                and -width <= value.value < width):
+            raise self.error(f"a {kind} index must be a constant {indices}", node)
+        return value.value % width
 
     def binop_expr(self, node: ast.BinOp):
         return self.binop(node.op, self.expr(node.left), self.expr(node.right), node)
@@ -431,10 +459,14 @@ class Lowering:
             raise self.error(f"the operator {construct_name(op)} is not supported", node)
         kind, fold, symbol = _BINOPS[type(op)]
         if isinstance(a, V) or isinstance(b, V):
+            vector = a if isinstance(a, V) else b
             if kind not in (OpKind.ADD, OpKind.SUB, OpKind.MUL, OpKind.DIV):
-                raise self.error(f"{symbol} is not defined for Vec3 operands", node)
-            a_c = a.comps if isinstance(a, V) else (a, a, a)
-            b_c = b.comps if isinstance(b, V) else (b, b, b)
+                raise self.error(f"{symbol} is not defined for {vector.type_name} operands", node)
+            if isinstance(a, V) and isinstance(b, V) and a.width != b.width:
+                raise self.error(f"{symbol} needs vectors of one width, got {describe(a)} and "
+                                 f"{describe(b)}", node)
+            a_c = a.comps if isinstance(a, V) else (a,) * vector.width
+            b_c = b.comps if isinstance(b, V) else (b,) * vector.width
             return V(tuple(self.arith(kind, x, y, symbol, fold, node)
                            for x, y in zip(a_c, b_c, strict=True)))
         return self.arith(kind, a, b, symbol, fold, node)
@@ -455,7 +487,8 @@ class Lowering:
 
     def power(self, a, b, node: ast.AST):
         if isinstance(a, V) or isinstance(b, V):
-            raise self.error("** is not defined for Vec3 operands", node)
+            raise self.error(f"** is not defined for {(a if isinstance(a, V) else b).type_name} "
+                             "operands", node)
         a, b = self.scalar(a, node), self.scalar(b, node)
         if isinstance(a, Lit) and isinstance(b, Lit) and not isinstance(a.value, bool) \
                 and not isinstance(b.value, bool):
@@ -542,7 +575,8 @@ class Lowering:
         return self.cast(value, DType.BOOL)
 
     def select(self, condition: S, a, b, what: str, node: ast.AST | None = None):
-        if isinstance(a, V) != isinstance(b, V) or isinstance(a, Ref) or isinstance(b, Ref):
+        if (isinstance(a, V) != isinstance(b, V) or isinstance(a, Ref) or isinstance(b, Ref)
+                or (isinstance(a, V) and a.width != b.width)):
             raise self.error(f"{what} is {describe(a)} on one path and {describe(b)} on the "
                              "other", node)
         if isinstance(a, V):
@@ -564,7 +598,8 @@ class Lowering:
         func = self.expr(node.func)
         if not (isinstance(func, Ref) and func.kind == "function"):
             raise self.error(f"calling {ast.unparse(node.func)!r} is not supported: only math "
-                             "functions, min/max/abs/float and hawk.vec3/dot/length", node)
+                             "functions, min/max/abs/float, hawk's vector helpers and @hawk.func "
+                             "functions", node)
         if node.keywords:
             raise self.error(f"{func.name}() takes no keyword arguments in a hawk kernel", node)
         args = [self.expr(a) for a in node.args]
@@ -585,20 +620,28 @@ class Lowering:
                 result = self.emit(kind, dtype, (self.cast(result, dtype).id,
                                                  self.cast(arg, dtype).id))
             return result
-        expected = {"abs": 1, "float": 1, "length": 1, "dot": 2, "vec3": 3}[name]
-        if len(args) != expected:
-            raise self.error(f"{name}() takes {expected} argument(s), got {len(args)}", node)
+        if name in _VECTOR_HELPERS:
+            return self.vector_call(name, args, node)
+        if len(args) != 1:
+            raise self.error(f"{name}() takes 1 argument(s), got {len(args)}", node)
         if name == "abs":
             value = self.number(self.scalar(args[0], node), "abs()", node)
             if isinstance(value, Lit):
                 return Lit(abs(value.value))
             return self.emit(OpKind.ABS, value.dtype, (value.id,))
-        if name == "float":
-            value = self.number(self.scalar(args[0], node), "float()", node)
-            return Lit(float(value.value)) if isinstance(value, Lit) else self.cast(
-                value, value.dtype if value.dtype.is_float else DType.FLOAT64)
-        if name == "vec3":
-            comps = [self.number(self.scalar(a, node), "vec3()", node) for a in args]
+        value = self.number(self.scalar(args[0], node), "float()", node)  # float()
+        return Lit(float(value.value)) if isinstance(value, Lit) else self.cast(
+            value, value.dtype if value.dtype.is_float else DType.FLOAT64)
+
+    def vector_call(self, name: str, args: list, node: ast.AST):
+        """``hawk.vec2/vec3/vec4(...)``, ``dot``, ``length``, ``cross``, ``normalize``: each
+        lowered to the scalar ops of its written-out formula, in the order the docs give."""
+        expected = {"vec2": 2, "vec3": 3, "vec4": 4, "dot": 2, "length": 1, "cross": 2,
+                    "normalize": 1}[name]  # fmt: skip
+        if len(args) != expected:
+            raise self.error(f"{name}() takes {expected} argument(s), got {len(args)}", node)
+        if name.startswith("vec"):
+            comps = [self.number(self.scalar(a, node), f"{name}()", node) for a in args]
             dtype = DType.FLOAT64
             strong = [c.dtype for c in comps if isinstance(c, S)]
             if strong:
@@ -608,17 +651,40 @@ class Lowering:
                 if not dtype.is_float:
                     dtype = DType.FLOAT64
             return V(tuple(self.cast(c, dtype) for c in comps))
-        vectors = [a for a in args if isinstance(a, V)]
-        if len(vectors) != len(args):
-            raise self.error(f"hawk.{name}() takes Vec3 arguments", node)
-        a = vectors[0]
-        b = vectors[1] if name == "dot" else a
+        for arg in args:
+            if not isinstance(arg, V):
+                raise self.error(f"hawk.{name}() takes vector arguments (Vec2, Vec3 or Vec4), "
+                                 f"not {describe(arg)}", node)
+            if name == "cross" and arg.width != 3:
+                raise self.error(f"hawk.cross() takes two Vec3 arguments, not {describe(arg)}",
+                                 node)
+        a, b = args[0], args[-1]
+        if a.width != b.width:
+            raise self.error(f"hawk.{name}() needs vectors of one width, got {describe(a)} and "
+                             f"{describe(b)}", node)
+
+        def mul(x, y):
+            return self.arith(OpKind.MUL, x, y, "*", operator.mul, node)
+
+        def sub(x, y):
+            return self.arith(OpKind.SUB, x, y, "-", operator.sub, node)
+
+        if name == "cross":
+            (ax, ay, az), (bx, by, bz) = a.comps, b.comps
+            return V((sub(mul(ay, bz), mul(az, by)), sub(mul(az, bx), mul(ax, bz)),
+                      sub(mul(ax, by), mul(ay, bx))))
         total = None
         for x, y in zip(a.comps, b.comps, strict=True):
-            term = self.arith(OpKind.MUL, x, y, "*", operator.mul, node)
+            term = mul(x, y)
             total = term if total is None else self.arith(OpKind.ADD, total, term, "+",
                                                           operator.add, node)
-        return total if name == "dot" else self.math_call("sqrt", [total], node)
+        if name == "dot":
+            return total
+        norm = self.math_call("sqrt", [total], node)
+        if name == "length":
+            return norm
+        return V(tuple(self.arith(OpKind.DIV, c, norm, "/", operator.truediv, node)
+                       for c in a.comps))  # normalize
 
     def math_call(self, name: str, args: list, node: ast.AST) -> S:
         args = [self.number(a, f"math.{name}()", node) for a in args]
@@ -699,4 +765,6 @@ class Lowering:
 def lower(source: KernelSource, params: tuple[Parameter, ...], options=()) -> Program:
     """The hawk IR of ``source``'s body for parameters of the given dtypes, as lowered: it may
     hold dead ops; ``hawk.passes.optimize`` cleans it up (``Kernel.specialize`` does both)."""
-    return Lowering(source, params, options).run()
+    from .inline import InliningLowering  # calls of hawk funcs and loops, built on this walk
+
+    return InliningLowering(source, params, options).run()

@@ -4,7 +4,8 @@ A kernel body is lowered (see ``frontend``) into a list of ops (``Op``), each pr
 scalar value of a known ``DType`` from earlier ops. The lowering has already removed everything a
 backend would otherwise have to understand:
 
-- vectors are split into their three components (a ``Vec3`` parameter is three loads);
+- vectors are split into their components (a ``Vec3`` parameter is three loads, a ``Vec4``
+  four);
 - ``if``/``else`` blocks and ``a if c else b`` become ``SELECT`` ops (the body is branch-free, so
   one sample's step is a dataflow graph, which suits SIMD lanes and GPU threads alike);
 - ``x ** 2`` with a small integer literal exponent becomes repeated multiplication;
@@ -138,7 +139,8 @@ class Op:
 
 @dataclass(frozen=True)
 class Parameter:
-    """A kernel parameter: its name, role, vector width (1 or 3) and element dtype."""
+    """A kernel parameter: its name, role, vector width (1 for a scalar; 2, 3 or 4 for a
+    ``Vec2``/``Vec3``/``Vec4``) and element dtype."""
 
     name: str
     role: Role
@@ -156,7 +158,7 @@ class Parameter:
         return (self.width, n) if self.is_vector else (n,)
 
     def __str__(self) -> str:
-        kind = "Vec3" if self.is_vector else "Scalar"
+        kind = f"Vec{self.width}" if self.is_vector else "Scalar"
         if self.role is Role.SCALAR:
             annotation = kind
         elif self.role in (Role.PARAM, Role.TERMINATED):

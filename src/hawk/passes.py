@@ -146,7 +146,8 @@ def _component_rule(width: int, component: object) -> str | None:
         return None if component is None else f"a scalar has no component {component!r}"
     if type(component) is int and 0 <= component < width:
         return None
-    return f"a Vec3's component is 0, 1 or 2, not {component!r}"
+    listing = ", ".join(map(str, range(width - 1))) + f" or {width - 1}"
+    return f"a Vec{width}'s component is {listing}, not {component!r}"
 
 
 def _fail(program: Program, where: str, rule: str, op: Op | None = None) -> IRError:

@@ -13,6 +13,7 @@ import inspect
 import linecache
 import sys
 import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,10 +21,10 @@ from .annotations import Annotation
 from .errors import CompileError, Loc
 from .ir import Role
 
-__all__ = ["KernelSource", "ANNOTATION_NAMES", "import_file"]
+__all__ = ["KernelSource", "Namespace", "ANNOTATION_NAMES", "import_file"]
 
-ANNOTATION_NAMES = ("Scalar, Param, Terminated, Vec3, Mutable[Scalar], Mutable[Vec3], "
-                    "Out[Scalar] or Out[Vec3]")  # fmt: skip
+ANNOTATION_NAMES = ("Scalar, Param, Terminated, Vec2, Vec3, Vec4, Mutable[Scalar], "
+                    "Mutable[Vec3] (or another vector type), Out[Scalar] or Out[Vec3]")  # fmt: skip
 
 
 def import_file(path: str | Path, name: str, keep: bool = True):
@@ -43,6 +44,32 @@ def import_file(path: str | Path, name: str, keep: bool = True):
     return module
 
 
+class Namespace(Mapping):
+    """The names a function's body may refer to: its closure's variables, then its module's
+    globals. Both are read when a name is looked up, not when the function is decorated, so a
+    ``@hawk.func`` may call itself (an error that says so) or one defined after it in the same
+    scope, as Python itself would resolve them."""
+
+    def __init__(self, func):
+        self._globals = func.__globals__
+        self._cells = dict(zip(func.__code__.co_freevars, func.__closure__ or (), strict=True))
+
+    def __getitem__(self, name: str):
+        cell = self._cells.get(name)
+        if cell is None:
+            return self._globals[name]
+        try:
+            return cell.cell_contents
+        except ValueError:  # a closure variable not assigned yet
+            raise KeyError(name) from None
+
+    def __iter__(self):
+        return iter({**dict.fromkeys(self._globals), **dict.fromkeys(self._cells)})
+
+    def __len__(self) -> int:
+        return len(self._globals.keys() | self._cells.keys())
+
+
 @dataclass(frozen=True)
 class ParamDecl:
     name: str
@@ -53,6 +80,8 @@ class ParamDecl:
 class KernelSource:
     """A kernel function's parsed definition and the names it may refer to."""
 
+    WHAT = "kernel"  # what the decorated function is, in messages (``hawk.inline``: "func")
+
     def __init__(self, func):
         self.func = func
         self.name = func.__name__
@@ -61,7 +90,7 @@ class KernelSource:
             raw = inspect.getsource(func)
         except (OSError, TypeError) as exc:
             raise CompileError(
-                f"cannot read the source of {self.name!r} ({exc}); a hawk kernel must be "
+                f"cannot read the source of {self.name!r} ({exc}); a hawk {self.WHAT} must be "
                 "defined in a file (or notebook cell) whose source Python can find"
             ) from None
         first_line = raw.splitlines()[0]
@@ -71,10 +100,9 @@ class KernelSource:
         self.tree = tree.body[0]
         if not isinstance(self.tree, ast.FunctionDef):
             kind = type(self.tree).__name__
-            raise CompileError(f"@hawk.kernel needs a plain function, got {kind}",
+            raise CompileError(f"@hawk.{self.WHAT} needs a plain function, got {kind}",
                                self.loc(self.tree))
-        closure = inspect.getclosurevars(func).nonlocals if func.__closure__ else {}
-        self.names = {**func.__globals__, **closure}
+        self.names = Namespace(func)
         self.params = self._read_params()
 
     def loc(self, node: ast.AST) -> Loc:

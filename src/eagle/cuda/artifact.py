@@ -71,7 +71,8 @@ def sidecar(program: Program, target: str, arch: str | None, fmad: bool, data: b
         "parameters": [{"name": p.name, "role": p.role.value, "dtype": p.dtype.value,
                         "width": p.width,
                         "layout": "scalar" if p.role is Role.PARAM else
-                        ("(3, n) SoA" if p.is_vector else "(n,)")} for p in program.params],
+                        (f"({p.width}, n) SoA" if p.is_vector else "(n,)")}
+                       for p in program.params],
         "arguments": arguments,
         "control_fields": list(CONTROL_FIELDS),
         "ir_digest": program.digest(),
