@@ -8,6 +8,7 @@ from importlib import metadata as _metadata
 
 from . import ir, passes, reference
 from .annotations import Mutable, Out, Param, Scalar, Terminated, Vec3, dot, length, vec3
+from .draws import exponential, normal, randint, sample_index, step, uniform
 from .errors import CompileError, IRError
 from .ir import DType, Program, Role
 from .kernel import Kernel, ProgramKernel, kernel
@@ -21,5 +22,6 @@ __all__ = [
     "kernel", "Kernel", "ProgramKernel", "CompileError", "IRError",
     "Scalar", "Param", "Mutable", "Terminated", "Vec3", "Out",
     "vec3", "dot", "length",
+    "uniform", "normal", "exponential", "randint", "sample_index", "step",
     "Program", "DType", "Role", "ir", "passes", "reference",
 ]  # fmt: skip

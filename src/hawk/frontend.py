@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import annotations as hawk_annotations
+from . import draws
 from .errors import CompileError
 from .ir import MATH_FUNCTIONS, DType, Op, OpKind, Parameter, Program, Role, Store
 from .passes import attr_key
@@ -98,6 +99,9 @@ _HELPERS = {
 }  # fmt: skip
 _MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf}
 _HAWK_FUNCTIONS = {"vec3", "dot", "length", "Vec3"}
+# random numbers and counters (hawk.draws): hawk.uniform(), from hawk import normal, ...
+_HELPERS.update(draws.OBJECTS)
+_HAWK_FUNCTIONS |= set(draws.FUNCTIONS)
 _COMPONENTS = {"x": 0, "y": 1, "z": 2}
 
 _BINOPS = {
@@ -569,6 +573,8 @@ class Lowering:
             raise self.error(f"{func.name}() takes no keyword arguments in a hawk kernel", node)
         args = [self.expr(a) for a in node.args]
         name = func.name
+        if name in draws.FUNCTIONS:
+            return draws.lower_call(self, name, args, node)
         if name in MATH_FUNCTIONS:
             if len(args) != MATH_FUNCTIONS[name]:
                 raise self.error(f"math.{name}() takes {MATH_FUNCTIONS[name]} argument(s), "

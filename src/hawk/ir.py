@@ -30,7 +30,7 @@ import numpy as np
 from .errors import Loc
 
 __all__ = ["DType", "Role", "OpKind", "Op", "Parameter", "Slot", "slots", "Store", "Program",
-           "MATH_FUNCTIONS"]
+           "MATH_FUNCTIONS", "COUNTER_OPS", "COUNTER_ARGUMENTS"]
 
 
 class DType(Enum):
@@ -105,6 +105,10 @@ class OpKind(Enum):
     SELECT = "select"  # args: (condition, if_true, if_false)
     # math library call; attr: the function name, one of MATH_FUNCTIONS
     CALL = "call"
+    # random numbers and the counters they are keyed by (``hawk.philox`` defines them)
+    DRAW = "draw"  # attr: (distribution, position); args: () or (lo, hi) for randint
+    SAMPLE_INDEX = "sample_index"  # int64: the sample's global index
+    STEP_INDEX = "step_index"  # int64: the sample's step number (the runner's count)
 
 
 #: math functions a kernel may call, with their arity. All take and return floats.
@@ -118,6 +122,8 @@ BINARY_OPS = {
     OpKind.MIN, OpKind.MAX, OpKind.AND, OpKind.OR,
 }  # fmt: skip
 COMPARISONS = {OpKind.LT, OpKind.LE, OpKind.GT, OpKind.GE, OpKind.EQ, OpKind.NE}
+#: ops that read the counters a launch passes in (the sample's index and step number)
+COUNTER_OPS = {OpKind.DRAW, OpKind.SAMPLE_INDEX, OpKind.STEP_INDEX}
 
 
 @dataclass(frozen=True)
@@ -197,6 +203,13 @@ class Slot:
         return self.param.role is Role.PARAM
 
 
+#: What a launch of a program that reads counters (``Program.counters``) takes after its slots,
+#: in order: the run's seed (an unsigned 64-bit integer; 0 for a program that does not draw),
+#: the global index of the bound arrays' sample 0, and the runner's step count before the
+#: launch (a sample live at step ``k`` of the launch is at step ``first_step + k``).
+COUNTER_ARGUMENTS = ("seed", "first_sample", "first_step")
+
+
 def slots(params: tuple[Parameter, ...]) -> tuple[Slot, ...]:
     """The argument layout of a kernel with ``params``, in parameter order: one slot per
     ``Param`` and per scalar per-sample parameter, one per component of a vector parameter.
@@ -241,6 +254,17 @@ class Program:
     def slots(self) -> tuple[Slot, ...]:
         """The kernel's argument layout (see ``Slot``)."""
         return slots(self.params)
+
+    @functools.cached_property
+    def draws(self) -> bool:
+        """The program draws random numbers: a run needs a seed."""
+        return any(op.kind is OpKind.DRAW for op in self.ops)
+
+    @functools.cached_property
+    def counters(self) -> bool:
+        """The program reads the sample's index or step number (every draw does): its compiled
+        launch takes ``COUNTER_ARGUMENTS`` after the slots. False: the launch is as before."""
+        return any(op.kind in COUNTER_OPS for op in self.ops)
 
     @property
     def accumulate(self) -> bool:

@@ -30,6 +30,7 @@ RESERVED_PARAMETER_NAMES = {
     "steps_per_launch": "until_done/simulate's launch size",
     "eager": "until_done's host-decides-every-launch switch",
     "check_finite": "until_done's NaN/inf check",
+    "seed": "until_done/simulate's seed of the random streams",
     "device": "simulate's device",
     "progress": "simulate's progress bar",
     "plan": "eagle.distributed.until_done's plan, which may be passed by name",

@@ -20,9 +20,11 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
+from . import philox
 from .ir import OpKind, Program, Role
 from .passes import check
 
@@ -72,7 +74,28 @@ def _c_semantics(name: str, *xs: float) -> float:
         return float(getattr(np, {"log": "log", "exp": "exp"}.get(name, name))(x))
 
 
-def _evaluate(program: Program, arrays: Mapping[str, np.ndarray], n: int) -> list[np.ndarray]:
+@dataclass(frozen=True)
+class Counters:
+    """What the draws of one step read: the run's seed, every sample's global index and the
+    step number of the samples that are live (all live samples are at the same step)."""
+
+    seed: int | None
+    samples: np.ndarray
+    step: int
+
+    def draw(self, program: Program, op, args: list[np.ndarray]) -> np.ndarray:
+        if self.seed is None:
+            raise ValueError(f"kernel {program.name!r} draws random numbers: step() needs a "
+                             "seed")
+        distribution, position = op.attr
+        words = philox.block(self.seed, self.samples, self.step, position)
+        if distribution == "randint":
+            return philox.randint(words, *args)
+        return getattr(philox, distribution)(words, op.dtype.numpy)
+
+
+def _evaluate(program: Program, arrays: Mapping[str, np.ndarray], n: int,
+              counters: Counters) -> list[np.ndarray]:
     values: list[np.ndarray] = []
     for op in program.ops:
         dtype = op.dtype.numpy
@@ -100,6 +123,12 @@ def _evaluate(program: Program, arrays: Mapping[str, np.ndarray], n: int) -> lis
             v = np.where(a[1] > a[0], a[1], a[0])
         elif op.kind is OpKind.SELECT:
             v = np.where(a[0], a[1], a[2])
+        elif op.kind is OpKind.DRAW:
+            v = counters.draw(program, op, a)
+        elif op.kind is OpKind.SAMPLE_INDEX:
+            v = counters.samples
+        elif op.kind is OpKind.STEP_INDEX:
+            v = np.full(n, counters.step, dtype=np.int64)
         elif op.kind is OpKind.CALL:  # a NaN result is the canonical quiet NaN, sign clear
             v = _libm(op.attr, dtype, a)
             v = np.where(np.isnan(v), np.array(np.nan, dtype=dtype), v)
@@ -110,12 +139,15 @@ def _evaluate(program: Program, arrays: Mapping[str, np.ndarray], n: int) -> lis
 
 
 def step(program: Program, arrays: Mapping[str, np.ndarray], terminated: np.ndarray | None = None,
-         ) -> int:
+         *, seed: int | None = None, first_sample: int = 0, step_number: int = 0) -> int:
     """Advance every live sample of ``arrays`` by one step, in place; return how many were live.
 
     ``arrays`` maps each parameter name to its NumPy array (``(n,)`` or ``(3, n)``) or, for a
     ``Param``, a scalar. ``terminated`` is the flag array (taken from ``arrays`` when None).
-    Raises ``hawk.IRError`` for a program that breaks the IR's rules.
+    A program that draws needs ``seed``; sample ``i`` of the arrays is the run's sample
+    ``first_sample + i``, and the live samples take their step number ``step_number`` (the
+    steps they took before this one: ``run`` counts them). Raises ``hawk.IRError`` for a
+    program that breaks the IR's rules.
     """
     _checked(program)
     flag_param = program.terminated_param
@@ -123,8 +155,9 @@ def step(program: Program, arrays: Mapping[str, np.ndarray], terminated: np.ndar
         terminated = arrays[flag_param.name]
     n = _sample_count(program, arrays, terminated)
     alive = np.ones(n, dtype=bool) if terminated is None else ~terminated
+    counters = Counters(seed, first_sample + np.arange(n, dtype=np.int64), step_number)
     with np.errstate(all="ignore"):
-        values = _evaluate(program, arrays, n)
+        values = _evaluate(program, arrays, n, counters)
     for store in program.stores:
         target = arrays[store.param]
         target = target if store.component is None else target[store.component]
@@ -138,10 +171,11 @@ def step(program: Program, arrays: Mapping[str, np.ndarray], terminated: np.ndar
     return int(np.count_nonzero(alive))
 
 
-def run(program: Program, arrays: Mapping[str, np.ndarray], max_steps: int) -> int:
+def run(program: Program, arrays: Mapping[str, np.ndarray], max_steps: int, *,
+        seed: int | None = None, first_sample: int = 0) -> int:
     """Step until every sample is terminated or ``max_steps`` steps; return the steps taken."""
     for steps in range(max_steps):
-        if step(program, arrays) == 0:
+        if step(program, arrays, seed=seed, first_sample=first_sample, step_number=steps) == 0:
             return steps
     return max_steps
 

@@ -29,7 +29,8 @@ No fastmath and no FMA contraction: results equal the NumPy reference executor b
 
 from __future__ import annotations
 
-from hawk.ir import DType, Op, OpKind, Program, Role
+from hawk.ir import COUNTER_ARGUMENTS, DType, Op, OpKind, Program, Role
+from hawk.philox import M0, M1, ROUNDS, TWO_PI, W0, W1
 from hawk.reference import IN_DOUBLE
 
 from ..codegen import ExpressionRenderer, invariant_ops, walk
@@ -74,6 +75,85 @@ def int_floordiv(a, b):
 """
 
 
+def _philox_rounds() -> list[str]:
+    """Philox4x32's rounds written out (``hawk.philox.philox4x32``), so LLVM sees straight-line
+    code it can vectorise across lanes."""
+    lines = []
+    for r in range(ROUNDS):
+        if r:
+            lines += [f"    k0 = (k0 + np.uint64({W0:#x})) & mask",
+                      f"    k1 = (k1 + np.uint64({W1:#x})) & mask"]
+        lines += [f"    p0 = c0 * np.uint64({M0:#x})", f"    p1 = c2 * np.uint64({M1:#x})",
+                  "    c0, c1, c2, c3 = (p1 >> s32) ^ c1 ^ k0, p1 & mask, (p0 >> s32) ^ c3 ^ k1, "
+                  "p0 & mask"]
+    return lines
+
+
+# Helpers of a program that draws (``Program.counters``), after ``_HELPERS``: the draws of
+# ``hawk.philox``, operation for operation. In the lane loop ``seed`` (uint64), ``sample_id``
+# and ``step_id`` (int64) are the run's seed, the lane's global sample index and its step number.
+_RANDOM_HELPERS = "\n".join([
+    '@njit(inline="always")',
+    "def philox(seed, sample, step, position):",
+    "    mask = np.uint64(0xFFFFFFFF)",
+    "    s32 = np.uint64(32)",
+    "    s = np.uint64(sample)",
+    "    t = np.uint64(step)",
+    "    c0 = np.uint64(position)",
+    "    c1 = t & mask",
+    "    high = np.uint64(0xFFFF)",
+    "    c2 = ((t >> s32) & high) | (((s >> s32) & high) << np.uint64(16))",
+    "    c3 = s & mask",
+    "    k0 = seed & mask",
+    "    k1 = seed >> s32",
+    *_philox_rounds(),
+    "    return c0, c1, c2, c3",
+    "",
+    "",
+    '@njit(inline="always")',
+    "def integer53(high, low):",
+    "    return np.int64((high << np.uint64(21)) | (low >> np.uint64(11)))",
+    "",
+    "",
+    '@njit(inline="always")',
+    "def draw_uniform64(seed, sample, step, position):",
+    "    w0, w1, w2, w3 = philox(seed, sample, step, position)",
+    "    return np.float64(integer53(w0, w1)) * np.float64(2.0 ** -53)",
+    "",
+    "",
+    '@njit(inline="always")',
+    "def draw_uniform32(seed, sample, step, position):",
+    "    w0, w1, w2, w3 = philox(seed, sample, step, position)",
+    "    return np.float32(np.int64(w0 >> np.uint64(8))) * np.float32(2.0 ** -24)",
+    "",
+    "",
+    '@njit(inline="always")',
+    "def draw_normal64(seed, sample, step, position):",
+    "    w0, w1, w2, w3 = philox(seed, sample, step, position)",
+    "    u1 = np.float64(integer53(w0, w1) + np.int64(1)) * np.float64(2.0 ** -53)",
+    "    u2 = np.float64(integer53(w2, w3)) * np.float64(2.0 ** -53)",
+    "    radius = math.sqrt(math.log(u1) * np.float64(-2.0))",
+    f"    return radius * math.cos(np.float64({TWO_PI!r}) * u2)",
+    "",
+    "",
+    '@njit(inline="always")',
+    "def draw_exponential64(seed, sample, step, position):",
+    "    w0, w1, w2, w3 = philox(seed, sample, step, position)",
+    "    u1 = np.float64(integer53(w0, w1) + np.int64(1)) * np.float64(2.0 ** -53)",
+    "    return -math.log(u1)",
+    "",
+    "",
+    '@njit(inline="always")',
+    "def draw_randint(seed, sample, step, position, lo, hi):",
+    "    w0, w1, w2, w3 = philox(seed, sample, step, position)",
+    "    span = np.uint64(hi) - np.uint64(lo)",
+    "    span = min(span, np.uint64(1 << 32)) if hi > lo else np.uint64(0)",
+    "    s32 = np.uint64(32)",
+    "    return np.int64(np.uint64(lo) + ((w0 * span + ((w1 * span) >> s32)) >> s32))",
+    "",
+])
+
+
 class NumbaRenderer(ExpressionRenderer):
     formats = {
         **ExpressionRenderer.formats,
@@ -103,6 +183,19 @@ class NumbaRenderer(ExpressionRenderer):
     def render(self, op: Op, args: list[str]) -> str:
         if op.kind is OpKind.FLOORDIV and op.dtype is DType.INT64:
             return f"int_floordiv({args[0]}, {args[1]})"
+        if op.kind is OpKind.SAMPLE_INDEX:
+            return "sample_id"
+        if op.kind is OpKind.STEP_INDEX:
+            return "step_id"
+        if op.kind is OpKind.DRAW:
+            distribution, position = op.attr
+            counters = f"seed, sample_id, step_id, np.uint64({position})"
+            if distribution == "randint":
+                return f"draw_randint({counters}, {args[0]}, {args[1]})"
+            if distribution == "uniform":
+                return f"draw_uniform{_BITS[op.dtype]}({counters})"
+            value = f"draw_{distribution}64({counters})"  # float32: the float64 draw, rounded
+            return value if op.dtype is DType.FLOAT64 else f"np.float32({value})"
         return super().render(op, args)
 
 
@@ -135,7 +228,9 @@ class _LaneLoop:
         slot = self.slots[key]
         return slot.name if slot.is_uniform else self.local(key)
 
-    def lines(self, steps: int) -> list[str]:
+    def lines(self, steps: int, sparse: bool = False) -> list[str]:
+        """The lane loop; ``sparse``: over ``run_sparse``'s packed lanes, whose samples are
+        ``idx[i]`` (matters only to a program that reads counters)."""
         p = self.program
         # An unsigned lane index: with a signed one Numba emits a negative-index wraparound
         # that keeps LLVM from proving the accesses safe, and the loop stays scalar (4x slower).
@@ -149,6 +244,9 @@ class _LaneLoop:
         # and repacks it every step (1.2x slower on the oscillator, AVX2).
         out += ["    alive = not flags[i]"] if self.narrow else ["    done = flags[i]",
                                                                "    lane_steps = 0"]
+        if p.counters:  # the lane's sample: its draws' stream (hawk.philox)
+            lane = "idx[i]" if sparse else "np.int64(i)"
+            out.append(f"    sample_id = first_sample + {lane}")
         # What does not change from step to step (dt * omega * omega) is computed once a visit.
         hoisted, names = walk(p, self.renderer, self.value, suffix="_h", only=self.invariant)
         out += [f"    {a.name} = {a.expression}" for a in hoisted]
@@ -166,6 +264,8 @@ class _LaneLoop:
     def step(self, k: int) -> list[str]:
         p = self.program
         lines = [f"any{k} = any{k} | alive"] if self.narrow else ["lane_steps += 1 - done"]
+        if p.counters:  # a live lane has taken every step of the visit so far
+            lines.append(f"step_id = first_step + np.int64({k})")
         assignments, names = walk(p, self.renderer, self.value, suffix=f"_{k}",
                                   known=self.hoisted)
         lines += [f"{a.name} = {a.expression}" for a in assignments]
@@ -185,9 +285,10 @@ class _LaneLoop:
 _JIT = '@njit(nogil=True, error_model="numpy", cache=True)'
 
 
-def _visit(name: str, arguments: str, lane_loop: _LaneLoop, steps: int) -> list[str]:
+def _visit(name: str, arguments: str, lane_loop: _LaneLoop, steps: int,
+           sparse: bool = False) -> list[str]:
     """One pass over a block's lanes as its own function, returning (live, steps taken)."""
-    body = [f"    {line}" for line in lane_loop.lines(steps)]
+    body = [f"    {line}" for line in lane_loop.lines(steps, sparse)]
     if not lane_loop.narrow:
         return [_JIT, f"def {name}({arguments}):", "    live = 0", "    visit = 0", *body,
                 "    return live, visit", "", ""]
@@ -200,7 +301,7 @@ def _visit(name: str, arguments: str, lane_loop: _LaneLoop, steps: int) -> list[
             "    return live, visit", "", ""]
 
 
-def _sparse(program: Program, arrays: str) -> list[str]:
+def _sparse(program: Program, arrays: str, counters: str = "") -> list[str]:
     """``run_sparse``: a block's live lanes gathered into contiguous scratch arrays and run
     there, with finished lanes written back and the rest compacted as they finish, so a block
     whose samples stop unevenly costs its live lanes, not all of them. Which lane computes a
@@ -213,6 +314,9 @@ def _sparse(program: Program, arrays: str) -> list[str]:
 
     scratch_arrays = ", ".join(["f_flags", *(slot.name if slot.is_uniform else scratch(slot.name)
                                              for slot in program.slots)])
+    # a program that reads counters visits its packed lanes with their sample indices
+    visits, steps = ("_sparse", ", seed, first_sample, first_step + taken, idx") if counters \
+        else ("", "")
 
     def pad(indent: str) -> list[str]:  # lanes m..mp: copies of lane 0, done, never written
         return [f"{indent}{line}" for line in [  # back: LLVM's vector loop covers all mp lanes
@@ -223,7 +327,7 @@ def _sparse(program: Program, arrays: str) -> list[str]:
 
     lines = [
         _JIT,
-        f"def run_sparse(lo, hi, nsteps, {arrays}):",
+        f"def run_sparse(lo, hi, nsteps, {arrays}{counters}):",
         "    idx = np.empty(hi - lo, np.int64)",
         "    m = 0",
         "    for i in range(lo, hi):",
@@ -258,9 +362,9 @@ def _sparse(program: Program, arrays: str) -> list[str]:
         "            m = k",
         *pad("            "),
         f"        if nsteps - taken >= {UNROLL}:",
-        f"            live, visit = visit_unrolled(zero, mp, {scratch_arrays})",
+        f"            live, visit = visit_unrolled{visits}(zero, mp, {scratch_arrays}{steps})",
         "        else:",
-        f"            live, visit = visit_one(zero, mp, {scratch_arrays})",
+        f"            live, visit = visit_one{visits}(zero, mp, {scratch_arrays}{steps})",
         "        taken += visit",
         "    for j in range(m):",
         "        i = idx[j]",
@@ -276,33 +380,44 @@ def _sparse(program: Program, arrays: str) -> list[str]:
 def emit_launch(program: Program) -> str:
     """The Python source of a module whose ``run_blocks(tid, nthreads, nsteps, flags, ...)``
     is one thread's share of a launch of ``program``."""
+    sparse_counters = ", seed, first_sample, first_step + taken" if program.counters else ""
     lane_loop = _LaneLoop(program)
     arrays = ", ".join(["flags", *(slot.name for slot in program.slots)])
     visit_args = f"lo, hi, {arrays}"
+    # A program that reads counters (draws) takes COUNTER_ARGUMENTS after its slots; its visits
+    # take the step number of their first step (the launch's first_step + steps taken so far).
+    counters = ", " + ", ".join(COUNTER_ARGUMENTS) if program.counters else ""
+    visit_call, visits = visit_args, []
+    if program.counters:
+        visit_call = f"{visit_args}, seed, first_sample, first_step + taken"
+        visit_args = f"{visit_args}{counters}"
+        visits = [*_visit("visit_unrolled_sparse", f"{visit_args}, idx", lane_loop, UNROLL, True),
+                  *_visit("visit_one_sparse", f"{visit_args}, idx", lane_loop, 1, True)]
     body = [
         *_visit("visit_unrolled", visit_args, lane_loop, UNROLL),
         *_visit("visit_one", visit_args, lane_loop, 1),
-        *_sparse(program, arrays),
+        *visits,
+        *_sparse(program, arrays, counters),
         _JIT,
-        f"def run_block(lo, hi, nsteps, {arrays}):",
+        f"def run_block(lo, hi, nsteps, {arrays}{counters}):",
         "    live = 0",
         "    for i in range(lo, hi):",
         "        live += 1 - flags[i]",
         "    taken = 0",
         "    while taken < nsteps and live > 0:",
         "        if 2 * live < hi - lo:  # most lanes are done: run the live ones packed",
-        f"            live, more = run_sparse(lo, hi, nsteps - taken, {arrays})",
+        f"            live, more = run_sparse(lo, hi, nsteps - taken, {arrays}{sparse_counters})",
         "            return live, taken + more",
         f"        if nsteps - taken >= {UNROLL}:",
-        f"            live, visit = visit_unrolled({visit_args})",
+        f"            live, visit = visit_unrolled({visit_call})",
         "        else:",
-        f"            live, visit = visit_one({visit_args})",
+        f"            live, visit = visit_one({visit_call})",
         "        taken += visit",
         "    return live, taken",
         "",
         "",
         _JIT,
-        f"def run_blocks(tid, nthreads, nsteps, {arrays}):",
+        f"def run_blocks(tid, nthreads, nsteps, {arrays}{counters}):",
         "    n = flags.shape[0]",
         f"    nblocks = (n + {BLOCK - 1}) // {BLOCK}",
         "    thread_live = 0",
@@ -310,7 +425,7 @@ def emit_launch(program: Program) -> str:
         "    for b in range(tid, nblocks, nthreads):",
         f"        lo = b * {BLOCK}",
         f"        hi = min(lo + {BLOCK}, n)",
-        f"        live, steps = run_block(lo, hi, nsteps, {arrays})",
+        f"        live, steps = run_block(lo, hi, nsteps, {arrays}{counters})",
         "        thread_live += live",
         "        thread_steps = max(thread_steps, steps)",
         "    return thread_live, thread_steps",
@@ -326,5 +441,6 @@ def emit_launch(program: Program) -> str:
         "",
         _HELPERS,
         "",
+        *([_RANDOM_HELPERS, ""] if program.counters else []),
     ]
     return "\n".join(header + body) + "\n"
