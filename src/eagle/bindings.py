@@ -32,7 +32,8 @@ from .errors import BindingTypeError, BindingValueError
 __all__ = ["Bound", "bind", "specialize", "check_max_steps", "check_steps_per_launch",
            "check_seed"]
 
-_ARRAY_DTYPES = {np.dtype(t) for t in ("bool", "int64", "float32", "float64")}
+_DTYPE_NAMES = ("bool", "int32", "int64", "uint32", "uint64", "float32", "float64")
+_ARRAY_DTYPES = {np.dtype(t) for t in _DTYPE_NAMES}
 _INT64 = np.iinfo(np.int64)
 
 
@@ -303,13 +304,11 @@ def _real_number(p: Parameter, value):
         raise BindingTypeError(f"{p.name!r} ({what}) must be a real number, got "
                                f"{type(value).__name__} {value!r}")
     if isinstance(value, np.generic):
-        if value.dtype.kind in "iu":
-            if not _INT64.min <= int(value) <= _INT64.max:
-                raise BindingValueError(f"{p.name!r} ({what}) = {value} does not fit in int64")
+        if value.dtype.kind in "iu" and value.dtype not in _ARRAY_DTYPES:  # int8, uint16...
             return np.int64(value)
         if value.dtype not in _ARRAY_DTYPES:
             raise BindingTypeError(f"{p.name!r} ({what}) has dtype {value.dtype}; use one of "
-                                   "bool, int64, float32, float64")
+                                   f"{', '.join(_DTYPE_NAMES)}")
         return value
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         if not _INT64.min <= value <= _INT64.max:
@@ -375,7 +374,7 @@ def _check_array(p: Parameter, array: np.ndarray, n: int, original=None) -> np.n
                                    f"{array.dtype}")
     elif array.dtype not in _ARRAY_DTYPES:
         raise BindingTypeError(f"{p.name!r} ({_describe(p)}) has dtype {array.dtype}; use one of "
-                               "float64, float32, int64, bool")
+                               f"{', '.join(_DTYPE_NAMES)}")
     if p.role.written:
         if not array.flags.writeable:
             immutable = type(original).__module__.split(".")[0] in ("jax", "jaxlib")

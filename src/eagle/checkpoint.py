@@ -38,7 +38,7 @@ from .errors import CheckpointError
 __all__ = ["save", "load", "CheckpointError", "FORMAT", "SCHEMA"]
 
 FORMAT = "eagle-checkpoint/1"
-_DTYPES = ("bool", "int64", "float32", "float64")
+_DTYPES = ("bool", "int32", "int64", "uint32", "uint64", "float32", "float64")
 _MAX_COUNT = np.iinfo(np.int64).max // 2  # the bound ``until_done`` puts on max_steps
 
 #: every metadata field and the rule its value must follow
@@ -179,8 +179,9 @@ def _is_int(value, low: int, high: int) -> bool:
 def _fits(dtype: str, value) -> bool:
     if dtype == "bool":
         return type(value) is bool
-    if dtype == "int64":
-        return _is_int(value, -(2**63), 2**63 - 1)
+    if dtype in ("int32", "int64", "uint32", "uint64"):
+        info = np.iinfo(dtype)
+        return _is_int(value, int(info.min), int(info.max))
     if type(value) not in (int, float):
         return False
     if dtype == "float32" and np.isfinite(value):

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import annotations as hawk_annotations
-from . import draws
+from . import draws, integers
 from .errors import CompileError
-from .ir import MATH_FUNCTIONS, DType, Op, OpKind, Parameter, Program, Role, Store
+from .ir import BIT_OPS, MATH_FUNCTIONS, DType, Op, OpKind, Parameter, Program, Role, Store
 from .passes import attr_key
 from .source import KernelSource
 from .typing_rules import WEAK_DEFAULTS, literal_dtype, promote
@@ -109,6 +109,7 @@ _BINOPS = {
     ast.Mult: (OpKind.MUL, operator.mul, "*"), ast.Div: (OpKind.DIV, operator.truediv, "/"),
     ast.FloorDiv: (OpKind.FLOORDIV, operator.floordiv, "//"),
     ast.Mod: (OpKind.MOD, operator.mod, "%"),
+    **integers.BINARY,  # & | ^ << >>
 }  # fmt: skip
 _CMPOPS = {
     ast.Lt: OpKind.LT, ast.LtE: OpKind.LE, ast.Gt: OpKind.GT,
@@ -452,6 +453,11 @@ class Lowering:
             except ZeroDivisionError:
                 raise self.error(f"division by zero in the constant expression {symbol}",
                                  node) from None
+            except (ValueError, TypeError) as exc:  # 1 << -1, 1.5 & 1
+                raise self.error(f"the constant expression {symbol} is invalid: {exc}",
+                                 node) from None
+        if kind in BIT_OPS:
+            return integers.lower_binary(self, kind, a, b, symbol, node)
         dtype = self.common_type(a, b, symbol, node)
         if kind is OpKind.DIV and not dtype.is_float:
             dtype = DType.FLOAT64
@@ -495,6 +501,8 @@ class Lowering:
             if self.dtype_of(value) is DType.BOOL:
                 raise self.error("unary - is not defined for bool", node)
             return self.emit(OpKind.NEG, value.dtype, (value.id,))
+        if isinstance(node.op, ast.Invert):
+            return integers.lower_invert(self, self.scalar(value, node), node)
         if isinstance(node.op, ast.Not):
             value = self.boolean(value, "not", node)
             if isinstance(value, Lit):

@@ -30,12 +30,15 @@ import numpy as np
 from .errors import Loc
 
 __all__ = ["DType", "Role", "OpKind", "Op", "Parameter", "Slot", "slots", "Store", "Program",
-           "MATH_FUNCTIONS", "COUNTER_OPS", "COUNTER_ARGUMENTS"]
+           "MATH_FUNCTIONS", "COUNTER_OPS", "COUNTER_ARGUMENTS", "BIT_OPS"]
 
 
 class DType(Enum):
     BOOL = "bool"
+    INT32 = "int32"
     INT64 = "int64"
+    UINT32 = "uint32"
+    UINT64 = "uint64"
     FLOAT32 = "float32"
     FLOAT64 = "float64"
 
@@ -50,6 +53,19 @@ class DType(Enum):
     @property
     def is_number(self) -> bool:
         return self is not DType.BOOL
+
+    @property
+    def is_integer(self) -> bool:
+        return self in (DType.INT64, DType.INT32, DType.UINT32, DType.UINT64)
+
+    @property
+    def is_unsigned(self) -> bool:
+        return self in (DType.UINT32, DType.UINT64)
+
+    @property
+    def bits(self) -> int:
+        """The width in bits (bool: 8, as NumPy stores it)."""
+        return self.numpy.itemsize * 8
 
     @classmethod
     def from_numpy(cls, dtype) -> DType:
@@ -103,6 +119,14 @@ class OpKind(Enum):
     OR = "or"
     NOT = "not"
     SELECT = "select"  # args: (condition, if_true, if_false)
+    # integer bit operations (operands of the result's integer dtype; shifts by a count outside
+    # [0, bits) give 0, or -1 for >> of a negative number, as NumPy's)
+    BITAND = "bitand"
+    BITOR = "bitor"
+    BITXOR = "bitxor"
+    INVERT = "invert"
+    LSHIFT = "lshift"
+    RSHIFT = "rshift"
     # math library call; attr: the function name, one of MATH_FUNCTIONS
     CALL = "call"
     # random numbers and the counters they are keyed by (``hawk.philox`` defines them)
@@ -115,12 +139,18 @@ class OpKind(Enum):
 MATH_FUNCTIONS = {
     "sqrt": 1, "exp": 1, "log": 1, "sin": 1, "cos": 1, "tan": 1, "tanh": 1,
     "fabs": 1, "floor": 1, "ceil": 1, "atan2": 2, "pow": 2, "hypot": 2,
+    "asin": 1, "acos": 1, "atan": 1, "erf": 1, "log10": 1, "log1p": 1, "expm1": 1, "cbrt": 1,
+    "sinh": 1, "cosh": 1,
 }  # fmt: skip
 
 BINARY_OPS = {
     OpKind.ADD, OpKind.SUB, OpKind.MUL, OpKind.DIV, OpKind.FLOORDIV, OpKind.MOD,
     OpKind.MIN, OpKind.MAX, OpKind.AND, OpKind.OR,
+    OpKind.BITAND, OpKind.BITOR, OpKind.BITXOR, OpKind.LSHIFT, OpKind.RSHIFT,
 }  # fmt: skip
+#: integer-only ops: operands and result of one integer dtype
+BIT_OPS = {OpKind.BITAND, OpKind.BITOR, OpKind.BITXOR, OpKind.INVERT, OpKind.LSHIFT,
+           OpKind.RSHIFT}  # fmt: skip
 COMPARISONS = {OpKind.LT, OpKind.LE, OpKind.GT, OpKind.GE, OpKind.EQ, OpKind.NE}
 #: ops that read the counters a launch passes in (the sample's index and step number)
 COUNTER_OPS = {OpKind.DRAW, OpKind.SAMPLE_INDEX, OpKind.STEP_INDEX}

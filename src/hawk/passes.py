@@ -32,7 +32,7 @@ from enum import Enum
 from typing import NamedTuple
 
 from .errors import IRError
-from .ir import COMPARISONS, MATH_FUNCTIONS, DType, Op, OpKind, Program, Role, Store
+from .ir import BIT_OPS, COMPARISONS, MATH_FUNCTIONS, DType, Op, OpKind, Program, Role, Store
 from .philox import DISTRIBUTIONS
 
 __all__ = ["check", "eliminate_dead_code", "eliminate_common_subexpressions", "Stage",
@@ -41,13 +41,14 @@ __all__ = ["check", "eliminate_dead_code", "eliminate_common_subexpressions", "S
 
 # -- the checker ---------------------------------------------------------------------------------
 
-_UNARY = {OpKind.CAST, OpKind.NEG, OpKind.ABS, OpKind.NOT}
+_UNARY = {OpKind.CAST, OpKind.NEG, OpKind.ABS, OpKind.NOT, OpKind.INVERT}
 #: ops whose operands and result share one numeric dtype
 _ARITHMETIC = {OpKind.NEG, OpKind.ADD, OpKind.SUB, OpKind.MUL, OpKind.DIV, OpKind.FLOORDIV,
                OpKind.MOD, OpKind.ABS, OpKind.MIN, OpKind.MAX}  # fmt: skip
 _LOGIC = {OpKind.AND, OpKind.OR, OpKind.NOT}
 #: the Python type of a ``CONST``'s attr, per dtype (what ``dtype.numpy.type(v).item()`` gives)
-_CONST_TYPES = {DType.BOOL: bool, DType.INT64: int, DType.FLOAT32: float, DType.FLOAT64: float}
+_CONST_TYPES = {DType.BOOL: bool, DType.INT64: int, DType.FLOAT32: float, DType.FLOAT64: float,
+                DType.INT32: int, DType.UINT32: int, DType.UINT64: int}
 
 
 def _arity(op: Op) -> int:
@@ -106,6 +107,10 @@ def _op_rule(program: Program, index: int, op: Op, dtypes: list[DType]) -> str |
         if any(d is not op.dtype for d in args):
             return (f"the operands must have the result dtype {op.dtype.value}, got "
                     f"{', '.join(d.value for d in args)}")
+    elif op.kind in BIT_OPS:
+        if not op.dtype.is_integer or any(d is not op.dtype for d in args):
+            return (f"{op.kind.value} takes and gives integers of one dtype, got "
+                    f"{', '.join(d.value for d in args)} -> {op.dtype.value}")
     elif op.kind in COMPARISONS:
         if op.dtype is not DType.BOOL or args[0] is not args[1]:
             return (f"a comparison takes two operands of one dtype and gives bool, got "

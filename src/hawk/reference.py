@@ -36,6 +36,8 @@ _ARITHMETIC = {
     OpKind.LT: np.less, OpKind.LE: np.less_equal, OpKind.GT: np.greater,
     OpKind.GE: np.greater_equal, OpKind.EQ: np.equal, OpKind.NE: np.not_equal,
     OpKind.AND: np.logical_and, OpKind.OR: np.logical_or,
+    OpKind.BITAND: np.bitwise_and, OpKind.BITOR: np.bitwise_or, OpKind.BITXOR: np.bitwise_xor,
+    OpKind.LSHIFT: np.left_shift, OpKind.RSHIFT: np.right_shift,
 }  # fmt: skip
 
 _EXACT_UFUNCS = {"sqrt": np.sqrt, "fabs": np.fabs, "floor": np.floor, "ceil": np.ceil}
@@ -44,7 +46,11 @@ _EXACT_UFUNCS = {"sqrt": np.sqrt, "fabs": np.fabs, "floor": np.floor, "ceil": np
 #: float32 ``sin`` is ``float32(sin(double(x)))``, not the C library's ``sinf``); the others are
 #: exact in any dtype (``sqrt``, ``fabs``, ``floor``, ``ceil``) or the dtype's own C function
 #: (``hypot``: ``hypotf`` for float32, as NumPy computes it)
-IN_DOUBLE = frozenset({"exp", "log", "sin", "cos", "tan", "tanh", "atan2", "pow"})
+IN_DOUBLE = frozenset({"exp", "log", "sin", "cos", "tan", "tanh", "atan2", "pow", "asin",
+                       "acos", "atan", "erf", "log10", "log1p", "expm1", "cbrt", "sinh",
+                       "cosh"})
+#: NumPy's name of a C library function, for the results Python's ``math`` raises on instead
+_NUMPY_NAMES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan"}
 
 
 def _libm(name: str, dtype: np.dtype, args: list[np.ndarray]) -> np.ndarray:
@@ -71,7 +77,7 @@ def _c_semantics(name: str, *xs: float) -> float:
         x = np.float64(xs[0])
         if name == "pow":
             return float(np.float64(x) ** np.float64(xs[1]))
-        return float(getattr(np, {"log": "log", "exp": "exp"}.get(name, name))(x))
+        return float(getattr(np, _NUMPY_NAMES.get(name, name))(x))
 
 
 @dataclass(frozen=True)
@@ -117,6 +123,8 @@ def _evaluate(program: Program, arrays: Mapping[str, np.ndarray], n: int,
             v = np.abs(a[0])
         elif op.kind is OpKind.NOT:
             v = np.logical_not(a[0])
+        elif op.kind is OpKind.INVERT:
+            v = np.invert(a[0])
         elif op.kind is OpKind.MIN:
             v = np.where(a[1] < a[0], a[1], a[0])
         elif op.kind is OpKind.MAX:

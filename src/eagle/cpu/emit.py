@@ -29,7 +29,7 @@ No fastmath and no FMA contraction: results equal the NumPy reference executor b
 
 from __future__ import annotations
 
-from hawk.ir import COUNTER_ARGUMENTS, DType, Op, OpKind, Program, Role
+from hawk.ir import COMPARISONS, COUNTER_ARGUMENTS, DType, Op, OpKind, Program, Role
 from hawk.philox import M0, M1, ROUNDS, TWO_PI, W0, W1
 from hawk.reference import IN_DOUBLE
 
@@ -43,13 +43,18 @@ SPARSE_MIN = 32  # below this many lanes, compacting a sparse block further is n
 PAD = 16  # sparse lanes are padded to a multiple of this, so LLVM's vector loop covers them
 
 _NUMPY_TYPES = {DType.BOOL: "np.bool_", DType.INT64: "np.int64",
-                DType.FLOAT32: "np.float32", DType.FLOAT64: "np.float64"}  # fmt: skip
+                DType.FLOAT32: "np.float32", DType.FLOAT64: "np.float64",
+                DType.INT32: "np.int32", DType.UINT32: "np.uint32",
+                DType.UINT64: "np.uint64"}  # fmt: skip
 # Exact or rounding-free functions go through NumPy's scalar versions (floor/ceil return floats,
 # as in C); the rest through math, which Numba lowers to the C library's functions.
 _FUNCTIONS = {"sqrt": "math.sqrt", "exp": "math.exp", "log": "math.log", "sin": "math.sin",
               "cos": "math.cos", "tan": "math.tan", "tanh": "math.tanh", "fabs": "abs",
               "floor": "np.floor", "ceil": "np.ceil", "atan2": "math.atan2",
-              "pow": "math.pow", "hypot": "math.hypot"}  # fmt: skip
+              "pow": "math.pow", "hypot": "math.hypot", "asin": "math.asin",
+              "acos": "math.acos", "atan": "math.atan", "erf": "math.erf",
+              "log10": "math.log10", "log1p": "math.log1p", "expm1": "math.expm1",
+              "cbrt": "np.cbrt", "sinh": "math.sinh", "cosh": "math.cosh"}  # fmt: skip
 
 
 _BITS = {DType.FLOAT32: 32, DType.FLOAT64: 64}
@@ -154,18 +159,42 @@ _RANDOM_HELPERS = "\n".join([
 ])
 
 
+# Helpers of a program with shifts (after ``_HELPERS``): NumPy's shifts, whose count outside
+# [0, bits) gives 0 (or -1 for >> of a negative number); Numba's are LLVM's, undefined there.
+_SHIFT_HELPERS = """\
+@njit(inline="always")
+def shift_left(a, b, zero, bits):
+    return (a << b) if (b >= zero and b < bits) else zero
+
+
+@njit(inline="always")
+def shift_right(a, b, zero, bits):
+    return (a >> b) if (b >= zero and b < bits) else zero
+
+
+@njit(inline="always")
+def shift_right_signed(a, b, zero, bits, top):
+    return (a >> b) if (b >= zero and b < bits) else (a >> top)
+"""
+# Numba computes 32-bit integers in 64 bits: their results are wrapped back to 32 bits.
+_NARROW = {DType.INT32, DType.UINT32}
+_NOT_WRAPPED = {OpKind.CONST, OpKind.CAST, OpKind.SELECT, OpKind.MIN, OpKind.MAX}
+
+
 class NumbaRenderer(ExpressionRenderer):
     formats = {
         **ExpressionRenderer.formats,
         OpKind.FLOORDIV: "({0} // {1})", OpKind.MOD: "({0} % {1})", OpKind.ABS: "abs({0})",
         OpKind.AND: "({0} & {1})", OpKind.OR: "({0} | {1})", OpKind.NOT: "(not {0})",
+        OpKind.BITAND: "({0} & {1})", OpKind.BITOR: "({0} | {1})", OpKind.BITXOR: "({0} ^ {1})",
+        OpKind.INVERT: "(~{0})",
     }  # fmt: skip
 
     def literal(self, value, dtype: DType) -> str:
         if dtype is DType.BOOL:
             return repr(bool(value))
-        if dtype is DType.INT64:
-            return f"np.int64({int(value)})"
+        if dtype.is_integer:
+            return f"{_NUMPY_TYPES[dtype]}({int(value)})"
         text = self.float_text(value)
         if text in ("nan", "inf", "-inf"):
             text = f"np.{text}" if text != "-inf" else "-np.inf"
@@ -181,7 +210,21 @@ class NumbaRenderer(ExpressionRenderer):
         return f"canonical_nan{_BITS[dtype]}({value})"
 
     def render(self, op: Op, args: list[str]) -> str:
-        if op.kind is OpKind.FLOORDIV and op.dtype is DType.INT64:
+        value = self._render(op, args)
+        if op.dtype in _NARROW and op.kind not in _NOT_WRAPPED and op.kind not in COMPARISONS:
+            return f"{_NUMPY_TYPES[op.dtype]}({value})"
+        return value
+
+    def _render(self, op: Op, args: list[str]) -> str:
+        if op.kind in (OpKind.LSHIFT, OpKind.RSHIFT):
+            zero, bits = self.literal(0, op.dtype), self.literal(op.dtype.bits, op.dtype)
+            if op.kind is OpKind.LSHIFT:
+                return f"shift_left({args[0]}, {args[1]}, {zero}, {bits})"
+            if op.dtype.is_unsigned:
+                return f"shift_right({args[0]}, {args[1]}, {zero}, {bits})"
+            top = self.literal(op.dtype.bits - 1, op.dtype)  # a >> top: the sign, 0 or -1
+            return f"shift_right_signed({args[0]}, {args[1]}, {zero}, {bits}, {top})"
+        if op.kind is OpKind.FLOORDIV and op.dtype.is_integer and not op.dtype.is_unsigned:
             return f"int_floordiv({args[0]}, {args[1]})"
         if op.kind is OpKind.SAMPLE_INDEX:
             return "sample_id"
@@ -442,5 +485,7 @@ def emit_launch(program: Program) -> str:
         _HELPERS,
         "",
         *([_RANDOM_HELPERS, ""] if program.counters else []),
+        *([_SHIFT_HELPERS, ""] if any(op.kind in (OpKind.LSHIFT, OpKind.RSHIFT)
+                                     for op in program.ops) else []),
     ]
     return "\n".join(header + body) + "\n"
