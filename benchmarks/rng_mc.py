@@ -14,9 +14,10 @@ round, ``--rounds`` rounds, the best round kept: noise on a shared machine only 
 - ``eagle``: ``hawk.normal()`` twice per step (Philox4x32-10 + Box-Muller, ``hawk.philox``),
   ``eagle.until_done(...).run()`` on eagle's host team;
 - ``numba_lanes`` and ``numba_sample``: the fastest Numba kernels we could write drawing the same
-  numbers (the same Philox counters and Box-Muller operations, so the results are checked equal
-  to eagle's bit for bit): blocks of lanes with the step loop outside and the lane loop inside
-  (what LLVM vectorises), and a per-sample loop with the state in registers; both ``prange``
+  numbers (the same Philox counters and Box-Muller operations, with the very draw functions
+  eagle's emitter writes, so the results are checked equal to eagle's bit for bit): blocks of
+  lanes with the step loop outside and the lane loop inside (what LLVM vectorises), and a
+  per-sample loop with the state in registers; both ``prange``
   over blocks on the same number of threads;
 - ``numpy``: what a user writes without eagle, ``Generator.standard_normal(n)`` twice per step
   (PCG64, not the same numbers: only the speed is compared) and array arithmetic.
@@ -39,8 +40,8 @@ from numba import njit, prange
 
 import eagle
 import hawk
+from eagle.cpu.emit import _RANDOM_HELPERS
 from hawk import Mutable, Param, Scalar
-from hawk.philox import M0, M1, TWO_PI, W0, W1
 
 A, B, C = 1e-3, 0.03, 2e-3
 
@@ -55,38 +56,12 @@ def two_factor(x: Mutable[Scalar], y: Mutable[Scalar], a: Param, b: Param, c: Pa
 
 # -- the Numba peers: the same Philox counters and Box-Muller operations as hawk.philox ---------
 
-MASK = np.uint64(0xFFFFFFFF)
-S32 = np.uint64(32)
-
-
-@njit(inline="always")
-def _philox(seed, sample, step, position):
-    s = np.uint64(sample)
-    t = np.uint64(step)
-    c0 = np.uint64(position)
-    c1 = t & MASK
-    c2 = ((t >> S32) & np.uint64(0xFFFF)) | (((s >> S32) & np.uint64(0xFFFF)) << np.uint64(16))
-    c3 = s & MASK
-    k0 = seed & MASK
-    k1 = seed >> S32
-    for r in range(10):
-        if r > 0:
-            k0 = (k0 + np.uint64(W0)) & MASK
-            k1 = (k1 + np.uint64(W1)) & MASK
-        p0 = c0 * np.uint64(M0)
-        p1 = c2 * np.uint64(M1)
-        c0, c1, c2, c3 = (p1 >> S32) ^ c1 ^ k0, p1 & MASK, (p0 >> S32) ^ c3 ^ k1, p0 & MASK
-    return c0, c1, c2, c3
-
-
-@njit(inline="always")
-def _normal(seed, sample, step, position):
-    w0, w1, w2, w3 = _philox(seed, sample, step, position)
-    k1 = np.int64((w0 << np.uint64(21)) | (w1 >> np.uint64(11)))
-    k2 = np.int64((w2 << np.uint64(21)) | (w3 >> np.uint64(11)))
-    u1 = np.float64(k1 + np.int64(1)) * np.float64(2.0**-53)
-    u2 = np.float64(k2) * np.float64(2.0**-53)
-    return math.sqrt(math.log(u1) * np.float64(-2.0)) * math.cos(np.float64(TWO_PI) * u2)
+# The draw functions eagle's CPU emitter writes (Philox4x32-10, hawk.philox.log53 and cos53),
+# defined here as plain @njit(inline="always") functions: the peers draw with the same code and
+# differ only in how they loop.
+exec(compile("import math\nimport numpy as np\nfrom numba import njit\n" + _RANDOM_HELPERS,
+             "<eagle.cpu.emit random helpers>", "exec"), globals())
+_normal = globals()["draw_normal64"]
 
 
 @njit(nogil=True, error_model="numpy", parallel=True)
@@ -98,8 +73,8 @@ def numba_lanes(x, y, a, b, c, seed, steps, block):
         hi = min(lo + block, n)
         for k in range(steps):
             for i in range(np.uint64(lo), np.uint64(hi)):
-                z1 = _normal(seed, np.int64(i), np.int64(k), 0)
-                z2 = _normal(seed, np.int64(i), np.int64(k), 1)
+                z1 = _normal(seed, np.int64(i), np.int64(k), np.uint64(0))
+                z2 = _normal(seed, np.int64(i), np.int64(k), np.uint64(1))
                 xi, yi = x[i], y[i]
                 x[i] = xi + a * yi + b * z1
                 y[i] = yi - c * yi + b * (0.6 * z1 + 0.8 * z2)
@@ -113,8 +88,8 @@ def numba_sample(x, y, a, b, c, seed, steps, block):
         for i in range(blk * block, min(blk * block + block, n)):
             xi, yi = x[i], y[i]
             for k in range(steps):
-                z1 = _normal(seed, i, k, 0)
-                z2 = _normal(seed, i, k, 1)
+                z1 = _normal(seed, np.int64(i), np.int64(k), np.uint64(0))
+                z2 = _normal(seed, np.int64(i), np.int64(k), np.uint64(1))
                 xi, yi = xi + a * yi + b * z1, yi - c * yi + b * (0.6 * z1 + 0.8 * z2)
             x[i], y[i] = xi, yi
 

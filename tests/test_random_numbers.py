@@ -386,3 +386,36 @@ def test_a_kernels_own_draws_follow_their_laws():
     assert set(np.unique(arrays["r"])) == set(range(-3, 4))
     correlation, chi2 = _independence(arrays["u"][:-1], arrays["u"][1:])
     assert correlation < CORRELATION_LIMIT and 0.8 < chi2 < 1.2
+
+
+def test_an_artifact_of_a_drawing_kernel_is_refused_with_the_reason(tmp_path):
+    from eagle.cuda.artifact import write_artifact
+
+    with pytest.raises(ValueError, match="draws random numbers .* not supported yet"):
+        write_artifact(draws.program, "cuda", tmp_path / "draws.cu")
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_normal_draws_log_and_cos_are_within_a_few_ulp():
+    """``log53`` and ``cos53`` (``+ - * /`` only, so every backend computes the same bits) against
+    the C library's ``log`` and a long-double ``cos``: ``log`` within 2 ulp everywhere, ``cos``
+    within 3 ulp where ``|cos| > 1e-3`` and 2e-16 absolute near its zeros."""
+    rng = np.random.default_rng(0)
+    k = np.concatenate([rng.integers(1, 2**53 + 1, 100_000), np.arange(1, 2000),
+                        2**53 - np.arange(2000), 2 ** np.arange(54)])
+    got = philox.log53(k)
+    exact = np.array([math.log(int(v) * 2.0**-53) for v in k])
+    nonzero = exact != 0
+    assert np.all(got[~nonzero] == 0.0)
+    assert (np.abs(got - exact)[nonzero] / np.spacing(np.abs(exact[nonzero]))).max() <= 2
+    k = np.concatenate([rng.integers(0, 2**53, 100_000), np.arange(2000),
+                        2**53 - 1 - np.arange(2000), (np.arange(1, 8) << 50) + 1,
+                        (np.arange(1, 8) << 50) - 1])
+    got = philox.cos53(k).astype(np.longdouble)
+    pi = np.longdouble("3.14159265358979323846264338327950288")
+    exact = np.cos(2 * pi * k.astype(np.longdouble) / np.longdouble(2.0**53))
+    error = np.abs(got - exact)
+    assert error.max() < 2e-16
+    far = np.abs(exact) > 1e-3
+    assert (error[far] / np.spacing(np.abs(exact[far]).astype(np.float64))).max() <= 3
+    assert philox.cos53(np.array([0, 1 << 51, 1 << 52]))[[0, 2]].tolist() == [1.0, -1.0]

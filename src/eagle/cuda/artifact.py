@@ -90,6 +90,10 @@ def write_artifact(program: Program, target: str, path: Path, arch: str = "sm_90
     same name with ``.json``; return both paths."""
     if target not in TARGETS:
         raise ValueError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
+    if program.counters:  # its launch takes a seed and a first sample the sidecar cannot say
+        raise ValueError(f"kernel {program.name!r} draws random numbers or reads "
+                         "hawk.sample_index()/hawk.step(); writing it as an artifact is not "
+                         "supported yet: run it with eagle.until_done(..., seed=...)")
     source = emit_cuda(program)
     if target == "cuda":
         data, arch = source.encode(), None

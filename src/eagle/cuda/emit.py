@@ -26,7 +26,21 @@ from __future__ import annotations
 import math
 
 from hawk.ir import DType, OpKind, Program, Role, Slot
-from hawk.philox import M0, M1, ROUNDS, TWO_PI, W0, W1
+from hawk.philox import (
+    COS_SERIES,
+    LN2_HI,
+    LN2_LO,
+    LOG_SERIES,
+    M0,
+    M1,
+    PI_4,
+    ROUNDS,
+    SIN_SERIES,
+    SQRT2,
+    W0,
+    W1,
+    horner_text,
+)
 
 from ..codegen import ExpressionRenderer, invariant_ops, walk
 
@@ -124,6 +138,10 @@ __device__ __forceinline__ float eagle_canonical_nan(float x) {
 """.replace("@FIELDS@", "; long long ".join(CONTROL_FIELDS))
 
 
+def _hex(value: float) -> str:
+    return f"({value.hex()})"
+
+
 # The draws of ``hawk.philox``, operation for operation, emitted only for a program that reads
 # counters (``Program.counters``). In the step ``seed``, ``sample_id`` and ``step_id`` are the
 # run's seed, the thread's global sample index and the sample's step number.
@@ -161,19 +179,47 @@ __device__ __forceinline__ float eagle_draw_uniform32(unsigned long long seed, l
     const EaglePhilox w = eagle_philox(seed, sample, step, position);
     return (float)(long long)(w.w0 >> 8) * 0x1p-24f;
 }
+// hawk.philox.log53 and cos53, operation for operation (+ - * / only: the reference's bits)
+__device__ __forceinline__ double eagle_log53(long long k) {
+    long long e = 0;
+@LOG_SHIFTS@
+    const long long top = e <= 52 ? (k << (52 - e)) : (k >> 1);
+    double m = (double)top * 0x1p-52;
+    const bool big = m > @SQRT2@;
+    m = big ? m * 0.5 : m;
+    e = e + (big ? 1 : 0) - 53;
+    const double s = (m - 1.0) / (m + 1.0);
+    const double z = s * s;
+    const double log_m = (2.0 * s) + ((2.0 * s) * (z * @LOG_SERIES@));
+    const double ef = (double)e;
+    return (ef * @LN2_HI@) + ((ef * @LN2_LO@) + log_m);
+}
+__device__ __forceinline__ double eagle_cos53(long long k) {
+    const long long octant = k >> 50;
+    long long f = k & ((1LL << 50) - 1);
+    const bool odd = (octant & 1) == 1;
+    f = odd ? (1LL << 50) - f : f;
+    const double x = ((double)f * 0x1p-50) * @PI_4@;
+    const double w = x * x;
+    const double sin_x = x + (x * (w * @SIN_SERIES@));
+    const double cos_x = (1.0 - (0.5 * w)) + (w * (w * @COS_SERIES@));
+    const double cos_phi = odd ? sin_x : cos_x;
+    const double sin_phi = odd ? cos_x : sin_x;
+    const long long quadrant = octant >> 1;
+    return quadrant == 0 ? cos_phi : quadrant == 1 ? -sin_phi : quadrant == 2 ? -cos_phi
+                                                                             : sin_phi;
+}
 __device__ __forceinline__ double eagle_draw_normal64(unsigned long long seed, long long sample,
                                                       long long step, unsigned int position) {
     const EaglePhilox w = eagle_philox(seed, sample, step, position);
-    const double u1 = (double)(eagle_integer53(w.w0, w.w1) + 1) * 0x1p-53;
-    const double u2 = (double)eagle_integer53(w.w2, w.w3) * 0x1p-53;
-    const double radius = sqrt(log(u1) * -2.0);
-    return radius * cos(@TWO_PI@ * u2);
+    const double radius = sqrt(eagle_log53(eagle_integer53(w.w0, w.w1) + 1) * -2.0);
+    return radius * eagle_cos53(eagle_integer53(w.w2, w.w3));
 }
 __device__ __forceinline__ double eagle_draw_exponential64(unsigned long long seed,
                                                            long long sample, long long step,
                                                            unsigned int position) {
     const EaglePhilox w = eagle_philox(seed, sample, step, position);
-    return -log((double)(eagle_integer53(w.w0, w.w1) + 1) * 0x1p-53);
+    return -eagle_log53(eagle_integer53(w.w0, w.w1) + 1);
 }
 __device__ __forceinline__ long long eagle_draw_randint(unsigned long long seed, long long sample,
                                                         long long step, unsigned int position,
@@ -186,7 +232,14 @@ __device__ __forceinline__ long long eagle_draw_randint(unsigned long long seed,
     return (long long)((unsigned long long)lo + offset);
 }
 """.replace("@ROUNDS@", str(ROUNDS)).replace("@W0@", hex(W0)).replace("@W1@", hex(W1)) \
-    .replace("@M0@", hex(M0)).replace("@M1@", hex(M1)).replace("@TWO_PI@", TWO_PI.hex())
+    .replace("@M0@", hex(M0)).replace("@M1@", hex(M1)).replace("@SQRT2@", SQRT2.hex()) \
+    .replace("@LN2_HI@", LN2_HI.hex()).replace("@LN2_LO@", LN2_LO.hex()) \
+    .replace("@PI_4@", PI_4.hex()) \
+    .replace("@LOG_SHIFTS@", "\n".join(f"    e = e + {n} * ((k >> (e + {n})) != 0 ? 1 : 0);"
+                                       for n in (32, 16, 8, 4, 2, 1))) \
+    .replace("@LOG_SERIES@", horner_text("z", LOG_SERIES, _hex)) \
+    .replace("@SIN_SERIES@", horner_text("w", SIN_SERIES, _hex)) \
+    .replace("@COS_SERIES@", horner_text("w", COS_SERIES, _hex))
 
 
 # The 32-bit and unsigned integers' // % abs and every integer's shifts, emitted only for a
