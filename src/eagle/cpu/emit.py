@@ -164,20 +164,22 @@ _RANDOM_HELPERS = "\n".join([
     "",
     "",
     '@njit(inline="always")',
-    "def cos53(k):",  # hawk.philox.cos53, operation for operation
-    "    octant = k >> np.int64(50)",
-    "    f = k & np.int64((1 << 50) - 1)",
-    "    odd = (octant & np.int64(1)) == np.int64(1)",
-    "    f = (np.int64(1 << 50) - f) if odd else f",
+    "def cos53(k):",  # hawk.philox.cos53: the same values; its selects written as arithmetic
+    "    octant = k >> np.int64(50)",  # (0/1 blends and a +-1 factor, exact on these values:
+    "    f = k & np.int64((1 << 50) - 1)",  # sin_x, cos_x >= 0), which LLVM vectorises after a
+    "    odd = octant & np.int64(1)",  # Philox block where it does not vectorise the selects
+    "    f = f + odd * (np.int64(1 << 50) - np.int64(2) * f)",
     f"    x = (np.float64(f) * np.float64(2.0 ** -50)) * {PI_4!r}",
     "    w = x * x",
     f"    sin_x = x + (x * (w * {horner_text('w', SIN_SERIES)}))",
     f"    cos_x = (1.0 - (0.5 * w)) + (w * (w * {horner_text('w', COS_SERIES)}))",
-    "    cos_phi = sin_x if odd else cos_x",
-    "    sin_phi = cos_x if odd else sin_x",
+    "    oddf = np.float64(odd)",
+    "    cos_phi = sin_x * oddf + cos_x * (1.0 - oddf)",
+    "    sin_phi = cos_x * oddf + sin_x * (1.0 - oddf)",
     "    quadrant = octant >> np.int64(1)",
-    "    return cos_phi if quadrant == 0 else (-sin_phi if quadrant == 1 else (",
-    "        -cos_phi if quadrant == 2 else sin_phi))",
+    "    swap = np.float64(quadrant & np.int64(1))",
+    "    negative = np.float64(((quadrant + np.int64(1)) >> np.int64(1)) & np.int64(1))",
+    "    return (sin_phi * swap + cos_phi * (1.0 - swap)) * (1.0 - 2.0 * negative)",
     "",
     "",
     '@njit(inline="always")',
