@@ -22,6 +22,9 @@ round, ``--rounds`` rounds, the best round kept: noise on a shared machine only 
 - ``numpy``: what a user writes without eagle, ``Generator.standard_normal(n)`` twice per step
   (PCG64, not the same numbers: only the speed is compared) and array arithmetic.
 
+Measured (2026-12-03, a shared 2-core AVX-512 machine, 2 threads, defaults): eagle 81.1 M
+sample-steps/s, numba_lanes 65.6 M, numba_sample 11.6 M, numpy 15.4 M.
+
 Prints sample-steps/s per arm; ``--json PATH`` writes them. Usage:
 ``python benchmarks/rng_mc.py [--samples N] [--steps K] [--threads T] [--rounds R]``.
 """
