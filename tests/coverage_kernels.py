@@ -62,3 +62,54 @@ def every_op(a: Scalar, b: Scalar, c: Param, h: Param, i: Scalar, j: Scalar, sto
     x += c
     n += 1
     terminated = n >= stop
+
+
+@hawk.kernel(dtypes={"i": "int32", "j": "int32", "ci": "int32", "p": "uint32", "q": "uint32",
+                     "cp": "uint32", "r": "uint64", "t": "uint64", "cr": "uint64",
+                     "k_int32": "int32", "k_uint32": "uint32", "k_uint64": "uint64",
+                     "n": "int64", "stop": "int64", "k_draws": "int64"})
+def more_ops(v: Scalar, c: Param, i: Scalar, j: Scalar, ci: Scalar, p: Scalar, q: Scalar,
+             cp: Scalar, r: Scalar, t: Scalar, cr: Scalar, stop: Scalar, terminated: Terminated,
+             x: Mutable[Scalar], n: Mutable[Scalar],
+             f_asin: Out[Scalar], f_acos: Out[Scalar], f_atan: Out[Scalar], f_erf: Out[Scalar],
+             f_log10: Out[Scalar], f_log1p: Out[Scalar], f_expm1: Out[Scalar],
+             f_cbrt: Out[Scalar], f_sinh: Out[Scalar], f_cosh: Out[Scalar],
+             k_int32: Out[Scalar], k_uint32: Out[Scalar], k_uint64: Out[Scalar],
+             f_draws: Out[Scalar], k_draws: Out[Scalar]):
+    """The ops and functions issue 14 added: the math functions (``w`` stays in (-1, 1), ``u``
+    positive), the 32-bit and unsigned integers with every integer op, bit operations and shift
+    counts inside and outside ``[0, bits)`` (``ci``, ``cp``, ``cr``), and every draw and
+    counter (bound with a seed)."""
+    w = v + x
+    u = 1.5 + w
+    f_asin = math.asin(w)
+    f_acos = math.acos(w)
+    f_atan = math.atan(u)
+    f_erf = math.erf(w)
+    f_log10 = math.log10(u)
+    f_log1p = math.log1p(w)
+    f_expm1 = math.expm1(w)
+    f_cbrt = math.cbrt(w)
+    f_sinh = math.sinh(u)
+    f_cosh = math.cosh(w)
+    # each integer type: arithmetic, comparisons, bit operations (j, q, t are never 0)
+    k_int32 = (-i + abs(j) * i - min(i, j) + max(i, j) + (i if i > j else j) + 100 * (i // j)
+               + i % j + ((i & j) | (i << ci)) + ((i >> ci) ^ ~j)
+               + ((1 if (i < j) != (i <= j) else 0) + (2 if (i > j) == (i >= j) else 0)
+                  + (4 if (i == j) != (i != j) else 0)))
+    k_uint32 = (-p + abs(q) * p - min(p, q) + max(p, q) + (p if p > q else q) + 100 * (p // q)
+                + p % q + ((p & q) | (p << cp)) + ((p >> cp) ^ ~q)
+                + ((1 if (p < q) != (p <= q) else 0) + (2 if (p > q) == (p >= q) else 0)
+                   + (4 if (p == q) != (p != q) else 0)))
+    k_uint64 = (-r + abs(t) * r - min(r, t) + max(r, t) + (r if r > t else t) + 100 * (r // t)
+                + r % t + ((r & t) | (r << cr)) + ((r >> cr) ^ ~t)
+                + ((1 if (r < t) != (r <= t) else 0) + (2 if (r > t) == (r >= t) else 0)
+                   + (4 if (r == t) != (r != t) else 0)) + p)
+    k_int32 = k_int32 + (1 if (i & 1) == 1 and True & (j > 0) | False ^ (j > 3) else 0)
+    # draws and counters, and conversions of the new integer types to floats
+    f_draws = (hawk.uniform() + hawk.normal() + hawk.exponential() + hawk.uniform(1.0, 2.0)
+               + hawk.normal(2.0, 0.5) + i * 0.5 + p * 0.25 + float(r))
+    k_draws = hawk.randint(0, 10) + hawk.sample_index() * 100 + hawk.step() * 10000 + i + p
+    x += c
+    n += 1
+    terminated = n >= stop

@@ -27,21 +27,25 @@ def assert_bitwise_equal(actual: dict, expected: dict) -> None:
                                  f"{a.reshape(-1)[bad[:3]]} vs {e.reshape(-1)[bad[:3]]}")
 
 
-def reference_run(kernel, bindings: dict, max_steps: int) -> tuple[dict, int]:
-    """The final arrays and the steps taken, by the reference executor."""
-    bound = bind(kernel, copy.deepcopy(bindings), "cpu")
+def reference_run(kernel, bindings: dict, max_steps: int, seed: int | None = None,
+                  ) -> tuple[dict, int]:
+    """The final arrays and the steps taken, by the reference executor (``seed``: the random
+    streams' seed, for a kernel that draws)."""
+    bound = bind(kernel, copy.deepcopy(bindings), "cpu", seed=seed)
     program = kernel.specialize(bound.dtypes)
     arrays = {**bound.arrays, **bound.uniforms}
     steps = 0
-    while steps < max_steps and reference.step(program, arrays, bound.flags):
+    while steps < max_steps and reference.step(program, arrays, bound.flags, seed=seed,
+                                               step_number=steps):
         steps += 1
     return arrays, steps
 
 
-def eagle_run(kernel, bindings: dict, max_steps: int, steps_per_launch=None, device="cpu"):
+def eagle_run(kernel, bindings: dict, max_steps: int, steps_per_launch=None, device="cpu",
+              seed: int | None = None):
     bindings = copy.deepcopy(bindings)
     runner = eagle.until_done(eagle.deploy(kernel, device), max_steps=max_steps,
-                              steps_per_launch=steps_per_launch, **bindings)
+                              steps_per_launch=steps_per_launch, seed=seed, **bindings)
     report = runner.run()
     arrays = {**runner.bound.arrays, **runner.bound.uniforms}
     return arrays, report

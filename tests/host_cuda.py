@@ -60,9 +60,12 @@ class HostKernel:
 
     def __init__(self, program: Program, folder: Path):
         self.program = program
+        counters = ["unsigned long long seed", "long long first_sample"] if program.counters \
+            else []
         params = ", ".join(["long long n", "EagleControl* control", "bool* flags",
-                            *[f"{slot_ctype(s)} {s.name}" for s in program.slots]])
-        names = ", ".join(["n", "control", "flags", *[s.name for s in program.slots]])
+                            *[f"{slot_ctype(s)} {s.name}" for s in program.slots], *counters])
+        names = ", ".join(["n", "control", "flags", *[s.name for s in program.slots],
+                           *[c.split()[-1] for c in counters]])
         source = PRELUDE + emit_cuda(program) + f"""
 extern "C" {{ unsigned int eagle_condition = 1; }}
 extern "C" void cudaGraphSetConditional(cudaGraphConditionalHandle, unsigned int value) {{
@@ -86,10 +89,11 @@ extern "C" void host_step({params}) {{
 
     def run(self, arrays: dict, uniforms: dict, flags: np.ndarray, max_steps: int,
             steps_per_launch: int, grow_until: int = 0, full: int = 0,
-            spread: int = 0) -> np.ndarray:
+            spread: int = 0, seed: int = 0, first_sample: int = 0) -> np.ndarray:
         """Run the device loop to the end; return the control block. ``grow_until`` > 0 plays
         the adaptive schedule (``emit``'s docstring) with a device that is full at ``full``
-        live samples and has ``spread`` one-block-per-SM slots."""
+        live samples and has ``spread`` one-block-per-SM slots; ``seed`` and ``first_sample``:
+        the counters of a program that reads them."""
         control = np.zeros(len(CONTROL_FIELDS), dtype=np.int64)
         control[_FIELD["nsteps"]] = min(steps_per_launch, max_steps)
         control[_FIELD["max_steps"]] = max_steps
@@ -107,6 +111,8 @@ extern "C" void host_step({params}) {{
                 array = arrays[param]
                 row = array if component is None else array[component]
                 values.append(ctypes.c_void_p(row.ctypes.data))
+        if self.program.counters:
+            values += [ctypes.c_ulonglong(seed), ctypes.c_longlong(first_sample)]
         # A WHILE node: its condition is 1 when the graph starts, then what decide sets.
         condition = ctypes.c_uint.in_dll(self.library, "eagle_condition")
         condition.value = 1

@@ -198,3 +198,90 @@ def bindings(n: int, seed: int, dtype=np.float64) -> dict:
                 q2=rng.normal(0.0, 1.0, (2, n)).astype(dtype),
                 q4=rng.normal(0.0, 1.0, (4, n)).astype(dtype),
                 p=float(rng.uniform(-2.0, 2.0)), limit=40.0)
+
+
+# -- kernels that draw random numbers (issue 14) -------------------------------------------------
+
+DRAWS = ["hawk.uniform()", "hawk.normal()", "hawk.exponential()", "hawk.uniform(-1.0, 2.0)",
+         "hawk.normal(0.5, 2.0)", "float(hawk.randint(-2, 5))", "float(hawk.step())",
+         "float(hawk.sample_index() % 7)"]
+EXACT_DRAWS = ["hawk.uniform()", "hawk.uniform(-1.0, 2.0)"]  # correctly rounded in float32
+
+
+@st.composite
+def drawing_kernel_sources(draw, exact: bool = False) -> str:
+    """``kernel_sources`` with random draws and counters among the leaves of its expressions
+    (``exact``: only the draws a float32 kernel computes exactly). Bind it with a seed."""
+    source = draw(kernel_sources(exact))
+    draws = EXACT_DRAWS if exact else DRAWS
+    lines = source.split("\n")
+    body = [k for k, line in enumerate(lines) if line.startswith("    ") and "=" in line]
+    for k in draw(st.lists(st.sampled_from(body), min_size=1, max_size=4)):
+        if " = " not in lines[k] or lines[k].strip().startswith("terminated"):
+            continue
+        target, value = lines[k].split(" = ", 1)
+        lines[k] = f"{target} = ({value}) + 0.25 * {draw(st.sampled_from(draws))}"
+    s1 = next(k for k, line in enumerate(lines) if line.strip().startswith("s1 +="))
+    lines[s1] += f" + 0.0625 * {draw(st.sampled_from(draws))}"  # a draw that reaches the state
+    return "\n".join(lines)
+
+
+# -- kernels over the 32-bit and unsigned integers (issue 14) ------------------------------------
+
+INT_LEAVES = ["h", "g", "m", "3", "7", "0xFF", "13"]
+INT_UNARY = ["(~{})", "(-{})", "abs({})"]
+INT_BINARY = ["({} + {})", "({} - {})", "({} * {})", "({} & {})", "({} | {})", "({} ^ {})",
+              "({} << {})", "({} >> {})", "({} // ({} | 1))", "({} % ({} | 1))", "min({}, {})",
+              "max({}, {})"]
+
+INT_HEADER = """\
+import hawk
+from hawk import Mutable, Param, Scalar, Terminated
+
+
+@hawk.kernel(dtypes={"h": "uint64", "g": "uint32", "m": "int32"})
+def integer_kernel(h: Mutable[Scalar], g: Mutable[Scalar], m: Mutable[Scalar],
+                   s0: Mutable[Scalar], count: Mutable[Scalar], limit: Param,
+                   terminated: Terminated):
+"""
+
+
+@st.composite
+def _int_expression(draw, depth: int) -> str:
+    kind = draw(st.sampled_from(["leaf", "unary", "binary", "binary"]) if depth > 0
+                else st.just("leaf"))
+    if kind == "leaf":
+        return draw(st.sampled_from(INT_LEAVES))
+    if kind == "unary":
+        return draw(st.sampled_from(INT_UNARY)).format(draw(_int_expression(depth - 1)))
+    return draw(st.sampled_from(INT_BINARY)).format(draw(_int_expression(depth - 1)),
+                                                    draw(_int_expression(depth - 1)))
+
+
+@st.composite
+def integer_kernel_sources(draw) -> str:
+    """A kernel stepping a uint64, a uint32 and an int32 state with integer and bit
+    operations (shift counts of any value: NumPy's semantics outside [0, bits)). A source that
+    does not compile (a constant expression too large for its type) is for the caller to
+    reject."""
+    body = [f"h = {draw(_int_expression(3))}", f"g = {draw(_int_expression(3))}",
+            f"m = {draw(_int_expression(2))}",
+            f"s0 += float({draw(_int_expression(2))} & 1023) * 0.001",
+            "count += 1.0",
+            f"terminated = count >= limit or ({draw(_int_expression(2))} & 15) == 3"]
+    return INT_HEADER + "".join(f"    {line}\n" for line in body)
+
+
+def load_integer_kernel(source: str, folder: Path):
+    name = "integer_kernel_" + hashlib.sha256(source.encode()).hexdigest()[:16]
+    path = folder / f"{name}.py"
+    path.write_text(source)
+    return import_file(path, name).integer_kernel
+
+
+def integer_bindings(n: int, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    return dict(h=rng.integers(0, 2**63, n, dtype=np.uint64) * np.uint64(2) + np.uint64(1),
+                g=rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32),
+                m=rng.integers(-2**31, 2**31, n).astype(np.int32),
+                s0=np.zeros(n), count=np.zeros(n), limit=30.0)

@@ -84,7 +84,7 @@ def test_gpu_arrays_bind_as_views_on_their_device():
     (dict(omega=FakeGpuArray(0x50_0000, (100,), strides=(16,))), "'omega' .*non-contiguous GPU"),
     (dict(v=FakeGpuArray(0x10_0000 + 400, (100,))), "share memory"),
     (dict(x=FakeGpuArray(0x10_0000, (99,))), "disagree on the number of samples"),
-    (dict(x=FakeGpuArray(0x10_0000, (100,), typestr="<i4")), "'x' .*dtype int32"),
+    (dict(x=FakeGpuArray(0x10_0000, (100,), typestr="<i2")), "'x' .*dtype int16"),
     (dict(x=np.ones(100)), "different devices"),
 ])
 def test_bad_gpu_bindings_are_refused(change, words):

@@ -67,7 +67,7 @@ def test_repeat_while_is_the_documented_loop():
     (dict(dt=np.ones(2000)), TypeError, "'dt' is a Param"),
     (dict(x=np.ones(1999)), ValueError, "disagree on the number of samples"),
     (dict(x=np.ones(4000)[::2]), ValueError, "not contiguous"),
-    (dict(x=np.ones(2000, dtype=np.int32)), TypeError, "dtype int32"),
+    (dict(x=np.ones(2000, dtype=np.int16)), TypeError, "dtype int16"),
     (dict(x=[1.0] * 2000), TypeError, "'x'"),
     (dict(v="x"), TypeError, "'v'"),
     (dict(x=np.zeros(0), v=np.zeros(0), t=np.zeros(0), omega=np.zeros(0)), ValueError,

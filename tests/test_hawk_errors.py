@@ -288,11 +288,11 @@ def _():
         x = (y := x) + 1.0  # ERR walrus
 
 
-@case("bitwise-and", "operator", "BitAnd", snippet="(x > 0.0) & (x < 1.0)")
+@case("bitwise-and", "& takes integers", "float64", snippet="x & 1")
 def _():
     @hawk.kernel
     def k(x: Scalar, terminated: Terminated):
-        terminated = (x > 0.0) & (x < 1.0)  # ERR bitwise-and
+        terminated = (x & 1) == 1  # ERR bitwise-and
 
 
 @case("is-comparison", "comparison", "Is", snippet="x is x")
@@ -355,11 +355,11 @@ def _():
         x = math.foo(x)  # ERR math-attribute
 
 
-@case("math-unsupported-function", "math.asin", snippet="math.asin")
+@case("math-unsupported-function", "math.gamma", snippet="math.gamma")
 def _():
     @hawk.kernel
     def k(x: Mutable[Scalar]):
-        x = math.asin(x)  # ERR math-unsupported-function
+        x = math.gamma(x)  # ERR math-unsupported-function
 
 
 @case("hawk-attribute", "hawk.frobnicate", snippet="hawk.frobnicate")

@@ -354,6 +354,17 @@ MATH_CASES = {
     "abs": (lambda a, b: abs(a)),
     "pi": (lambda a, b: a * math.pi + math.e - math.tau),
     "bare": (lambda a, b: math.sqrt(abs(b)) + math.atan2(b, a)),
+    # issue 14's functions (asin, acos: arguments in (-1, 1); log10, log1p: positive)
+    "asin": (lambda a, b: math.asin(a / (1.0 + abs(a)))),
+    "acos": (lambda a, b: math.acos(b / (1.0 + abs(b)))),
+    "atan": (lambda a, b: math.atan(a)),
+    "erf": (lambda a, b: math.erf(a)),
+    "log10": (lambda a, b: math.log10(abs(a) + 0.5)),
+    "log1p": (lambda a, b: math.log1p(abs(b))),
+    "expm1": (lambda a, b: math.expm1(a)),
+    "cbrt": (lambda a, b: math.cbrt(b)),
+    "sinh": (lambda a, b: math.sinh(a)),
+    "cosh": (lambda a, b: math.cosh(b)),
 }
 
 
@@ -363,7 +374,10 @@ def math_functions(a: Scalar, b: Scalar,
                    cos_: Out[Scalar], tan_: Out[Scalar], atan2_: Out[Scalar], tanh_: Out[Scalar],
                    fabs_: Out[Scalar], floor_: Out[Scalar], ceil_: Out[Scalar], pow_: Out[Scalar],
                    hypot_: Out[Scalar], min_: Out[Scalar], min3_: Out[Scalar], max_: Out[Scalar],
-                   max3_: Out[Scalar], abs_: Out[Scalar], pi_: Out[Scalar], bare_: Out[Scalar]):
+                   max3_: Out[Scalar], abs_: Out[Scalar], pi_: Out[Scalar], bare_: Out[Scalar],
+                   asin_: Out[Scalar], acos_: Out[Scalar], atan_: Out[Scalar], erf_: Out[Scalar],
+                   log10_: Out[Scalar], log1p_: Out[Scalar], expm1_: Out[Scalar],
+                   cbrt_: Out[Scalar], sinh_: Out[Scalar], cosh_: Out[Scalar]):
     sqrt_ = math.sqrt(abs(a))
     exp_ = math.exp(a)
     log_ = math.log(abs(a) + 0.5)
@@ -384,6 +398,16 @@ def math_functions(a: Scalar, b: Scalar,
     abs_ = abs(a)
     pi_ = a * math.pi + math.e - math.tau
     bare_ = sqrt(abs(b)) + atan2(b, a)  # math functions imported by name
+    asin_ = math.asin(a / (1.0 + abs(a)))
+    acos_ = math.acos(b / (1.0 + abs(b)))
+    atan_ = math.atan(a)
+    erf_ = math.erf(a)
+    log10_ = math.log10(abs(a) + 0.5)
+    log1p_ = math.log1p(abs(b))
+    expm1_ = math.expm1(a)
+    cbrt_ = math.cbrt(b)
+    sinh_ = math.sinh(a)
+    cosh_ = math.cosh(b)
 
 
 @pytest.mark.parametrize("name", MATH_CASES)

@@ -13,10 +13,11 @@ from __future__ import annotations
 import os
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 import eagle
+import hawk
 import random_kernels
 from backends import target  # noqa: F401  (the fixture)
 from differential import assert_bitwise_equal, eagle_run, reference_run
@@ -76,3 +77,34 @@ def test_random_kernel_on_every_device_equals_reference(target, tmp_path, data, 
                          {k: expected[k] for k in expected if k in actual})
     assert report.steps == expected_steps and report.mode == target.target.mode, source
     assert {"q2", "q", "q4"} <= actual.keys() and actual["q4"].shape == (4, N)
+
+
+@_SETTINGS
+@given(source=random_kernels.drawing_kernel_sources(), seed=st.integers(0, 2**16),
+       steps_per_launch=st.sampled_from([1, 3, 64, None]))
+def test_random_drawing_kernel_equals_reference(tmp_path, source, seed, steps_per_launch):
+    """Kernels with random draws and counters: the same streams as the reference, bit for bit,
+    whatever the launch size (issue 14)."""
+    kernel = random_kernels.load(source, tmp_path)
+    bindings = random_kernels.bindings(N, seed)
+    expected, expected_steps = reference_run(kernel, bindings, MAX_STEPS, seed=seed)
+    actual, report = eagle_run(kernel, bindings, MAX_STEPS, steps_per_launch, seed=seed)
+    assert_bitwise_equal(actual, expected)
+    assert report.steps == expected_steps, source
+
+
+@settings(max_examples=_FUZZ // 2 or 6, deadline=None, derandomize=not _FUZZ,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(source=random_kernels.integer_kernel_sources(), seed=st.integers(0, 2**16),
+       steps_per_launch=st.sampled_from([1, 5, None]))
+def test_random_integer_kernel_equals_reference(tmp_path, source, seed, steps_per_launch):
+    """uint64, uint32 and int32 state with integer and bit operations (issue 14)."""
+    try:
+        kernel = random_kernels.load_integer_kernel(source, tmp_path)
+    except hawk.CompileError:  # a constant expression its type cannot hold
+        reject()
+    bindings = random_kernels.integer_bindings(N, seed)
+    expected, expected_steps = reference_run(kernel, bindings, MAX_STEPS)
+    actual, report = eagle_run(kernel, bindings, MAX_STEPS, steps_per_launch)
+    assert_bitwise_equal(actual, expected)
+    assert report.steps == expected_steps, source

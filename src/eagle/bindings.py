@@ -23,15 +23,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hawk import CompileError, Kernel
-from hawk.ir import DType, Parameter, Program, Role
+from hawk.ir import DType, OpKind, Parameter, Program, Role
 
 from . import backend as backends
 from .arrays import is_array_like
 from .errors import BindingTypeError, BindingValueError
 
-__all__ = ["Bound", "bind", "specialize", "check_max_steps", "check_steps_per_launch"]
+__all__ = ["Bound", "bind", "specialize", "check_max_steps", "check_steps_per_launch",
+           "check_seed"]
 
-_ARRAY_DTYPES = {np.dtype(t) for t in ("bool", "int64", "float32", "float64")}
+_DTYPE_NAMES = ("bool", "int32", "int64", "uint32", "uint64", "float32", "float64")
+_ARRAY_DTYPES = {np.dtype(t) for t in _DTYPE_NAMES}
 _INT64 = np.iinfo(np.int64)
 
 
@@ -45,6 +47,8 @@ class Bound:
     uniforms: dict[str, np.generic]  # Param values, typed
     flags: np.ndarray  # the Terminated array (the user's, or allocated here)
     dtypes: dict[str, DType] = field(default_factory=dict)
+    seed: int | None = None  # the random streams' seed (``hawk.philox``), for kernels that draw
+    first_sample: int = 0  # the global index of these arrays' sample 0 (a chunk's offset)
 
 
 def _describe(p: Parameter) -> str:
@@ -76,8 +80,34 @@ def check_steps_per_launch(steps_per_launch) -> int | None:
     return check_max_steps(steps_per_launch, "steps_per_launch")
 
 
-def bind(kernel: Kernel, bindings: dict, device: str | None, caller: str = "until_done") -> Bound:
-    """Validate ``bindings`` for ``kernel``; see the module docstring."""
+def check_seed(seed) -> int | None:
+    """``seed`` as an int in ``[0, 2**64)`` (the key of the random streams), or None."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise BindingTypeError(f"seed must be an int in [0, 2**64) (or None), got "
+                               f"{type(seed).__name__} {seed!r}")
+    if not 0 <= int(seed) < 2**64:
+        raise BindingValueError(f"seed must be an int in [0, 2**64), got {seed}")
+    return int(seed)
+
+
+def _check_draws(kernel: Kernel, program: Program, seed: int | None, caller: str) -> None:
+    """A kernel that draws random numbers runs only with a seed: say where it draws."""
+    if seed is not None or not program.draws:
+        return
+    op = next(op for op in program.ops if op.kind is OpKind.DRAW)
+    where = f" (hawk.{op.attr[0]}() at {op.loc.file}:{op.loc.line})" if op.loc else ""
+    raise BindingTypeError(f"{kernel.name} draws random numbers{where}, so {caller}() needs a "
+                           f"seed: pass seed=<an int in [0, 2**64)>; the same seed gives the "
+                           "same numbers")
+
+
+def bind(kernel: Kernel, bindings: dict, device: str | None, caller: str = "until_done",
+         seed: int | None = None) -> Bound:
+    """Validate ``bindings`` (and ``seed``) for ``kernel``; see the module docstring. A kernel
+    that draws random numbers needs a seed; a kernel that does not ignores one."""
+    seed = check_seed(seed)
     params = {p.name: p for p in kernel.params}
     unknown = [name for name in bindings if name not in params]
     if unknown:
@@ -146,9 +176,10 @@ def bind(kernel: Kernel, bindings: dict, device: str | None, caller: str = "unti
             checked[flag_param.name] = flags
     dtypes = {name: DType.from_numpy(a.dtype) for name, a in checked.items()}
     dtypes.update({name: DType.from_numpy(v.dtype) for name, v in uniforms.items()})
-    bound = Bound(n, device, checked, uniforms, flags, dtypes)
+    bound = Bound(n, device, checked, uniforms, flags, dtypes, seed)
     if isinstance(kernel, Kernel):
-        specialize(kernel, bound, DType.from_numpy(working_float))
+        program = specialize(kernel, bound, DType.from_numpy(working_float))
+        _check_draws(kernel, program, seed, caller)
     return bound
 
 
@@ -273,13 +304,11 @@ def _real_number(p: Parameter, value):
         raise BindingTypeError(f"{p.name!r} ({what}) must be a real number, got "
                                f"{type(value).__name__} {value!r}")
     if isinstance(value, np.generic):
-        if value.dtype.kind in "iu":
-            if not _INT64.min <= int(value) <= _INT64.max:
-                raise BindingValueError(f"{p.name!r} ({what}) = {value} does not fit in int64")
+        if value.dtype.kind in "iu" and value.dtype not in _ARRAY_DTYPES:  # int8, uint16...
             return np.int64(value)
         if value.dtype not in _ARRAY_DTYPES:
             raise BindingTypeError(f"{p.name!r} ({what}) has dtype {value.dtype}; use one of "
-                                   "bool, int64, float32, float64")
+                                   f"{', '.join(_DTYPE_NAMES)}")
         return value
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         if not _INT64.min <= value <= _INT64.max:
@@ -347,7 +376,7 @@ def _check_array(p: Parameter, array: np.ndarray, n: int, original=None) -> np.n
                                    f"{array.dtype}")
     elif array.dtype not in _ARRAY_DTYPES:
         raise BindingTypeError(f"{p.name!r} ({_describe(p)}) has dtype {array.dtype}; use one of "
-                               "float64, float32, int64, bool")
+                               f"{', '.join(_DTYPE_NAMES)}")
     if p.role.written:
         if not array.flags.writeable:
             immutable = type(original).__module__.split(".")[0] in ("jax", "jaxlib")

@@ -38,7 +38,7 @@ from .errors import CheckpointError
 __all__ = ["save", "load", "CheckpointError", "FORMAT", "SCHEMA"]
 
 FORMAT = "eagle-checkpoint/1"
-_DTYPES = ("bool", "int64", "float32", "float64")
+_DTYPES = ("bool", "int32", "int64", "uint32", "uint64", "float32", "float64")
 _MAX_COUNT = np.iinfo(np.int64).max // 2  # the bound ``until_done`` puts on max_steps
 
 #: every metadata field and the rule its value must follow
@@ -55,7 +55,10 @@ SCHEMA = {
     "steps_per_launch": f"null (adaptive) or an int in [1, {_MAX_COUNT}]",
     "dtypes": f"an object from parameter name to one of {', '.join(_DTYPES)}",
     "uniforms": "an object from Param name to [dtype, value], the value of that dtype",
+    "seed": "null (no seed) or an int in [0, 2**64) (the random streams' seed)",
 }
+#: fields a checkpoint written before they existed may lack (read as null)
+OPTIONAL = {"seed"}
 
 _HOST = re.sub(r"[^A-Za-z0-9]", "-", socket.gethostname()) or "host"
 _in_flight: set[Path] = set()  # this process's temporaries being written now
@@ -73,7 +76,7 @@ def save(runner, path: str | Path) -> Path:
                           for k, v in runner.bound.uniforms.items()},
                 steps=runner.steps, launches=runner.launches, live=runner.live,
                 max_steps=runner.max_steps, steps_per_launch=runner.fixed_steps_per_launch,
-                n=runner.n, device=runner.device)
+                n=runner.n, device=runner.device, seed=runner.bound.seed)
     to_host = backend_for(runner.device).to_host
     arrays = {f"array:{k}": to_host(v) for k, v in runner.bound.arrays.items()}
     arrays["flags"] = to_host(runner.bound.flags)
@@ -112,7 +115,7 @@ def _validate(path: Path, meta: dict, arrays: dict[str, np.ndarray], flags: np.n
         return CheckpointError(f"{path}: checkpoint field {field!r} must be {SCHEMA[field]}, "
                                f"got {got!r}")
 
-    missing = [k for k in SCHEMA if k not in meta]
+    missing = [k for k in SCHEMA if k not in meta and k not in OPTIONAL]
     if missing:
         raise CheckpointError(f"{path}: checkpoint field {missing[0]!r} is missing "
                               f"(it must be {SCHEMA[missing[0]]})")
@@ -131,6 +134,9 @@ def _validate(path: Path, meta: dict, arrays: dict[str, np.ndarray], flags: np.n
             raise bad(field, meta[field])
     if meta["live"] is not None and not _is_int(meta["live"], 0, n):
         raise bad("live", meta["live"])
+    seed = meta.setdefault("seed", None)
+    if seed is not None and not _is_int(seed, 0, 2**64 - 1):
+        raise bad("seed", seed)
     spl = meta["steps_per_launch"]
     if spl is not None and not _is_int(spl, 1, _MAX_COUNT):
         raise bad("steps_per_launch", spl)
@@ -174,8 +180,9 @@ def _is_int(value, low: int, high: int) -> bool:
 def _fits(dtype: str, value) -> bool:
     if dtype == "bool":
         return type(value) is bool
-    if dtype == "int64":
-        return _is_int(value, -(2**63), 2**63 - 1)
+    if dtype in ("int32", "int64", "uint32", "uint64"):
+        info = np.iinfo(dtype)
+        return _is_int(value, int(info.min), int(info.max))
     if type(value) not in (int, float):
         return False
     if dtype == "float32" and np.isfinite(value):

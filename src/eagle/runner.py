@@ -392,7 +392,8 @@ class Runner:
                         for k, v in bindings.items()}
         try:
             runner = until_done(plan, max_steps=meta["max_steps"],
-                                steps_per_launch=meta["steps_per_launch"], **bindings)
+                                steps_per_launch=meta["steps_per_launch"], seed=meta["seed"],
+                                **bindings)
         except BindingError as exc:
             raise CheckpointError(f"{path}: its arrays do not fit {plan.kernel.name!r}: "
                                   f"{exc}") from None
@@ -435,6 +436,7 @@ class Runner:
 
 def until_done(plan: Plan | hawk.Kernel, /, max_steps: int, steps_per_launch: int | None = None,
                *, eager: bool = False, check_finite: bool = False, stream=None,
+               seed: int | None = None,
                **bindings) -> Runner:
     """Bind ``plan``'s kernel to arrays and return a ``Runner`` (nothing runs yet).
 
@@ -458,6 +460,13 @@ def until_done(plan: Plan | hawk.Kernel, /, max_steps: int, steps_per_launch: in
     samples that were live for NaN/inf: after every launch where the host sees launches (the
     CPU), at the end of ``run()`` where it does not (a GPU), raising ``eagle.NonFiniteState``
     that names the first sample and parameter. Off, it costs nothing.
+
+    ``seed`` (an int in ``[0, 2**64)``) keys the random streams of a kernel that draws
+    (``hawk.uniform()``, ``hawk.normal()``, ...): a draw is a pure function of the seed, the
+    sample's index, its step number and the draw's place in the body (``hawk.philox``), so the
+    same seed gives the same results bit for bit however the run is cut into launches, threads,
+    ``run()`` calls or checkpoints. A kernel that draws and gets no seed is a
+    ``BindingTypeError``; a kernel that does not draw ignores the seed.
     """
     if isinstance(plan, hawk.Kernel):
         plan = deploy(plan)
@@ -468,19 +477,21 @@ def until_done(plan: Plan | hawk.Kernel, /, max_steps: int, steps_per_launch: in
     steps_per_launch = check_steps_per_launch(steps_per_launch)
     if plan.device is not None:
         plan.resolve_device(plan.device)  # an unavailable device is the first thing to say
-    bound = bind(plan.kernel, bindings, plan.device)
+    bound = bind(plan.kernel, bindings, plan.device, seed=seed)
     return Runner(plan, bound, max_steps, steps_per_launch, bool(eager), bool(check_finite),
                   stream)
 
 
 def simulate(kernel: hawk.Kernel, /, max_steps: int, device: str | None = None,
              steps_per_launch: int | None = None, *, check_finite: bool = False,
-             progress: bool = False, **bindings) -> Report:
+             progress: bool = False, seed: int | None = None, **bindings) -> Report:
     """``deploy`` + ``until_done`` + ``run`` in one call; the arrays are updated in place.
     ``progress=True`` shows a tqdm bar of samples done, as ``Runner.run(progress=True)`` does.
+    ``seed`` keys the random streams of a kernel that draws (see ``until_done``).
     Warns (``eagle.TruncationWarning``) when ``max_steps`` ends it with samples running."""
     runner = until_done(deploy(kernel, device), max_steps=max_steps,
-                        steps_per_launch=steps_per_launch, check_finite=check_finite, **bindings)
+                        steps_per_launch=steps_per_launch, check_finite=check_finite, seed=seed,
+                        **bindings)
     report = runner._run(progress, None, None)
     _warn_if_truncated(runner, report, stacklevel=3)
     return report

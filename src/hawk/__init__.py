@@ -24,6 +24,7 @@ from .annotations import (
     vec3,
     vec4,
 )
+from .draws import exponential, normal, randint, sample_index, step, uniform
 from .errors import CompileError, IRError
 from .inline import Func, func
 from .ir import DType, Program, Role
@@ -38,5 +39,6 @@ __all__ = [
     "kernel", "Kernel", "ProgramKernel", "CompileError", "IRError",
     "Scalar", "Param", "Mutable", "Terminated", "Vec2", "Vec3", "Vec4", "Out",
     "vec2", "vec3", "vec4", "dot", "length", "cross", "normalize", "func", "Func",
+    "uniform", "normal", "exponential", "randint", "sample_index", "step",
     "Program", "DType", "Role", "ir", "passes", "reference",
 ]  # fmt: skip

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import annotations as hawk_annotations
+from . import draws, integers
 from .errors import CompileError
-from .ir import MATH_FUNCTIONS, DType, Op, OpKind, Parameter, Program, Role, Store
+from .ir import BIT_OPS, MATH_FUNCTIONS, DType, Op, OpKind, Parameter, Program, Role, Store
 from .passes import attr_key
 from .source import KernelSource
 from .typing_rules import WEAK_DEFAULTS, literal_dtype, promote
@@ -117,6 +118,9 @@ _MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf}
 _HAWK_FUNCTIONS = {"vec2", "vec3", "vec4", "dot", "length", "cross", "normalize"}
 _HAWK_VECTOR_TYPES = {"Vec2": "vec2", "Vec3": "vec3", "Vec4": "vec4"}  # constructors too
 _VECTOR_HELPERS = {"vec2", "vec3", "vec4", "dot", "length", "cross", "normalize"}
+# random numbers and counters (hawk.draws): hawk.uniform(), from hawk import normal, ...
+_HELPERS.update(draws.OBJECTS)
+_HAWK_FUNCTIONS |= set(draws.FUNCTIONS)
 _COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
 
 _BINOPS = {
@@ -124,6 +128,7 @@ _BINOPS = {
     ast.Mult: (OpKind.MUL, operator.mul, "*"), ast.Div: (OpKind.DIV, operator.truediv, "/"),
     ast.FloorDiv: (OpKind.FLOORDIV, operator.floordiv, "//"),
     ast.Mod: (OpKind.MOD, operator.mod, "%"),
+    **integers.BINARY,  # & | ^ << >>
 }  # fmt: skip
 _CMPOPS = {
     ast.Lt: OpKind.LT, ast.LtE: OpKind.LE, ast.Gt: OpKind.GT,
@@ -480,6 +485,11 @@ class Lowering:
             except ZeroDivisionError:
                 raise self.error(f"division by zero in the constant expression {symbol}",
                                  node) from None
+            except (ValueError, TypeError) as exc:  # 1 << -1, 1.5 & 1
+                raise self.error(f"the constant expression {symbol} is invalid: {exc}",
+                                 node) from None
+        if kind in BIT_OPS:
+            return integers.lower_binary(self, kind, a, b, symbol, node)
         dtype = self.common_type(a, b, symbol, node)
         if kind is OpKind.DIV and not dtype.is_float:
             dtype = DType.FLOAT64
@@ -524,6 +534,8 @@ class Lowering:
             if self.dtype_of(value) is DType.BOOL:
                 raise self.error("unary - is not defined for bool", node)
             return self.emit(OpKind.NEG, value.dtype, (value.id,))
+        if isinstance(node.op, ast.Invert):
+            return integers.lower_invert(self, self.scalar(value, node), node)
         if isinstance(node.op, ast.Not):
             value = self.boolean(value, "not", node)
             if isinstance(value, Lit):
@@ -604,6 +616,8 @@ class Lowering:
             raise self.error(f"{func.name}() takes no keyword arguments in a hawk kernel", node)
         args = [self.expr(a) for a in node.args]
         name = func.name
+        if name in draws.FUNCTIONS:
+            return draws.lower_call(self, name, args, node)
         if name in MATH_FUNCTIONS:
             if len(args) != MATH_FUNCTIONS[name]:
                 raise self.error(f"math.{name}() takes {MATH_FUNCTIONS[name]} argument(s), "

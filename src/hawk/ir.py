@@ -31,12 +31,15 @@ import numpy as np
 from .errors import Loc
 
 __all__ = ["DType", "Role", "OpKind", "Op", "Parameter", "Slot", "slots", "Store", "Program",
-           "MATH_FUNCTIONS"]
+           "MATH_FUNCTIONS", "COUNTER_OPS", "COUNTER_ARGUMENTS", "BIT_OPS"]
 
 
 class DType(Enum):
     BOOL = "bool"
+    INT32 = "int32"
     INT64 = "int64"
+    UINT32 = "uint32"
+    UINT64 = "uint64"
     FLOAT32 = "float32"
     FLOAT64 = "float64"
 
@@ -51,6 +54,19 @@ class DType(Enum):
     @property
     def is_number(self) -> bool:
         return self is not DType.BOOL
+
+    @property
+    def is_integer(self) -> bool:
+        return self in (DType.INT64, DType.INT32, DType.UINT32, DType.UINT64)
+
+    @property
+    def is_unsigned(self) -> bool:
+        return self in (DType.UINT32, DType.UINT64)
+
+    @property
+    def bits(self) -> int:
+        """The width in bits (bool: 8, as NumPy stores it)."""
+        return self.numpy.itemsize * 8
 
     @classmethod
     def from_numpy(cls, dtype) -> DType:
@@ -104,21 +120,41 @@ class OpKind(Enum):
     OR = "or"
     NOT = "not"
     SELECT = "select"  # args: (condition, if_true, if_false)
+    # integer bit operations (operands of the result's integer dtype; shifts by a count outside
+    # [0, bits) give 0, or -1 for >> of a negative number, as NumPy's)
+    BITAND = "bitand"
+    BITOR = "bitor"
+    BITXOR = "bitxor"
+    INVERT = "invert"
+    LSHIFT = "lshift"
+    RSHIFT = "rshift"
     # math library call; attr: the function name, one of MATH_FUNCTIONS
     CALL = "call"
+    # random numbers and the counters they are keyed by (``hawk.philox`` defines them)
+    DRAW = "draw"  # attr: (distribution, position); args: () or (lo, hi) for randint
+    SAMPLE_INDEX = "sample_index"  # int64: the sample's global index
+    STEP_INDEX = "step_index"  # int64: the sample's step number (the runner's count)
 
 
 #: math functions a kernel may call, with their arity. All take and return floats.
 MATH_FUNCTIONS = {
     "sqrt": 1, "exp": 1, "log": 1, "sin": 1, "cos": 1, "tan": 1, "tanh": 1,
     "fabs": 1, "floor": 1, "ceil": 1, "atan2": 2, "pow": 2, "hypot": 2,
+    "asin": 1, "acos": 1, "atan": 1, "erf": 1, "log10": 1, "log1p": 1, "expm1": 1, "cbrt": 1,
+    "sinh": 1, "cosh": 1,
 }  # fmt: skip
 
 BINARY_OPS = {
     OpKind.ADD, OpKind.SUB, OpKind.MUL, OpKind.DIV, OpKind.FLOORDIV, OpKind.MOD,
     OpKind.MIN, OpKind.MAX, OpKind.AND, OpKind.OR,
+    OpKind.BITAND, OpKind.BITOR, OpKind.BITXOR, OpKind.LSHIFT, OpKind.RSHIFT,
 }  # fmt: skip
+#: integer-only ops: operands and result of one integer dtype
+BIT_OPS = {OpKind.BITAND, OpKind.BITOR, OpKind.BITXOR, OpKind.INVERT, OpKind.LSHIFT,
+           OpKind.RSHIFT}  # fmt: skip
 COMPARISONS = {OpKind.LT, OpKind.LE, OpKind.GT, OpKind.GE, OpKind.EQ, OpKind.NE}
+#: ops that read the counters a launch passes in (the sample's index and step number)
+COUNTER_OPS = {OpKind.DRAW, OpKind.SAMPLE_INDEX, OpKind.STEP_INDEX}
 
 
 @dataclass(frozen=True)
@@ -199,6 +235,13 @@ class Slot:
         return self.param.role is Role.PARAM
 
 
+#: What a launch of a program that reads counters (``Program.counters``) takes after its slots,
+#: in order: the run's seed (an unsigned 64-bit integer; 0 for a program that does not draw),
+#: the global index of the bound arrays' sample 0, and the runner's step count before the
+#: launch (a sample live at step ``k`` of the launch is at step ``first_step + k``).
+COUNTER_ARGUMENTS = ("seed", "first_sample", "first_step")
+
+
 def slots(params: tuple[Parameter, ...]) -> tuple[Slot, ...]:
     """The argument layout of a kernel with ``params``, in parameter order: one slot per
     ``Param`` and per scalar per-sample parameter, one per component of a vector parameter.
@@ -243,6 +286,17 @@ class Program:
     def slots(self) -> tuple[Slot, ...]:
         """The kernel's argument layout (see ``Slot``)."""
         return slots(self.params)
+
+    @functools.cached_property
+    def draws(self) -> bool:
+        """The program draws random numbers: a run needs a seed."""
+        return any(op.kind is OpKind.DRAW for op in self.ops)
+
+    @functools.cached_property
+    def counters(self) -> bool:
+        """The program reads the sample's index or step number (every draw does): its compiled
+        launch takes ``COUNTER_ARGUMENTS`` after the slots. False: the launch is as before."""
+        return any(op.kind in COUNTER_OPS for op in self.ops)
 
     @property
     def accumulate(self) -> bool:

@@ -18,6 +18,8 @@ __all__ = ["kernel", "Kernel", "ProgramKernel", "KERNEL_OPTIONS", "RESERVED_PARA
 #: every option ``@hawk.kernel(...)`` accepts, with its type and meaning
 KERNEL_OPTIONS = {
     "accumulate": (bool, "writes to Out parameters add into the buffer instead of overwriting"),
+    "dtypes": (dict, "the parameters' default dtypes by name (others: float64), e.g. "
+                     "{'state': 'uint64'}: what the body is checked with at definition"),
 }
 
 #: Names a kernel parameter may not have: the keyword arguments of the runtime's entry points
@@ -31,6 +33,7 @@ RESERVED_PARAMETER_NAMES = {
     "eager": "until_done's host-decides-every-launch switch",
     "check_finite": "until_done's NaN/inf check",
     "stream": "until_done's CUDA stream",
+    "seed": "until_done/simulate's seed of the random streams",
     "device": "simulate's device",
     "progress": "simulate's progress bar",
     "plan": "eagle.distributed.until_done's plan, which may be passed by name",
@@ -48,6 +51,25 @@ def _check_parameter_names(source: KernelSource) -> None:
                 f"({RESERVED_PARAMETER_NAMES[decl.name]}): bindings are passed as keywords "
                 f"beside it, so {decl.name}=... could not bind this parameter; rename it "
                 f"(e.g. {decl.name + '_'!r})", decl.loc)
+
+
+def _default_dtypes(source: KernelSource, given: Mapping[str, object]) -> dict[str, DType]:
+    """Each parameter's default dtype: ``given`` (the ``dtypes`` option), else float64."""
+    names = {d.name: d for d in source.params}
+    out = {name: DType.FLOAT64 for name in names}
+    for name, dtype in given.items():
+        if name not in names:
+            raise TypeError(f"@hawk.kernel(dtypes=...) names {name!r}, which is not a "
+                            f"parameter of {source.name} ({', '.join(names)})")
+        try:
+            out[name] = DType.from_numpy(np.dtype(dtype))
+        except (TypeError, ValueError):
+            raise TypeError(f"@hawk.kernel(dtypes=...): {name!r} has dtype {dtype!r}; use one "
+                            f"of {', '.join(d.value for d in DType)}") from None
+        if names[name].annotation.role is Role.TERMINATED or out[name] is DType.BOOL:
+            raise TypeError(f"@hawk.kernel(dtypes=...): {name!r} cannot be given a dtype "
+                            "(the Terminated flag is bool; other parameters are numbers)")
+    return out
 
 
 class Kernel:
@@ -80,9 +102,10 @@ class Kernel:
         self.options = options
         self.source = KernelSource(func)
         _check_parameter_names(self.source)
+        defaults = _default_dtypes(self.source, options.get("dtypes", {}))
         self.params = tuple(
             Parameter(d.name, d.annotation.role, d.annotation.width,
-                      DType.BOOL if d.annotation.role is Role.TERMINATED else DType.FLOAT64)
+                      DType.BOOL if d.annotation.role is Role.TERMINATED else defaults[d.name])
             for d in self.source.params
         )
         self._programs: dict[tuple, Program] = {}
@@ -108,7 +131,10 @@ class Kernel:
             params.append(Parameter(p.name, p.role, p.width, dtype))
         key = tuple(params)
         if key not in self._programs:
-            options = tuple(sorted(self.options.items()))
+            options = tuple(sorted((k, tuple(sorted((n, DType.from_numpy(d).value)
+                                                    for n, d in v.items()))
+                                    if k == "dtypes" else v)
+                                   for k, v in self.options.items()))
             self._programs[key] = optimize(lower(self.source, tuple(params), options))
         return self._programs[key]
 

@@ -32,7 +32,8 @@ from enum import Enum
 from typing import NamedTuple
 
 from .errors import IRError
-from .ir import COMPARISONS, MATH_FUNCTIONS, DType, Op, OpKind, Program, Role, Store
+from .ir import BIT_OPS, COMPARISONS, MATH_FUNCTIONS, DType, Op, OpKind, Program, Role, Store
+from .philox import DISTRIBUTIONS
 
 __all__ = ["check", "eliminate_dead_code", "eliminate_common_subexpressions", "Stage",
            "classify", "Pass", "PIPELINE", "optimize", "IRError"]
@@ -40,18 +41,21 @@ __all__ = ["check", "eliminate_dead_code", "eliminate_common_subexpressions", "S
 
 # -- the checker ---------------------------------------------------------------------------------
 
-_UNARY = {OpKind.CAST, OpKind.NEG, OpKind.ABS, OpKind.NOT}
+_UNARY = {OpKind.CAST, OpKind.NEG, OpKind.ABS, OpKind.NOT, OpKind.INVERT}
 #: ops whose operands and result share one numeric dtype
 _ARITHMETIC = {OpKind.NEG, OpKind.ADD, OpKind.SUB, OpKind.MUL, OpKind.DIV, OpKind.FLOORDIV,
                OpKind.MOD, OpKind.ABS, OpKind.MIN, OpKind.MAX}  # fmt: skip
 _LOGIC = {OpKind.AND, OpKind.OR, OpKind.NOT}
 #: the Python type of a ``CONST``'s attr, per dtype (what ``dtype.numpy.type(v).item()`` gives)
-_CONST_TYPES = {DType.BOOL: bool, DType.INT64: int, DType.FLOAT32: float, DType.FLOAT64: float}
+_CONST_TYPES = {DType.BOOL: bool, DType.INT64: int, DType.FLOAT32: float, DType.FLOAT64: float,
+                DType.INT32: int, DType.UINT32: int, DType.UINT64: int}
 
 
 def _arity(op: Op) -> int:
-    if op.kind in (OpKind.CONST, OpKind.LOAD):
+    if op.kind in (OpKind.CONST, OpKind.LOAD, OpKind.SAMPLE_INDEX, OpKind.STEP_INDEX):
         return 0
+    if op.kind is OpKind.DRAW:  # the attr is checked first
+        return 2 if DISTRIBUTIONS[op.attr[0]] else 0
     if op.kind in _UNARY:
         return 1
     if op.kind is OpKind.SELECT:
@@ -78,6 +82,8 @@ def _op_rule(program: Program, index: int, op: Op, dtypes: list[DType]) -> str |
             return f"argument %{a} does not refer to an earlier op"
     if op.kind is OpKind.CALL and not (isinstance(op.attr, str) and op.attr in MATH_FUNCTIONS):
         return f"calls {op.attr!r}, which is not one of MATH_FUNCTIONS"
+    if op.kind is OpKind.DRAW and (rule := _draw_rule(op)):
+        return rule
     if len(op.args) != _arity(op):
         what = f"math.{op.attr}" if op.kind is OpKind.CALL else op.kind.value
         return f"{what} takes {_arity(op)} argument(s), got {len(op.args)}"
@@ -87,7 +93,7 @@ def _op_rule(program: Program, index: int, op: Op, dtypes: list[DType]) -> str |
             return f"the constant {op.attr!r} is not exactly a value of dtype {op.dtype.value}"
     elif op.kind is OpKind.LOAD:
         return _load_rule(program, op)
-    elif op.attr is not None and op.kind is not OpKind.CALL:
+    elif op.attr is not None and op.kind not in (OpKind.CALL, OpKind.DRAW):
         return f"{op.kind.value} takes no attr, got {op.attr!r}"
     if op.kind is OpKind.CAST:
         if not (args[0].is_number and op.dtype.is_number and args[0] is not op.dtype):
@@ -101,6 +107,10 @@ def _op_rule(program: Program, index: int, op: Op, dtypes: list[DType]) -> str |
         if any(d is not op.dtype for d in args):
             return (f"the operands must have the result dtype {op.dtype.value}, got "
                     f"{', '.join(d.value for d in args)}")
+    elif op.kind in BIT_OPS:
+        if not op.dtype.is_integer or any(d is not op.dtype for d in args):
+            return (f"{op.kind.value} takes and gives integers of one dtype, got "
+                    f"{', '.join(d.value for d in args)} -> {op.dtype.value}")
     elif op.kind in COMPARISONS:
         if op.dtype is not DType.BOOL or args[0] is not args[1]:
             return (f"a comparison takes two operands of one dtype and gives bool, got "
@@ -121,6 +131,25 @@ def _op_rule(program: Program, index: int, op: Op, dtypes: list[DType]) -> str |
         if not op.dtype.is_float or any(d is not op.dtype for d in args):
             return (f"math.{op.attr} takes and gives floats of one dtype, got "
                     f"{', '.join(d.value for d in args)} -> {op.dtype.value}")
+    elif op.kind in (OpKind.SAMPLE_INDEX, OpKind.STEP_INDEX):
+        if op.dtype is not DType.INT64:
+            return f"{op.kind.value} gives int64, not {op.dtype.value}"
+    elif op.kind is OpKind.DRAW:
+        integer = DISTRIBUTIONS[op.attr[0]]
+        if integer and (op.dtype is not DType.INT64 or any(d is not DType.INT64 for d in args)):
+            return (f"a {op.attr[0]} draw takes and gives int64, got "
+                    f"{', '.join(d.value for d in args)} -> {op.dtype.value}")
+        if not integer and not op.dtype.is_float:
+            return f"a {op.attr[0]} draw gives a float, not {op.dtype.value}"
+    return None
+
+
+def _draw_rule(op: Op) -> str | None:
+    attr = op.attr
+    if not (isinstance(attr, tuple) and len(attr) == 2 and attr[0] in DISTRIBUTIONS
+            and type(attr[1]) is int and 0 <= attr[1] < 2**32):
+        return (f"a draw's attr is (one of {', '.join(DISTRIBUTIONS)}, a position in "
+                f"[0, 2**32)), got {attr!r}")
     return None
 
 
@@ -283,7 +312,7 @@ class Stage(Enum):
 
     LAUNCH = 0  # constants and Param loads only: one value for every sample and step
     SAMPLE = 1  # also per-sample read-only inputs (Scalar): one value per sample, every step
-    STEP = 2  # reads mutable state: recomputed every step
+    STEP = 2  # reads mutable state, draws or the step number: recomputed every step
 
 
 _LOAD_STAGES = {Role.PARAM: Stage.LAUNCH, Role.SCALAR: Stage.SAMPLE, Role.MUTABLE: Stage.STEP}
@@ -297,6 +326,10 @@ def classify(program: Program) -> tuple[Stage, ...]:
             stage = Stage.LAUNCH
         elif op.kind is OpKind.LOAD:
             stage = _LOAD_STAGES[program.param(op.attr[0]).role]
+        elif op.kind is OpKind.SAMPLE_INDEX:
+            stage = Stage.SAMPLE
+        elif op.kind in (OpKind.DRAW, OpKind.STEP_INDEX):  # new values every step
+            stage = Stage.STEP
         else:
             stage = max((stages[a] for a in op.args), key=lambda s: s.value)
         stages.append(stage)

@@ -20,9 +20,11 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
+from . import philox
 from .ir import OpKind, Program, Role
 from .passes import check
 
@@ -34,6 +36,8 @@ _ARITHMETIC = {
     OpKind.LT: np.less, OpKind.LE: np.less_equal, OpKind.GT: np.greater,
     OpKind.GE: np.greater_equal, OpKind.EQ: np.equal, OpKind.NE: np.not_equal,
     OpKind.AND: np.logical_and, OpKind.OR: np.logical_or,
+    OpKind.BITAND: np.bitwise_and, OpKind.BITOR: np.bitwise_or, OpKind.BITXOR: np.bitwise_xor,
+    OpKind.LSHIFT: np.left_shift, OpKind.RSHIFT: np.right_shift,
 }  # fmt: skip
 
 _EXACT_UFUNCS = {"sqrt": np.sqrt, "fabs": np.fabs, "floor": np.floor, "ceil": np.ceil}
@@ -42,7 +46,11 @@ _EXACT_UFUNCS = {"sqrt": np.sqrt, "fabs": np.fabs, "floor": np.floor, "ceil": np
 #: float32 ``sin`` is ``float32(sin(double(x)))``, not the C library's ``sinf``); the others are
 #: exact in any dtype (``sqrt``, ``fabs``, ``floor``, ``ceil``) or the dtype's own C function
 #: (``hypot``: ``hypotf`` for float32, as NumPy computes it)
-IN_DOUBLE = frozenset({"exp", "log", "sin", "cos", "tan", "tanh", "atan2", "pow"})
+IN_DOUBLE = frozenset({"exp", "log", "sin", "cos", "tan", "tanh", "atan2", "pow", "asin",
+                       "acos", "atan", "erf", "log10", "log1p", "expm1", "cbrt", "sinh",
+                       "cosh"})
+#: NumPy's name of a C library function, for the results Python's ``math`` raises on instead
+_NUMPY_NAMES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan"}
 
 
 def _libm(name: str, dtype: np.dtype, args: list[np.ndarray]) -> np.ndarray:
@@ -69,10 +77,31 @@ def _c_semantics(name: str, *xs: float) -> float:
         x = np.float64(xs[0])
         if name == "pow":
             return float(np.float64(x) ** np.float64(xs[1]))
-        return float(getattr(np, {"log": "log", "exp": "exp"}.get(name, name))(x))
+        return float(getattr(np, _NUMPY_NAMES.get(name, name))(x))
 
 
-def _evaluate(program: Program, arrays: Mapping[str, np.ndarray], n: int) -> list[np.ndarray]:
+@dataclass(frozen=True)
+class Counters:
+    """What the draws of one step read: the run's seed, every sample's global index and the
+    step number of the samples that are live (all live samples are at the same step)."""
+
+    seed: int | None
+    samples: np.ndarray
+    step: int
+
+    def draw(self, program: Program, op, args: list[np.ndarray]) -> np.ndarray:
+        if self.seed is None:
+            raise ValueError(f"kernel {program.name!r} draws random numbers: step() needs a "
+                             "seed")
+        distribution, position = op.attr
+        words = philox.block(self.seed, self.samples, self.step, position)
+        if distribution == "randint":
+            return philox.randint(words, *args)
+        return getattr(philox, distribution)(words, op.dtype.numpy)
+
+
+def _evaluate(program: Program, arrays: Mapping[str, np.ndarray], n: int,
+              counters: Counters) -> list[np.ndarray]:
     values: list[np.ndarray] = []
     for op in program.ops:
         dtype = op.dtype.numpy
@@ -94,12 +123,20 @@ def _evaluate(program: Program, arrays: Mapping[str, np.ndarray], n: int) -> lis
             v = np.abs(a[0])
         elif op.kind is OpKind.NOT:
             v = np.logical_not(a[0])
+        elif op.kind is OpKind.INVERT:
+            v = np.invert(a[0])
         elif op.kind is OpKind.MIN:
             v = np.where(a[1] < a[0], a[1], a[0])
         elif op.kind is OpKind.MAX:
             v = np.where(a[1] > a[0], a[1], a[0])
         elif op.kind is OpKind.SELECT:
             v = np.where(a[0], a[1], a[2])
+        elif op.kind is OpKind.DRAW:
+            v = counters.draw(program, op, a)
+        elif op.kind is OpKind.SAMPLE_INDEX:
+            v = counters.samples
+        elif op.kind is OpKind.STEP_INDEX:
+            v = np.full(n, counters.step, dtype=np.int64)
         elif op.kind is OpKind.CALL:  # a NaN result is the canonical quiet NaN, sign clear
             v = _libm(op.attr, dtype, a)
             v = np.where(np.isnan(v), np.array(np.nan, dtype=dtype), v)
@@ -110,12 +147,15 @@ def _evaluate(program: Program, arrays: Mapping[str, np.ndarray], n: int) -> lis
 
 
 def step(program: Program, arrays: Mapping[str, np.ndarray], terminated: np.ndarray | None = None,
-         ) -> int:
+         *, seed: int | None = None, first_sample: int = 0, step_number: int = 0) -> int:
     """Advance every live sample of ``arrays`` by one step, in place; return how many were live.
 
     ``arrays`` maps each parameter name to its NumPy array (``(n,)`` or ``(3, n)``) or, for a
     ``Param``, a scalar. ``terminated`` is the flag array (taken from ``arrays`` when None).
-    Raises ``hawk.IRError`` for a program that breaks the IR's rules.
+    A program that draws needs ``seed``; sample ``i`` of the arrays is the run's sample
+    ``first_sample + i``, and the live samples take their step number ``step_number`` (the
+    steps they took before this one: ``run`` counts them). Raises ``hawk.IRError`` for a
+    program that breaks the IR's rules.
     """
     _checked(program)
     flag_param = program.terminated_param
@@ -123,8 +163,9 @@ def step(program: Program, arrays: Mapping[str, np.ndarray], terminated: np.ndar
         terminated = arrays[flag_param.name]
     n = _sample_count(program, arrays, terminated)
     alive = np.ones(n, dtype=bool) if terminated is None else ~terminated
+    counters = Counters(seed, first_sample + np.arange(n, dtype=np.int64), step_number)
     with np.errstate(all="ignore"):
-        values = _evaluate(program, arrays, n)
+        values = _evaluate(program, arrays, n, counters)
     for store in program.stores:
         target = arrays[store.param]
         target = target if store.component is None else target[store.component]
@@ -138,10 +179,11 @@ def step(program: Program, arrays: Mapping[str, np.ndarray], terminated: np.ndar
     return int(np.count_nonzero(alive))
 
 
-def run(program: Program, arrays: Mapping[str, np.ndarray], max_steps: int) -> int:
+def run(program: Program, arrays: Mapping[str, np.ndarray], max_steps: int, *,
+        seed: int | None = None, first_sample: int = 0) -> int:
     """Step until every sample is terminated or ``max_steps`` steps; return the steps taken."""
     for steps in range(max_steps):
-        if step(program, arrays) == 0:
+        if step(program, arrays, seed=seed, first_sample=first_sample, step_number=steps) == 0:
             return steps
     return max_steps
 

@@ -93,16 +93,21 @@ class CpuKernel:
         """The generated function's arguments after ``tid, nthreads, nsteps``, from ``bound``."""
         return launch_arguments(self.program, bound)
 
-    def launch(self, nsteps: int, nthreads: int, arguments: tuple) -> tuple[int, int]:
+    def launch(self, nsteps: int, nthreads: int, arguments: tuple, first_step: int = 0,
+               ) -> tuple[int, int]:
         """Advance every live sample by up to ``nsteps`` on ``nthreads`` host threads; return
-        (live samples, steps taken by the slowest)."""
+        (live samples, steps taken by the slowest). ``first_step``: the runner's step count
+        before the launch, for a program that reads counters (``Program.counters``)."""
         nblocks = -(-arguments[0].shape[0] // SHAPE.block)
+        if self.program.counters:
+            arguments = (*arguments, np.int64(first_step))
         live, steps = team.run(self.function, nthreads, nblocks, (np.int64(nsteps), *arguments))
         return int(live), int(steps)
 
 
 def launch_arguments(program: Program, bound) -> tuple:
-    """``bound``'s arrays and values in the order of the generated function's arguments."""
+    """``bound``'s arrays and values in the order of the generated function's arguments (a
+    program that reads counters: then its seed and first sample; ``launch`` adds the step)."""
     values = [bound.flags]
     for slot in program.slots:
         name, component = slot.key
@@ -111,6 +116,8 @@ def launch_arguments(program: Program, bound) -> tuple:
         else:
             array = bound.arrays[name]
             values.append(array if component is None else array[component])
+    if program.counters:
+        values += [np.uint64(bound.seed or 0), np.int64(bound.first_sample)]
     return tuple(values)
 
 
@@ -136,8 +143,8 @@ def compile_program(program: Program, bound=None) -> CpuKernel:
         module_name, key, source = _entry(program)
         kernel = _loaded.get(module_name)
         if kernel is None:
-            signature = (_signature(launch_arguments(program, bound)) if bound is not None
-                         else _program_signature(program))
+            signature = (_signature(program, launch_arguments(program, bound))
+                         if bound is not None else _program_signature(program))
             function, path = _build(module_name, key, source, signature)
             kernel = _loaded[module_name] = CpuKernel(program, function, path)
         _by_program[id(program)] = (program, kernel)
@@ -270,9 +277,11 @@ def _import(module_name: str, data: bytes, filename: str):
     return module
 
 
-def _signature(example: tuple):
+def _signature(program: Program, example: tuple):
     numba = _numba()
-    return (numba.int64, numba.int64, numba.int64, *(numba.typeof(a) for a in example))
+    first_step = (numba.int64,) if program.counters else ()
+    return (numba.int64, numba.int64, numba.int64, *(numba.typeof(a) for a in example),
+            *first_step)
 
 
 def _program_signature(program: Program):
@@ -285,6 +294,8 @@ def _program_signature(program: Program):
     for slot in program.slots:
         dtype = slot.param.dtype.numpy
         types.append(numba.from_dtype(dtype) if slot.is_uniform else array(dtype))
+    if program.counters:  # seed, first_sample, first_step
+        types += [numba.uint64, numba.int64, numba.int64]
     return (numba.int64, numba.int64, numba.int64, *types)
 
 
@@ -326,7 +337,7 @@ class CpuLoop:
                 # A launch too short to split costs more in the hand-over than it saves.
                 threads = self.threads if live * k >= SPLIT_WORK else 1
                 t0 = time.perf_counter()
-                live, taken = self.kernel.launch(k, threads, self._arguments)
+                live, taken = self.kernel.launch(k, threads, self._arguments, counters.steps)
                 counters.record(1, taken, live)
                 self._adapt(k, taken, time.perf_counter() - t0)
                 condition[0] = not counters.finished

@@ -32,8 +32,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hawk.ir import DType, Op, OpKind, Program, Role
+from hawk.ir import COMPARISONS, COUNTER_ARGUMENTS, DType, Op, OpKind, Program, Role
 from hawk.passes import Stage, classify
+from hawk.philox import (
+    COS_SERIES,
+    LN2_HI,
+    LN2_LO,
+    LOG_SERIES,
+    M0,
+    M1,
+    PI_4,
+    ROUNDS,
+    SIN_SERIES,
+    SQRT2,
+    W0,
+    W1,
+    horner_text,
+)
 from hawk.reference import IN_DOUBLE
 
 from ..codegen import ExpressionRenderer, invariant_ops, walk
@@ -65,13 +80,18 @@ class Shape:
 SHAPE = Shape()
 
 _NUMPY_TYPES = {DType.BOOL: "np.bool_", DType.INT64: "np.int64",
-                DType.FLOAT32: "np.float32", DType.FLOAT64: "np.float64"}  # fmt: skip
+                DType.FLOAT32: "np.float32", DType.FLOAT64: "np.float64",
+                DType.INT32: "np.int32", DType.UINT32: "np.uint32",
+                DType.UINT64: "np.uint64"}  # fmt: skip
 # Exact or rounding-free functions go through NumPy's scalar versions (floor/ceil return floats,
 # as in C); the rest through math, which Numba lowers to the C library's functions.
 _FUNCTIONS = {"sqrt": "math.sqrt", "exp": "math.exp", "log": "math.log", "sin": "math.sin",
               "cos": "math.cos", "tan": "math.tan", "tanh": "math.tanh", "fabs": "abs",
               "floor": "np.floor", "ceil": "np.ceil", "atan2": "math.atan2",
-              "pow": "math.pow", "hypot": "math.hypot"}  # fmt: skip
+              "pow": "math.pow", "hypot": "math.hypot", "asin": "math.asin",
+              "acos": "math.acos", "atan": "math.atan", "erf": "math.erf",
+              "log10": "math.log10", "log1p": "math.log1p", "expm1": "math.expm1",
+              "cbrt": "np.cbrt", "sinh": "math.sinh", "cosh": "math.cosh"}  # fmt: skip
 
 
 _BITS = {DType.FLOAT32: 32, DType.FLOAT64: 64}
@@ -97,18 +117,154 @@ def int_floordiv(a, b):
 """
 
 
+def _philox_rounds() -> list[str]:
+    """Philox4x32's rounds written out (``hawk.philox.philox4x32``), so LLVM sees straight-line
+    code it can vectorise across lanes."""
+    lines = []
+    for r in range(ROUNDS):
+        if r:
+            lines += [f"    k0 = (k0 + np.uint64({W0:#x})) & mask",
+                      f"    k1 = (k1 + np.uint64({W1:#x})) & mask"]
+        lines += [f"    p0 = c0 * np.uint64({M0:#x})", f"    p1 = c2 * np.uint64({M1:#x})",
+                  "    c0, c1, c2, c3 = (p1 >> s32) ^ c1 ^ k0, p1 & mask, (p0 >> s32) ^ c3 ^ k1, "
+                  "p0 & mask"]
+    return lines
+
+
+# Helpers of a program that draws (``Program.counters``), after ``_HELPERS``: the draws of
+# ``hawk.philox``, operation for operation. In the lane loop ``seed`` (uint64), ``sample_id``
+# and ``step_id`` (int64) are the run's seed, the lane's global sample index and its step number.
+_RANDOM_HELPERS = "\n".join([
+    '@njit(inline="always")',
+    "def philox(seed, sample, step, position):",
+    "    mask = np.uint64(0xFFFFFFFF)",
+    "    s32 = np.uint64(32)",
+    "    s = np.uint64(sample)",
+    "    t = np.uint64(step)",
+    "    c0 = np.uint64(position)",
+    "    c1 = t & mask",
+    "    high = np.uint64(0xFFFF)",
+    "    c2 = ((t >> s32) & high) | (((s >> s32) & high) << np.uint64(16))",
+    "    c3 = s & mask",
+    "    k0 = seed & mask",
+    "    k1 = seed >> s32",
+    *_philox_rounds(),
+    "    return c0, c1, c2, c3",
+    "",
+    "",
+    '@njit(inline="always")',
+    "def integer53(high, low):",
+    "    return np.int64((high << np.uint64(21)) | (low >> np.uint64(11)))",
+    "",
+    "",
+    '@njit(inline="always")',
+    "def draw_uniform64(seed, sample, step, position):",
+    "    w0, w1, w2, w3 = philox(seed, sample, step, position)",
+    "    return np.float64(integer53(w0, w1)) * np.float64(2.0 ** -53)",
+    "",
+    "",
+    '@njit(inline="always")',
+    "def draw_uniform32(seed, sample, step, position):",
+    "    w0, w1, w2, w3 = philox(seed, sample, step, position)",
+    "    return np.float32(np.int64(w0 >> np.uint64(8))) * np.float32(2.0 ** -24)",
+    "",
+    "",
+    '@njit(inline="always")',
+    "def log53(k):",  # hawk.philox.log53, operation for operation
+    "    e = np.int64(0)",
+    *[f"    e = e + np.int64({shift}) * np.int64((k >> (e + np.int64({shift}))) != 0)"
+      for shift in (32, 16, 8, 4, 2, 1)],
+    "    top = (k << (np.int64(52) - e)) if e <= 52 else (k >> np.int64(1))",
+    "    m = np.float64(top) * np.float64(2.0 ** -52)",
+    f"    big = m > {SQRT2!r}",
+    "    m = m * 0.5 if big else m",
+    "    e = e + np.int64(big) - np.int64(53)",
+    "    s = (m - 1.0) / (m + 1.0)",
+    "    z = s * s",
+    f"    log_m = (2.0 * s) + ((2.0 * s) * (z * {horner_text('z', LOG_SERIES)}))",
+    "    ef = np.float64(e)",
+    f"    return (ef * {LN2_HI!r}) + ((ef * {LN2_LO!r}) + log_m)",
+    "",
+    "",
+    '@njit(inline="always")',
+    "def cos53(k):",  # hawk.philox.cos53: the same values; its selects written as arithmetic
+    "    octant = k >> np.int64(50)",  # (0/1 blends and a +-1 factor, exact on these values:
+    "    f = k & np.int64((1 << 50) - 1)",  # sin_x, cos_x >= 0), which LLVM vectorises after a
+    "    odd = octant & np.int64(1)",  # Philox block where it does not vectorise the selects
+    "    f = f + odd * (np.int64(1 << 50) - np.int64(2) * f)",
+    f"    x = (np.float64(f) * np.float64(2.0 ** -50)) * {PI_4!r}",
+    "    w = x * x",
+    f"    sin_x = x + (x * (w * {horner_text('w', SIN_SERIES)}))",
+    f"    cos_x = (1.0 - (0.5 * w)) + (w * (w * {horner_text('w', COS_SERIES)}))",
+    "    oddf = np.float64(odd)",
+    "    cos_phi = sin_x * oddf + cos_x * (1.0 - oddf)",
+    "    sin_phi = cos_x * oddf + sin_x * (1.0 - oddf)",
+    "    quadrant = octant >> np.int64(1)",
+    "    swap = np.float64(quadrant & np.int64(1))",
+    "    negative = np.float64(((quadrant + np.int64(1)) >> np.int64(1)) & np.int64(1))",
+    "    return (sin_phi * swap + cos_phi * (1.0 - swap)) * (1.0 - 2.0 * negative)",
+    "",
+    "",
+    '@njit(inline="always")',
+    "def draw_normal64(seed, sample, step, position):",
+    "    w0, w1, w2, w3 = philox(seed, sample, step, position)",
+    "    radius = math.sqrt(log53(integer53(w0, w1) + np.int64(1)) * np.float64(-2.0))",
+    "    return radius * cos53(integer53(w2, w3))",
+    "",
+    "",
+    '@njit(inline="always")',
+    "def draw_exponential64(seed, sample, step, position):",
+    "    w0, w1, w2, w3 = philox(seed, sample, step, position)",
+    "    return -log53(integer53(w0, w1) + np.int64(1))",
+    "",
+    "",
+    '@njit(inline="always")',
+    "def draw_randint(seed, sample, step, position, lo, hi):",
+    "    w0, w1, w2, w3 = philox(seed, sample, step, position)",
+    "    span = np.uint64(hi) - np.uint64(lo)",
+    "    span = min(span, np.uint64(1 << 32)) if hi > lo else np.uint64(0)",
+    "    s32 = np.uint64(32)",
+    "    return np.int64(np.uint64(lo) + ((w0 * span + ((w1 * span) >> s32)) >> s32))",
+    "",
+])
+
+
+# Helpers of a program with shifts (after ``_HELPERS``): NumPy's shifts, whose count outside
+# [0, bits) gives 0 (or -1 for >> of a negative number); Numba's are LLVM's, undefined there.
+_SHIFT_HELPERS = """\
+@njit(inline="always")
+def shift_left(a, b, zero, bits):
+    return (a << b) if (b >= zero and b < bits) else zero
+
+
+@njit(inline="always")
+def shift_right(a, b, zero, bits):
+    return (a >> b) if (b >= zero and b < bits) else zero
+
+
+@njit(inline="always")
+def shift_right_signed(a, b, zero, bits, top):
+    return (a >> b) if (b >= zero and b < bits) else (a >> top)
+"""
+# Numba computes 32-bit integers in 64 bits: their results are wrapped back to 32 bits.
+_NARROW = {DType.INT32, DType.UINT32}
+_NOT_WRAPPED = {OpKind.CONST, OpKind.CAST, OpKind.SELECT, OpKind.MIN, OpKind.MAX}
+
+
 class NumbaRenderer(ExpressionRenderer):
     formats = {
         **ExpressionRenderer.formats,
         OpKind.FLOORDIV: "({0} // {1})", OpKind.MOD: "({0} % {1})", OpKind.ABS: "abs({0})",
         OpKind.AND: "({0} & {1})", OpKind.OR: "({0} | {1})", OpKind.NOT: "(not {0})",
+        OpKind.BITAND: "({0} & {1})", OpKind.BITOR: "({0} | {1})", OpKind.BITXOR: "({0} ^ {1})",
+        OpKind.INVERT: "(~{0})",
     }  # fmt: skip
 
     def literal(self, value, dtype: DType) -> str:
         if dtype is DType.BOOL:
             return repr(bool(value))
-        if dtype is DType.INT64:
-            return f"np.int64({int(value)})"
+        if dtype.is_integer:
+            return f"{_NUMPY_TYPES[dtype]}({int(value)})"
         text = self.float_text(value)
         if text in ("nan", "inf", "-inf"):
             text = f"np.{text}" if text != "-inf" else "-np.inf"
@@ -124,8 +280,35 @@ class NumbaRenderer(ExpressionRenderer):
         return f"canonical_nan{_BITS[dtype]}({value})"
 
     def render(self, op: Op, args: list[str]) -> str:
-        if op.kind is OpKind.FLOORDIV and op.dtype is DType.INT64:
+        value = self._render(op, args)
+        if op.dtype in _NARROW and op.kind not in _NOT_WRAPPED and op.kind not in COMPARISONS:
+            return f"{_NUMPY_TYPES[op.dtype]}({value})"
+        return value
+
+    def _render(self, op: Op, args: list[str]) -> str:
+        if op.kind in (OpKind.LSHIFT, OpKind.RSHIFT):
+            zero, bits = self.literal(0, op.dtype), self.literal(op.dtype.bits, op.dtype)
+            if op.kind is OpKind.LSHIFT:
+                return f"shift_left({args[0]}, {args[1]}, {zero}, {bits})"
+            if op.dtype.is_unsigned:
+                return f"shift_right({args[0]}, {args[1]}, {zero}, {bits})"
+            top = self.literal(op.dtype.bits - 1, op.dtype)  # a >> top: the sign, 0 or -1
+            return f"shift_right_signed({args[0]}, {args[1]}, {zero}, {bits}, {top})"
+        if op.kind is OpKind.FLOORDIV and op.dtype.is_integer and not op.dtype.is_unsigned:
             return f"int_floordiv({args[0]}, {args[1]})"
+        if op.kind is OpKind.SAMPLE_INDEX:
+            return "sample_id"
+        if op.kind is OpKind.STEP_INDEX:
+            return "step_id"
+        if op.kind is OpKind.DRAW:
+            distribution, position = op.attr
+            counters = f"seed, sample_id, step_id, np.uint64({position})"
+            if distribution == "randint":
+                return f"draw_randint({counters}, {args[0]}, {args[1]})"
+            if distribution == "uniform":
+                return f"draw_uniform{_BITS[op.dtype]}({counters})"
+            value = f"draw_{distribution}64({counters})"  # float32: the float64 draw, rounded
+            return value if op.dtype is DType.FLOAT64 else f"np.float32({value})"
         return super().render(op, args)
 
 
@@ -189,6 +372,12 @@ class _Layout:
         return ([f"lane_{_base(self.slots[key])}" for key in self.lane_keys]
                 + [f"lane_h{i}" for i in self.sample_ops])
 
+    def visit_counters(self) -> list[str]:
+        """A visit's extra arguments in a program that reads counters (draws): the seed, the
+        global index of sample 0, the step number of the visit's first step and the lanes'
+        samples."""
+        return ["seed", "first_sample", "step0", "idx"] if self.program.counters else []
+
     def uniforms(self) -> list[str]:
         return [slot.name for slot in self.program.slots if slot.is_uniform]
 
@@ -241,12 +430,17 @@ class _Layout:
                  for key in self.lane_keys]
         lane += [f"h{i} = lane_h{i}[i]" for i in self.sample_ops]
         lane.append(f"alive = {src[-1]}[i]")
+        if self.program.counters:  # the lane's sample: its draws' stream (hawk.philox)
+            lane.append("sample_id = first_sample + idx[i]")
         for k in range(steps):
+            if self.program.counters:  # a live lane has taken every step of the visit so far
+                lane.append(f"step_id = step0 + np.int64({k})")
             lane += self.step(k)
         lane += [f"{name}[i] = {self.local(key)}"
                  for key, name in zip(self.state, dst, strict=False)]
         lane += [f"{dst[-1]}[i] = alive", "some = some | alive"]
-        arguments = ", ".join(["mp", *src, *self.lanes(), *self.uniforms(), *dst])
+        arguments = ", ".join(["mp", *src, *self.lanes(), *self.uniforms(), *dst,
+                               *self.visit_counters()])
         return [
             _JIT,
             f"def {name}({arguments}):",
@@ -277,6 +471,8 @@ class _Layout:
                  for key, name in zip(self.state, self.buffers(side), strict=False)]
         lines += [f"g_{_base(self.slots[key])} = {self.slots[key].name}[i]"
                   for key in self.gathered_keys]
+        if p.counters:  # hawk.sample_index() is a per-sample invariant
+            lines.append("sample_id = first_sample + i")
         lines += [f"{a.name} = {a.expression}" for a in invariants]
         lines += [f"lane_{_base(self.slots[key])}[{at}] = {self.slots[key].name}[i]"
                   for key in self.lane_keys]
@@ -338,6 +534,7 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
     a, b = layout.buffers("a"), layout.buffers("b")
     src, dst = layout.buffers("src"), layout.buffers("dst")
     shared = ", ".join([*layout.lanes(), *layout.uniforms()])
+    counters = ", seed, first_sample, first_step + d, idx" if layout.program.counters else ""
     swap = [f"{s}, {t} = {t}, {s}" for s, t in zip(src, dst, strict=True)]
     pick = [  # the next set of lanes: a block's live lanes, or the pool's next ones
         "if not in_pool:",
@@ -402,7 +599,8 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
         "while d < target:",
         *[f"    {line}" for line in layout.pad("src")],
         f"    if target - d >= {shape.unroll}:",
-        f"        some = visit_unrolled(mp, {', '.join(src)}, {shared}, {', '.join(dst)})",
+        f"        some = visit_unrolled(mp, {', '.join(src)}, {shared}, {', '.join(dst)}"
+        f"{counters})",
         "        if some:",
         *[f"            {line}" for line in swap],
         "            swapped = not swapped",
@@ -416,7 +614,8 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
         "        # values give the same bits.",
         "        some = True",
         "        while some and d < target:",
-        f"            some = visit_one(mp, {', '.join(src)}, {shared}, {', '.join(src)})",
+        f"            some = visit_one(mp, {', '.join(src)}, {shared}, {', '.join(src)}"
+        f"{counters})",
         "            d += 1",
         "        if not some:",
         "            left = 0",
@@ -463,7 +662,9 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
     ]
     return [
         _JIT,
-        f"def run_blocks(tid, nthreads, nsteps, {arrays}):",
+        f"def run_blocks(tid, nthreads, nsteps, {arrays}"
+        + ("".join(f", {name}" for name in COUNTER_ARGUMENTS) if layout.program.counters
+           else "") + "):",
         "    n = flags.shape[0]",
         f"    nblocks = (n + {shape.block - 1}) // {shape.block}",
         f"    idx = np.empty({shape.block}, np.int64)",
@@ -506,5 +707,8 @@ def emit_launch(program: Program, shape: Shape | None = None) -> str:
         "",
         _HELPERS,
         "",
+        *([_RANDOM_HELPERS, ""] if program.counters else []),
+        *([_SHIFT_HELPERS, ""] if any(op.kind in (OpKind.LSHIFT, OpKind.RSHIFT)
+                                     for op in program.ops) else []),
     ]
     return "\n".join(header + body) + "\n"

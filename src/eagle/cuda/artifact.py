@@ -102,6 +102,10 @@ def write_artifact(program: Program, target: str, path: Path, arch: str = "sm_90
         raise ValueError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
     if ptx_isa is not None and target != "ptx":
         raise ValueError(f"ptx_isa applies to --target ptx only, not {target!r}")
+    if program.counters:  # its launch takes a seed and a first sample the sidecar cannot say
+        raise ValueError(f"kernel {program.name!r} draws random numbers or reads "
+                         "hawk.sample_index()/hawk.step(); writing it as an artifact is not "
+                         "supported yet: run it with eagle.until_done(..., seed=...)")
     source = emit_cuda(program)
     native = None
     if target == "cuda":

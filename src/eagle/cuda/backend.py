@@ -91,9 +91,12 @@ class CudaKernel:
         self.spread = info.multiprocessors * BLOCK_SIZE
 
 
-def step_arguments(slots: tuple[Slot, ...], bound: Bound, control: DeviceBuffer):
+def step_arguments(slots: tuple[Slot, ...], bound: Bound, control: DeviceBuffer,
+                   counters: bool = False):
     """The step kernel's argument types and values for ``bound``: the count, the control
-    block, the flags, then one value per slot (the layout ``Program.slots`` defines)."""
+    block, the flags, then one value per slot (the layout ``Program.slots`` defines), then for
+    a program that reads counters (``Program.counters``) the seed and the first sample's index
+    (the step number is the control block's ``steps``)."""
     types, values = ["long long", "ptr", "ptr"], [bound.n, control.ptr, bound.flags.ptr]
     for slot in slots:
         name, component = slot.key
@@ -104,6 +107,9 @@ def step_arguments(slots: tuple[Slot, ...], bound: Bound, control: DeviceBuffer)
             array = bound.arrays[name]
             types.append("ptr")
             values.append(array.row(component) if component is not None else array.ptr)
+    if counters:
+        types += ["u64", "long long"]
+        values += [bound.seed or 0, bound.first_sample]
     return types, values
 
 
@@ -140,7 +146,8 @@ class GraphLoop:
         start = time.perf_counter()
         activate(self.kernel.ordinal)
         grid = -(-self.bound.n // BLOCK_SIZE)
-        types, values = step_arguments(self.kernel.program.slots, self.bound, self.control)
+        types, values = step_arguments(self.kernel.program.slots, self.bound, self.control,
+                                       self.kernel.program.counters)
         step_args = pack(types, values)
         self.graph = Graph()
         if self.mode == "graph-while":
@@ -178,7 +185,8 @@ class GraphLoop:
         if int(status) != 1:
             raise RuntimeError("append_to_capture() needs a stream that is capturing")
         grid = -(-self.bound.n // BLOCK_SIZE)
-        types, values = step_arguments(self.kernel.program.slots, self.bound, self.control)
+        types, values = step_arguments(self.kernel.program.slots, self.bound, self.control,
+                                       self.kernel.program.counters)
         step_args = pack(types, values)
         start_args = pack(["ptr"], [self.control.ptr])
         start = add_kernel_node(graph, self.kernel.start, 1, 1, start_args, dependencies)
@@ -246,7 +254,8 @@ class GraphLoop:
         activate(self.kernel.ordinal)
         grid = -(-self.bound.n // BLOCK_SIZE)
         if not hasattr(self, "_host_launch"):
-            types, values = step_arguments(self.kernel.program.slots, self.bound, self.control)
+            types, values = step_arguments(self.kernel.program.slots, self.bound, self.control,
+                                       self.kernel.program.counters)
             self._host_launch = (
                 Launcher(self.kernel.step, types, BLOCK_SIZE, self.kernel.ordinal),
                 pack(types, values),

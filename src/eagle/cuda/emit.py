@@ -40,6 +40,21 @@ from __future__ import annotations
 import math
 
 from hawk.ir import DType, OpKind, Program, Role, Slot
+from hawk.philox import (
+    COS_SERIES,
+    LN2_HI,
+    LN2_LO,
+    LOG_SERIES,
+    M0,
+    M1,
+    PI_4,
+    ROUNDS,
+    SIN_SERIES,
+    SQRT2,
+    W0,
+    W1,
+    horner_text,
+)
 
 from ..codegen import ExpressionRenderer, invariant_ops, walk
 
@@ -56,10 +71,14 @@ CONTROL_FIELDS = ("nsteps", "live", "taken", "steps", "launches", "max_steps",
                   "steps_per_launch", "last_live", "grow_until", "full", "spread", "progress")
 
 _C_TYPES = {DType.BOOL: "bool", DType.INT64: "long long", DType.FLOAT32: "float",
-            DType.FLOAT64: "double"}  # fmt: skip
+            DType.FLOAT64: "double", DType.INT32: "int", DType.UINT32: "unsigned int",
+            DType.UINT64: "unsigned long long"}  # fmt: skip
 _FLOAT32_NAMES = {"sqrt": "sqrtf", "exp": "expf", "log": "logf", "sin": "sinf", "cos": "cosf",
                   "tan": "tanf", "tanh": "tanhf", "fabs": "fabsf", "floor": "floorf",
-                  "ceil": "ceilf", "atan2": "atan2f", "pow": "powf", "hypot": "hypotf"}  # fmt: skip
+                  "ceil": "ceilf", "atan2": "atan2f", "pow": "powf", "hypot": "hypotf",
+                  "asin": "asinf", "acos": "acosf", "atan": "atanf", "erf": "erff",
+                  "log10": "log10f", "log1p": "log1pf", "expm1": "expm1f", "cbrt": "cbrtf",
+                  "sinh": "sinhf", "cosh": "coshf"}  # fmt: skip
 
 # Python's semantics for // and % and abs, as NumPy computes them (npy_divmod for floats;
 # integer division by zero gives 0).
@@ -133,6 +152,157 @@ __device__ __forceinline__ float eagle_canonical_nan(float x) {
 """.replace("@FIELDS@", "; long long ".join(CONTROL_FIELDS))
 
 
+def _hex(value: float) -> str:
+    return f"({value.hex()})"
+
+
+# The draws of ``hawk.philox``, operation for operation, emitted only for a program that reads
+# counters (``Program.counters``). In the step ``seed``, ``sample_id`` and ``step_id`` are the
+# run's seed, the thread's global sample index and the sample's step number.
+_RANDOM_HELPERS = r"""
+struct EaglePhilox { unsigned int w0, w1, w2, w3; };
+__device__ __forceinline__ EaglePhilox eagle_philox(unsigned long long seed, long long sample,
+                                                    long long step, unsigned int position) {
+    const unsigned long long s = (unsigned long long)sample, t = (unsigned long long)step;
+    unsigned int c0 = position, c1 = (unsigned int)t;
+    unsigned int c2 = (unsigned int)(((t >> 32) & 0xFFFFull) | (((s >> 32) & 0xFFFFull) << 16));
+    unsigned int c3 = (unsigned int)s;
+    unsigned int k0 = (unsigned int)seed, k1 = (unsigned int)(seed >> 32);
+#pragma unroll
+    for (int r = 0; r < @ROUNDS@; ++r) {
+        if (r) { k0 += @W0@u; k1 += @W1@u; }
+        const unsigned long long p0 = (unsigned long long)@M0@u * c0;
+        const unsigned long long p1 = (unsigned long long)@M1@u * c2;
+        const unsigned int n0 = (unsigned int)(p1 >> 32) ^ c1 ^ k0;
+        const unsigned int n2 = (unsigned int)(p0 >> 32) ^ c3 ^ k1;
+        c0 = n0; c1 = (unsigned int)p1; c2 = n2; c3 = (unsigned int)p0;
+    }
+    EaglePhilox out = {c0, c1, c2, c3};
+    return out;
+}
+__device__ __forceinline__ long long eagle_integer53(unsigned int high, unsigned int low) {
+    return (long long)((((unsigned long long)high) << 21) | (low >> 11));
+}
+__device__ __forceinline__ double eagle_draw_uniform64(unsigned long long seed, long long sample,
+                                                       long long step, unsigned int position) {
+    const EaglePhilox w = eagle_philox(seed, sample, step, position);
+    return (double)eagle_integer53(w.w0, w.w1) * 0x1p-53;
+}
+__device__ __forceinline__ float eagle_draw_uniform32(unsigned long long seed, long long sample,
+                                                      long long step, unsigned int position) {
+    const EaglePhilox w = eagle_philox(seed, sample, step, position);
+    return (float)(long long)(w.w0 >> 8) * 0x1p-24f;
+}
+// hawk.philox.log53 and cos53, operation for operation (+ - * / only: the reference's bits)
+__device__ __forceinline__ double eagle_log53(long long k) {
+    long long e = 0;
+@LOG_SHIFTS@
+    const long long top = e <= 52 ? (k << (52 - e)) : (k >> 1);
+    double m = (double)top * 0x1p-52;
+    const bool big = m > @SQRT2@;
+    m = big ? m * 0.5 : m;
+    e = e + (big ? 1 : 0) - 53;
+    const double s = (m - 1.0) / (m + 1.0);
+    const double z = s * s;
+    const double log_m = (2.0 * s) + ((2.0 * s) * (z * @LOG_SERIES@));
+    const double ef = (double)e;
+    return (ef * @LN2_HI@) + ((ef * @LN2_LO@) + log_m);
+}
+__device__ __forceinline__ double eagle_cos53(long long k) {
+    const long long octant = k >> 50;
+    long long f = k & ((1LL << 50) - 1);
+    const bool odd = (octant & 1) == 1;
+    f = odd ? (1LL << 50) - f : f;
+    const double x = ((double)f * 0x1p-50) * @PI_4@;
+    const double w = x * x;
+    const double sin_x = x + (x * (w * @SIN_SERIES@));
+    const double cos_x = (1.0 - (0.5 * w)) + (w * (w * @COS_SERIES@));
+    const double cos_phi = odd ? sin_x : cos_x;
+    const double sin_phi = odd ? cos_x : sin_x;
+    const long long quadrant = octant >> 1;
+    return quadrant == 0 ? cos_phi : quadrant == 1 ? -sin_phi : quadrant == 2 ? -cos_phi
+                                                                             : sin_phi;
+}
+__device__ __forceinline__ double eagle_draw_normal64(unsigned long long seed, long long sample,
+                                                      long long step, unsigned int position) {
+    const EaglePhilox w = eagle_philox(seed, sample, step, position);
+    const double radius = sqrt(eagle_log53(eagle_integer53(w.w0, w.w1) + 1) * -2.0);
+    return radius * eagle_cos53(eagle_integer53(w.w2, w.w3));
+}
+__device__ __forceinline__ double eagle_draw_exponential64(unsigned long long seed,
+                                                           long long sample, long long step,
+                                                           unsigned int position) {
+    const EaglePhilox w = eagle_philox(seed, sample, step, position);
+    return -eagle_log53(eagle_integer53(w.w0, w.w1) + 1);
+}
+__device__ __forceinline__ long long eagle_draw_randint(unsigned long long seed, long long sample,
+                                                        long long step, unsigned int position,
+                                                        long long lo, long long hi) {
+    const EaglePhilox w = eagle_philox(seed, sample, step, position);
+    unsigned long long span = (unsigned long long)hi - (unsigned long long)lo;
+    span = hi > lo ? (span < 0x100000000ull ? span : 0x100000000ull) : 0ull;
+    const unsigned long long offset =
+        ((unsigned long long)w.w0 * span + (((unsigned long long)w.w1 * span) >> 32)) >> 32;
+    return (long long)((unsigned long long)lo + offset);
+}
+""".replace("@ROUNDS@", str(ROUNDS)).replace("@W0@", hex(W0)).replace("@W1@", hex(W1)) \
+    .replace("@M0@", hex(M0)).replace("@M1@", hex(M1)).replace("@SQRT2@", SQRT2.hex()) \
+    .replace("@LN2_HI@", LN2_HI.hex()).replace("@LN2_LO@", LN2_LO.hex()) \
+    .replace("@PI_4@", PI_4.hex()) \
+    .replace("@LOG_SHIFTS@", "\n".join(f"    e = e + {n} * ((k >> (e + {n})) != 0 ? 1 : 0);"
+                                       for n in (32, 16, 8, 4, 2, 1))) \
+    .replace("@LOG_SERIES@", horner_text("z", LOG_SERIES, _hex)) \
+    .replace("@SIN_SERIES@", horner_text("w", SIN_SERIES, _hex)) \
+    .replace("@COS_SERIES@", horner_text("w", COS_SERIES, _hex))
+
+
+# The 32-bit and unsigned integers' // % abs and every integer's shifts, emitted only for a
+# program that uses them (NumPy's semantics: // and % by zero give 0, Python's floor for signed
+# operands; a shift count outside [0, bits) gives 0, or -1 for >> of a negative number).
+_INTEGER_HELPERS = r"""
+template <> __device__ __forceinline__ int eagle_floordiv(int a, int b) {
+    if (b == 0) return 0;
+    if (b == -1) return (int)(0u - (unsigned int)a);  // MIN // -1 wraps to MIN
+    int q = a / b;
+    return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+template <> __device__ __forceinline__ int eagle_mod(int a, int b) {
+    if (b == 0) return 0;
+    int r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+template <> __device__ __forceinline__ unsigned int eagle_floordiv(unsigned int a,
+                                                                   unsigned int b) {
+    return b == 0u ? 0u : a / b; }
+template <> __device__ __forceinline__ unsigned int eagle_mod(unsigned int a, unsigned int b) {
+    return b == 0u ? 0u : a % b; }
+template <> __device__ __forceinline__ unsigned long long eagle_floordiv(unsigned long long a,
+                                                                         unsigned long long b) {
+    return b == 0ull ? 0ull : a / b; }
+template <> __device__ __forceinline__ unsigned long long eagle_mod(unsigned long long a,
+                                                                    unsigned long long b) {
+    return b == 0ull ? 0ull : a % b; }
+__device__ __forceinline__ int eagle_abs(int a) { return a < 0 ? (int)(0u - (unsigned int)a) : a; }
+__device__ __forceinline__ unsigned int eagle_abs(unsigned int a) { return a; }
+__device__ __forceinline__ unsigned long long eagle_abs(unsigned long long a) { return a; }
+#define EAGLE_SHIFTS(T, U, BITS) \
+__device__ __forceinline__ T eagle_shl(T a, T b) { \
+    return (b >= (T)0 && b < (T)BITS) ? (T)((U)a << b) : (T)0; } \
+__device__ __forceinline__ T eagle_shr(T a, T b) { \
+    return (b >= (T)0 && b < (T)BITS) ? (T)(a >> b) : (a < (T)0 ? (T)-1 : (T)0); }
+EAGLE_SHIFTS(int, unsigned int, 32)
+EAGLE_SHIFTS(long long, unsigned long long, 64)
+EAGLE_SHIFTS(unsigned int, unsigned int, 32)
+EAGLE_SHIFTS(unsigned long long, unsigned long long, 64)
+"""
+_NEW_INTEGERS = {DType.INT32, DType.UINT32, DType.UINT64}
+
+
+def _uses_integer_helpers(program: Program) -> bool:
+    return any(op.kind in (OpKind.LSHIFT, OpKind.RSHIFT) or op.dtype in _NEW_INTEGERS
+               for op in program.ops)
+
+
 class CudaRenderer(ExpressionRenderer):
     formats = {
         **ExpressionRenderer.formats,
@@ -141,6 +311,9 @@ class CudaRenderer(ExpressionRenderer):
         OpKind.FLOORDIV: "eagle_floordiv({0}, {1})", OpKind.MOD: "eagle_mod({0}, {1})",
         OpKind.ABS: "eagle_abs({0})",
         OpKind.AND: "({0} && {1})", OpKind.OR: "({0} || {1})", OpKind.NOT: "(!{0})",
+        OpKind.BITAND: "({0} & {1})", OpKind.BITOR: "({0} | {1})", OpKind.BITXOR: "({0} ^ {1})",
+        OpKind.INVERT: "(~{0})", OpKind.LSHIFT: "eagle_shl({0}, {1})",
+        OpKind.RSHIFT: "eagle_shr({0}, {1})",
     }  # fmt: skip
 
     def literal(self, value, dtype: DType) -> str:
@@ -149,6 +322,10 @@ class CudaRenderer(ExpressionRenderer):
         if dtype is DType.INT64:
             value = int(value)
             return "(-9223372036854775807LL - 1)" if value == -(2**63) else f"{value}LL"
+        if dtype is DType.INT32:
+            return f"((int)({int(value)}LL))"
+        if dtype.is_unsigned:
+            return f"(({_C_TYPES[dtype]}){int(value)}ull)"
         value = float(value)
         if math.isnan(value) or math.isinf(value):
             bits = {"nan": 0x7FF8000000000000, "inf": 0x7FF0000000000000,
@@ -164,6 +341,21 @@ class CudaRenderer(ExpressionRenderer):
     def call(self, name: str, args: list[str], dtype: DType) -> str:
         function = _FLOAT32_NAMES[name] if dtype is DType.FLOAT32 else name
         return f"eagle_canonical_nan({function}({', '.join(args)}))"
+
+    def render(self, op, args: list[str]) -> str:
+        if op.kind is OpKind.SAMPLE_INDEX:
+            return "sample_id"
+        if op.kind is OpKind.STEP_INDEX:
+            return "step_id"
+        if op.kind is OpKind.DRAW:
+            distribution, position = op.attr
+            counters = f"seed, sample_id, step_id, {position}u"
+            if distribution == "randint":
+                return f"eagle_draw_randint({counters}, {args[0]}, {args[1]})"
+            bits = 32 if distribution == "uniform" and op.dtype is DType.FLOAT32 else 64
+            value = f"eagle_draw_{distribution}{bits}({counters})"  # float32: rounded
+            return f"((float){value})" if op.dtype is DType.FLOAT32 and bits == 64 else value
+        return super().render(op, args)
 
 
 def slot_ctype(slot: Slot) -> str:
@@ -190,11 +382,16 @@ def _step_body(program: Program) -> list[str]:
             continue
         local[key] = "s" + slot.name[1:]
         lines.append(f"{_C_TYPES[slot.param.dtype]} {local[key]} = {slot.name}[i];")
+    if program.counters:  # the sample's stream (hawk.philox): its index, its first step
+        lines += ["const long long sample_id = first_sample + i;",
+                  "const long long first_step = control->steps;"]
     # What does not change from step to step (dt * omega * omega) is computed once.
     invariant = invariant_ops(program)
     hoisted, names = walk(program, CudaRenderer(), local.__getitem__, only=invariant)
     lines += [f"const {_C_TYPES[a.op.dtype]} {a.name} = {a.expression};" for a in hoisted]
     lines += ["bool done = false;", "while (taken < nsteps) {"]
+    if program.counters:  # a live sample has taken every step of the launch so far
+        lines.append("    const long long step_id = first_step + taken;")
     assignments, names = walk(program, CudaRenderer(), local.__getitem__,
                               known={i: names[i] for i in invariant})
     lines += [f"    const {_C_TYPES[a.op.dtype]} {a.name} = {a.expression};" for a in assignments]
@@ -217,13 +414,16 @@ def _step_body(program: Program) -> list[str]:
 
 def emit_cuda(program: Program) -> str:
     """CUDA C++ source defining ``eagle_step`` and ``eagle_decide`` for ``program``."""
+    counters = ["unsigned long long seed", "long long first_sample"] if program.counters else []
     arguments = ",\n    ".join(["long long n", "EagleControl* __restrict__ control",
                                 "bool* __restrict__ flags",
-                                *[f"{slot_ctype(slot)} {slot.name}" for slot in program.slots]])
+                                *[f"{slot_ctype(slot)} {slot.name}" for slot in program.slots],
+                                *counters])
     body = "\n        ".join(_step_body(program))
     return f"""\
 // Generated by eagle from hawk kernel {program.name!r}. Do not edit.
-{_HELPERS}
+{_HELPERS}{_RANDOM_HELPERS if program.counters else ""}\
+{_INTEGER_HELPERS if _uses_integer_helpers(program) else ""}
 extern "C" __global__ void __launch_bounds__({BLOCK_SIZE}) {STEP_KERNEL}(
     {arguments})
 {{

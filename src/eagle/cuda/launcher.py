@@ -17,7 +17,8 @@ from .stream import current_stream
 __all__ = ["Module", "Launcher", "KernelArguments", "pack"]
 
 _SCALARS = {"double": ctypes.c_double, "float": ctypes.c_float, "long long": ctypes.c_longlong,
-            "int": ctypes.c_int, "bool": ctypes.c_bool, "u64": ctypes.c_uint64}  # fmt: skip
+            "int": ctypes.c_int, "bool": ctypes.c_bool, "u64": ctypes.c_uint64,
+            "unsigned int": ctypes.c_uint32, "unsigned long long": ctypes.c_uint64}  # fmt: skip
 
 
 class Module:
