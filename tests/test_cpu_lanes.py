@@ -19,12 +19,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import hawk
 import random_kernels
 from differential import assert_bitwise_equal, reference_run
 from eagle.bindings import bind
 from eagle.cpu.backend import launch_arguments
 from eagle.cpu.emit import Shape, emit_launch
-from hawk import reference
+from hawk import Mutable, Scalar, reference
 from kernels import falling, spread_oscillator
 
 SHAPES = [Shape(block=32, unroll=4), Shape(block=64, unroll=8)]
@@ -160,3 +161,16 @@ def test_random_kernels_launch_by_launch(tmp_path, tmp_path_factory, source, see
     expected, expected_steps = reference_run(kernel, bindings, steps)
     assert steps == expected_steps, source
     assert_bitwise_equal(actual, expected)
+
+
+@hawk.kernel
+def bare(x: Mutable[Scalar]):
+    x += 1.0
+
+
+def test_kernel_with_nothing_but_state(tmp_path_factory):
+    """No Param, no read-only input, no Terminated: the visits take the state alone."""
+    bindings = dict(x=np.arange(300.0))
+    actual, steps = run_launches(bare, bindings, SHAPES[1], [3, 9, 1], 2, tmp_path_factory)
+    assert steps == 13
+    assert_bitwise_equal(actual, dict(x=np.arange(300.0) + 13))

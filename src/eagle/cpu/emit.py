@@ -533,8 +533,13 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
     shape = layout.shape
     a, b = layout.buffers("a"), layout.buffers("b")
     src, dst = layout.buffers("src"), layout.buffers("dst")
-    shared = ", ".join([*layout.lanes(), *layout.uniforms()])
-    counters = ", seed, first_sample, first_step + d, idx" if layout.program.counters else ""
+    counters = ["seed", "first_sample", "first_step + d", "idx"] if layout.program.counters \
+        else []
+
+    def visit(name: str, source: list[str], target: list[str]) -> str:
+        arguments = ["mp", *source, *layout.lanes(), *layout.uniforms(), *target, *counters]
+        return f"some = {name}({', '.join(arguments)})"
+
     swap = [f"{s}, {t} = {t}, {s}" for s, t in zip(src, dst, strict=True)]
     pick = [  # the next set of lanes: a block's live lanes, or the pool's next ones
         "if not in_pool:",
@@ -599,8 +604,7 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
         "while d < target:",
         *[f"    {line}" for line in layout.pad("src")],
         f"    if target - d >= {shape.unroll}:",
-        f"        some = visit_unrolled(mp, {', '.join(src)}, {shared}, {', '.join(dst)}"
-        f"{counters})",
+        f"        {visit('visit_unrolled', src, dst)}",
         "        if some:",
         *[f"            {line}" for line in swap],
         "            swapped = not swapped",
@@ -614,8 +618,7 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
         "        # values give the same bits.",
         "        some = True",
         "        while some and d < target:",
-        f"            some = visit_one(mp, {', '.join(src)}, {shared}, {', '.join(src)}"
-        f"{counters})",
+        f"            {visit('visit_one', src, src)}",
         "            d += 1",
         "        if not some:",
         "            left = 0",
