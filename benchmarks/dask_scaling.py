@@ -134,15 +134,26 @@ def main() -> None:
             cluster.close()
     print(f"spread-{args.k} oscillator, {args.workers} workers x 1 thread, {args.chunks} "
           "chunks; bytes are sent + received through each process's TCP comms")
-    print(f"{'n':>11} {'arm':<14} {'client MB':>10} {'sched MB':>9} {'workers MB':>10} "
+    print(f"{'n':>11} {'arm':<14} {'chunks':>6} {'client MB':>10} {'sched MB':>9} "
+          f"{'workers MB':>10} "
           f"{'client ms/chunk':>15} {'sched ms/chunk':>14} {'workers cpu s':>13} "
           f"{'wall s':>7}")
     for r in rows:
-        print(f"{r['n']:>11,} {r['arm']:<14} {r['client_bytes'] / 1e6:>10.3f} "
+        print(f"{r['n']:>11,} {r['arm']:<14} {r['chunks']:>6} {r['client_bytes'] / 1e6:>10.3f} "
               f"{r['scheduler_bytes'] / 1e6:>9.3f} {r['workers_bytes'] / 1e6:>10.3f} "
               f"{r['client_cpu_s'] / r['chunks'] * 1e3:>15.1f} "
               f"{r['scheduler_cpu_s'] / r['chunks'] * 1e3:>14.1f} {r['workers_cpu_s']:>13.2f} "
               f"{r['wall_s']:>7.2f}")
+    for n in args.n:  # what one more chunk costs on the new path: 8x the chunks, same n
+        few, many = (next(r for r in rows if r["n"] == n and r["arm"] == "on-workers"
+                          and r["chunks"] == c) for c in (args.chunks, 8 * args.chunks))
+        extra = many["chunks"] - few["chunks"]
+        print(f"n = {n:,}, on-workers, per extra chunk: client "
+              f"{(many['client_bytes'] - few['client_bytes']) / extra / 1e3:.2f} kB and "
+              f"{(many['client_cpu_s'] - few['client_cpu_s']) / extra * 1e3:.2f} ms CPU, "
+              f"scheduler {(many['scheduler_bytes'] - few['scheduler_bytes']) / extra / 1e3:.2f}"
+              f" kB and {(many['scheduler_cpu_s'] - few['scheduler_cpu_s']) / extra * 1e3:.2f} "
+              "ms CPU")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(dict(k=args.k, workers=args.workers, rows=rows), indent=2))
     print(f"all arms agree bit for bit; wrote {args.json}")
@@ -159,6 +170,7 @@ def run_one(client, plan, n: int, k: int, chunks: int) -> list[dict]:
     def client_arrays():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.filterwarnings("ignore", message=".*large graph.*")  # the point of it
             return ed.until_done(plan, client, chunks=chunks, max_steps=10 * k, compute=True,
                                  dt=DT, **make_spread(0, n, n, k)).arrays
 
@@ -170,12 +182,20 @@ def run_one(client, plan, n: int, k: int, chunks: int) -> list[dict]:
     def reduced():
         return ed.run_on_cluster(plan, client, reduce=histogram, keep=False, **options).reduced
 
+    def on_workers_many():  # the per-chunk cost: the same run cut 8x finer
+        result = ed.run_on_cluster(plan, client, **{**options, "chunks": 8 * chunks})
+        result.release()
+        return result.report
+
     rows = []
     results = {}
-    for name, arm in (("client-arrays", client_arrays), ("on-workers", on_workers),
-                      ("reduced", reduced)):
-        cost, results[name] = measured(client, arm)
-        rows.append(dict(n=n, arm=name, chunks=chunks, **cost))
+    for name, arm, arm_chunks in (("client-arrays", client_arrays, chunks),
+                                  ("on-workers", on_workers, chunks),
+                                  ("reduced", reduced, chunks),
+                                  ("on-workers", on_workers_many, 8 * chunks)):
+        cost, results[name, arm_chunks] = measured(client, arm)
+        rows.append(dict(n=n, arm=name, chunks=arm_chunks, **cost))
+    results = {name: value for (name, _), value in results.items()}
     # the same bits: the reduction of the gathered state, and one gathered run on the workers
     full = results["client-arrays"]
     if not np.array_equal(sum(results["reduced"]), np.histogram(full["x"], bins=BINS)[0]):
