@@ -277,3 +277,41 @@ def test_workers_killed_at_random_moments_change_nothing():
             assert result.report.done == n
             client.wait_for_workers(2, timeout=60)  # the nanny restarts the killed one
     assert len(killed) == 4, killed
+
+
+def test_progress_across_the_cluster_counts_every_sample(client, capsys):
+    result = ed.run_on_cluster(spread_oscillator, client, n=N_SPREAD, chunks=4,
+                               max_steps=5000, init=make_spread, dt=1e-3, progress=True)
+    err = capsys.readouterr().err
+    assert "spread_oscillator (4 chunks)" in err and "100%" in err and "20.0k/20.0k" in err
+    assert result.report.done == N_SPREAD
+
+
+def test_a_run_past_its_timeout_stops_and_says_so(client):
+    def slow(lo, hi):
+        if hi - lo > 1:  # not the client's one-sample probe: never done within the timeout
+            time.sleep(30)
+        return make_spread(lo, hi, n=1000)
+
+    start = time.monotonic()
+    with pytest.raises(TimeoutError, match="2 of 2 chunks not finished after timeout=1.0 s; "
+                                           "pass checkpoint=folder"):
+        ed.run_on_cluster(spread_oscillator, client, n=1000, chunks=2, max_steps=10,
+                          init=slow, dt=1e-3, timeout=1.0)
+    assert time.monotonic() - start < 20
+    client.restart()  # the sleeping chunks cannot be interrupted; fresh workers for the rest
+
+
+def test_a_chunk_refuses_a_worker_whose_environment_differs():
+    from eagle.distributed import _chunk
+
+    other = dict(ed.environment(), numba="0.1.0")
+    spec = _chunk.ChunkSpec(kernel=ProgramKernel(spread_oscillator.specialize({})),
+                            device="cpu", fmad=False, max_steps=10, steps_per_launch=None,
+                            uniforms={"dt": 1e-3}, written=("x",), init=make_spread,
+                            reduce=None, keep=True, checkpoint=None, token="",
+                            environment=other)
+    with pytest.raises(ed.WorkerEnvironmentError,
+                       match=r"refusing to run on worker .*: it runs numba "
+                             r"\S+ \(the client has 0.1.0\)"):
+        _chunk.run_chunk(spec, 0, 0, 10, {})
