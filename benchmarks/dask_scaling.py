@@ -161,9 +161,9 @@ def main() -> None:
 
 def run_one(client, plan, n: int, k: int, chunks: int) -> list[dict]:
     init = functools.partial(make_spread, n=n, k=k)
-    options = dict(n=n, chunks=chunks, max_steps=10 * k, init=init, dt=DT)
+    options = dict(n_samples=n, chunks=chunks, max_steps=10 * k, init=init, dt=DT)
     # warm up: every worker compiles (or loads) the kernel, the scheduler sees the functions
-    ed.run_on_cluster(plan, client, **{**options, "n": 4 * chunks,
+    ed.run_on_cluster(plan, client, **{**options, "n_samples": 4 * chunks,
                                        "init": functools.partial(make_spread, n=4 * chunks,
                                                                  k=k)}).release()
 

@@ -121,7 +121,7 @@ def test_inputs_and_results_stay_on_the_workers_and_the_bits_match(cli):
     moved = {}
     for n in (2_000, 20_000, 400_000):  # the first compiles the kernel on the workers
         before = bytes_now(client)
-        result = ed.run_on_cluster(spread_oscillator, client, n=n, chunks=4, max_steps=5000,
+        result = ed.run_on_cluster(spread_oscillator, client, n_samples=n, chunks=4, max_steps=5000,
                                    init=functools.partial(make_spread, n=n), dt=1e-3)
         after = bytes_now(client)
         moved[n] = {k: after[k] - before[k] for k in after}
@@ -161,7 +161,7 @@ def test_a_worker_with_another_eagle_version_is_refused_by_name(cli, tmp_path):
         odd = next(address for address, info in client.scheduler_info(n_workers=-1)
                    ["workers"].items() if info["name"] == "odd")
         with pytest.raises(ed.WorkerEnvironmentError) as info:
-            ed.run_on_cluster(spread_oscillator, client, n=1000, chunks=2, max_steps=10,
+            ed.run_on_cluster(spread_oscillator, client, n_samples=1000, chunks=2, max_steps=10,
                               init=functools.partial(make_spread, n=1000), dt=1e-3)
         message = str(info.value)
         assert f"worker {odd} runs eagle 0.0.0+other (the client has {eagle.__version__})" \
@@ -180,7 +180,7 @@ def chunk_files(folder: Path) -> int:
 
 
 def fault_run(client, folder: Path, **options):
-    return ed.run_on_cluster(spread_oscillator, client, n=N_FAULT, chunks=CHUNKS_FAULT,
+    return ed.run_on_cluster(spread_oscillator, client, n_samples=N_FAULT, chunks=CHUNKS_FAULT,
                              max_steps=5000, dt=1e-3, checkpoint=folder,
                              init=functools.partial(make_spread, n=N_FAULT, k=K_FAULT),
                              **options)
@@ -230,7 +230,7 @@ import eagle.distributed as ed
 from kernels import spread_oscillator
 from test_distributed_cluster import make_spread
 with distributed.Client(scheduler_file=sys.argv[1]) as client:
-    ed.run_on_cluster(spread_oscillator, client, n={n}, chunks={chunks}, max_steps=5000,
+    ed.run_on_cluster(spread_oscillator, client, n_samples={n}, chunks={chunks}, max_steps=5000,
                       dt=1e-3, checkpoint=sys.argv[2],
                       init=functools.partial(make_spread, n={n}, k={k}))
 """
@@ -240,7 +240,7 @@ def test_a_client_killed_mid_run_leaves_its_finished_chunks_for_the_next(cli, tm
     cluster, client = cli
     folder = tmp_path / "chunks"
     script = tmp_path / "client.py"
-    script.write_text(textwrap.dedent(CLIENT_SCRIPT.format(n=N_FAULT, chunks=CHUNKS_FAULT,
+    script.write_text(textwrap.dedent(CLIENT_SCRIPT.format(n_samples=N_FAULT, chunks=CHUNKS_FAULT,
                                                            k=K_FAULT)))
     other = subprocess.Popen([sys.executable, str(script), str(cluster.file), str(folder)],
                              env=cluster.env, stdout=subprocess.DEVNULL,

@@ -118,7 +118,7 @@ class ClusterResult:
 
 
 def run_on_cluster(plan: Plan | hawk.Kernel, client, *, max_steps: int, chunks=None,
-                   n: int | None = None, init: Callable | None = None,
+                   n_samples: int | None = None, init: Callable | None = None,
                    steps_per_launch: int | None = None, reduce: Callable | None = None,
                    keep: bool = True, checkpoint=None, progress: bool = False,
                    timeout: float | None = None, no_workers_timeout: float = 60.0,
@@ -140,7 +140,7 @@ def run_on_cluster(plan: Plan | hawk.Kernel, client, *, max_steps: int, chunks=N
         max_steps, steps_per_launch: as for ``eagle.until_done``, per chunk.
         chunks: a number of chunks (of equal size, give or take one) or their sizes; default:
             the sample-axis chunking of the dask-array inputs.
-        n: the number of samples (needed when no per-sample array is bound).
+        n_samples: the number of samples (needed when no per-sample array is bound).
         init: ``init(lo, hi) -> {name: array}`` making the per-sample inputs of samples ``lo``
             to ``hi - 1`` on the worker (arrays of shape ``(hi - lo,)`` or ``(3, hi - lo)``).
             It must be a pure function of ``(lo, hi)``: a chunk is made again after a worker
@@ -173,7 +173,7 @@ def run_on_cluster(plan: Plan | hawk.Kernel, client, *, max_steps: int, chunks=N
     steps_per_launch = check_steps_per_launch(steps_per_launch)
     _check_options(init, reduce, keep, progress, timeout, no_workers_timeout)
     probe = _probe(init, plan.kernel, bindings)
-    n = _sample_count(plan.kernel, bindings, n, init)
+    n = _sample_count(plan.kernel, bindings, n_samples, init)
     bound = bind(plan.kernel, {**_standins(plan.kernel, bindings), **probe}, HOST,
                  caller="run_on_cluster")
     program = plan.kernel.specialize(bound.dtypes)
@@ -274,7 +274,8 @@ def _probe(init, kernel: hawk.Kernel, bindings: dict) -> dict:
 
 
 def _sample_count(kernel: hawk.Kernel, bindings: dict, n, init) -> int:
-    """The samples, from the per-sample arrays' last axis and ``n=`` (which must agree)."""
+    """The samples, from the per-sample arrays' last axis and ``n_samples=`` (which must
+    agree)."""
     params = {p.name: p for p in kernel.params}
     counts = {}
     for name, value in bindings.items():
@@ -289,15 +290,15 @@ def _sample_count(kernel: hawk.Kernel, bindings: dict, n, init) -> int:
         counts[name] = shape[-1]
     if n is not None:
         if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
-            raise BindingValueError(f"n must be a positive int (the number of samples), "
-                                    f"got {n!r}")
-        counts["n="] = int(n)
+            raise BindingValueError(f"n_samples must be a positive int (the number of "
+                                    f"samples), got {n!r}")
+        counts["n_samples="] = int(n)
     if len(set(counts.values())) > 1:
         raise BindingValueError("the per-sample arrays disagree on the number of samples: " +
                                 ", ".join(f"{k} {v}" for k, v in counts.items()))
     if not counts:
-        raise BindingValueError("no per-sample array is bound, so pass n= (the number of "
-                                "samples)" + (" for init to make" if init else ""))
+        raise BindingValueError("no per-sample array is bound, so pass n_samples= (the "
+                                "number of samples)" + (" for init to make" if init else ""))
     return next(iter(counts.values()))
 
 
@@ -347,17 +348,18 @@ def _input_tokens(arrays: dict) -> list:
 
 
 def _token_of(init) -> str | None:
+    """``init`` as cloudpickle writes it: by module and name for a module-level function
+    (stable across processes), by value (code, closure, defaults, a partial's arguments) for
+    the rest."""
     if init is None:
         return None
     import cloudpickle
 
-    module, name = getattr(init, "__module__", None), getattr(init, "__qualname__", None)
-    state = (getattr(init, "__defaults__", None), getattr(init, "__kwdefaults__", None),
-             [c.cell_contents for c in getattr(init, "__closure__", None) or ()])
     try:
-        return _checkpoint.fingerprint(module, name, cloudpickle.dumps(state))
-    except Exception:  # state that does not pickle: the function's name alone
-        return _checkpoint.fingerprint(module, name)
+        return _checkpoint.fingerprint(cloudpickle.dumps(init))
+    except Exception:  # a function that does not pickle could not reach the workers either
+        return _checkpoint.fingerprint(getattr(init, "__module__", None),
+                                       getattr(init, "__qualname__", repr(init)))
 
 
 def _pieces(arrays: dict, bounds) -> list[dict]:
