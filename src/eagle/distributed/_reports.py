@@ -74,6 +74,7 @@ class DistributedReport:
 
     def __str__(self) -> str:
         resumed = f" ({self.resumed} resumed from the checkpoint)" if self.resumed else ""
+        workers = len(self.workers)
         return (f"{self.done}/{self.n} done in {len(self.chunks)} chunks{resumed} on "
-                f"{len(self.workers)} workers: {self.wall_s * 1e3:.1f} ms, "
+                f"{workers} worker{'' if workers == 1 else 's'}: {self.wall_s * 1e3:.1f} ms, "
                 f"{self.launches} launches in all, slowest sample {self.steps} steps")
