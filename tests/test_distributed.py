@@ -18,7 +18,7 @@ import pytest
 
 import eagle
 from hawk.kernel import ProgramKernel
-from kernels import oscillator, spread_oscillator
+from kernels import falling, oscillator, spread_oscillator
 
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
@@ -145,6 +145,24 @@ def test_dask_arrays_in_one_submission_and_out(client, monkeypatch):
     assert isinstance(result.arrays["x"], da.Array) and "omega" not in result.arrays
     np.testing.assert_array_equal(result.arrays["x"].compute(), expected["x"])
     np.testing.assert_array_equal(result.arrays["t"].compute(), expected["t"])
+
+
+def test_vector_state_from_strided_dask_blocks(client):
+    n = 3000
+    rng = np.random.default_rng(18)
+    position = np.ascontiguousarray(rng.uniform(1.0, 2.0, (3, n)))
+    velocity = np.ascontiguousarray(rng.uniform(-0.1, 0.1, (3, n)))
+    uniforms = dict(mu=1.0, dt=1e-3, r_min=0.5)
+    with pytest.warns(eagle.TruncationWarning):  # every sample still falls at max_steps
+        expected = local_run(falling, dict(position=position, velocity=velocity, **uniforms),
+                             400)
+    lazy_position = da.from_array(position, chunks=(1, 1000))  # rows apart: views, strided
+    result = ed.run_on_cluster(falling, client, chunks=(700, 2300), max_steps=400,
+                               position=lazy_position, velocity=velocity, **uniforms)
+    final = result.gather("position", "velocity")
+    np.testing.assert_array_equal(final["position"], expected["position"])
+    np.testing.assert_array_equal(final["velocity"], expected["velocity"])
+    assert result.arrays["position"].shape == (3, n) and result.report.truncated
 
 
 def test_huge_dask_inputs_are_checked_without_a_full_size_array(client):

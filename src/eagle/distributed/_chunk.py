@@ -123,8 +123,9 @@ def _finish(spec: ChunkSpec, arrays: dict, report: ChunkReport, lo: int,
 
 def _inputs(spec: ChunkSpec, lo: int, hi: int, pieces: dict) -> dict:
     """The chunk's per-sample arrays: its pieces (copied where the kernel writes them: a
-    piece may be a dask block another task still holds) and what ``init`` makes."""
-    arrays = {name: np.array(value) if name in spec.written else value
+    piece may be a dask block another task still holds; made contiguous where a block is a
+    strided view) and what ``init`` makes."""
+    arrays = {name: np.array(value) if name in spec.written else np.ascontiguousarray(value)
               for name, value in pieces.items()}
     if spec.init is not None:
         made = spec.init(lo, hi)

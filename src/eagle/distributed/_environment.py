@@ -67,11 +67,12 @@ def check_scheduler(client) -> None:
     """Raise ``WorkerEnvironmentError`` if the scheduler cannot import eagle."""
     try:
         client.run_on_scheduler(environment)
-    except (ImportError, ModuleNotFoundError) as exc:
+    except Exception as exc:  # what an unpickling failure arrives as depends on Dask's version
         address = getattr(client.scheduler, "address", "the scheduler")
         raise WorkerEnvironmentError(
-            f"the Dask scheduler at {address} cannot import eagle ({exc}); current Dask "
-            "unpickles task graphs on the scheduler, so install eagle-hawk there too") from exc
+            f"the Dask scheduler at {address} could not run eagle.distributed.environment "
+            f"({type(exc).__name__}: {exc}); current Dask unpickles task graphs on the "
+            "scheduler, so eagle-hawk must be installed there too") from exc
 
 
 def check_here(expected: dict[str, str], worker: str) -> None:

@@ -50,6 +50,7 @@ from ._reports import DistributedReport
 __all__ = ["run_on_cluster", "ClusterResult", "NoWorkersLeft"]
 
 POLL_S = 0.2  # how often the client looks at the run while it waits
+WORKERS_EVERY_S = 1.0  # how often it asks the scheduler whether any worker is left
 
 
 class NoWorkersLeft(EagleError, RuntimeError):
@@ -417,10 +418,16 @@ def _watch(client, futures: list, bounds, n: int, spec: ChunkSpec, timeout, no_w
     running: dict[int, int] = {}  # samples done so far in chunks still running (events)
     bar = _bar(spec, n, len(bounds)) if spec.progress_topic else None
     if bar is not None:
-        client.subscribe_topic(spec.progress_topic,
-                               lambda event: running.__setitem__(*event[1]))
+
+        def on_event(event):  # on the client's event loop: a running chunk's samples done
+            index, done = event[1]
+            if index not in results:
+                running[index] = done
+
+        client.subscribe_topic(spec.progress_topic, on_event)
     start = time.monotonic()
     no_workers_since = None
+    last_look = start
     pending = list(futures)
     try:
         while pending:
@@ -438,7 +445,7 @@ def _watch(client, futures: list, bounds, n: int, spec: ChunkSpec, timeout, no_w
             if bar is not None:
                 finished_samples = sum(hi - lo for i, (lo, hi) in enumerate(bounds)
                                        if i in results)
-                bar.update(finished_samples + sum(running.values()) - bar.n)
+                bar.update(min(n, finished_samples + sum(list(running.values()))) - bar.n)
             if not pending:
                 break
             now = time.monotonic()
@@ -447,6 +454,9 @@ def _watch(client, futures: list, bounds, n: int, spec: ChunkSpec, timeout, no_w
                     f"eagle.distributed.run_on_cluster: {len(pending)} of {len(bounds)} chunks "
                     f"not finished after timeout={timeout} s; "
                     + _resume_hint(folder, len(results)))
+            if now - last_look < WORKERS_EVERY_S:
+                continue
+            last_look = now
             if client.nthreads():
                 no_workers_since = None
             elif no_workers_since is None:
