@@ -240,7 +240,7 @@ def test_a_client_killed_mid_run_leaves_its_finished_chunks_for_the_next(cli, tm
     cluster, client = cli
     folder = tmp_path / "chunks"
     script = tmp_path / "client.py"
-    script.write_text(textwrap.dedent(CLIENT_SCRIPT.format(n_samples=N_FAULT, chunks=CHUNKS_FAULT,
+    script.write_text(textwrap.dedent(CLIENT_SCRIPT.format(n=N_FAULT, chunks=CHUNKS_FAULT,
                                                            k=K_FAULT)))
     other = subprocess.Popen([sys.executable, str(script), str(cluster.file), str(folder)],
                              env=cluster.env, stdout=subprocess.DEVNULL,

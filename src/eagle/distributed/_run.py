@@ -50,6 +50,7 @@ from ._reports import DistributedReport
 __all__ = ["run_on_cluster", "ClusterResult", "NoWorkersLeft"]
 
 POLL_S = 0.2  # how often the client looks at the run while it waits
+RESULT_WAIT_S = 5.0  # the longest the client waits for a finished chunk's summary to arrive
 WORKERS_EVERY_S = 1.0  # how often it asks the scheduler whether any worker is left
 
 
@@ -438,10 +439,18 @@ def _watch(client, futures: list, bounds, n: int, spec: ChunkSpec, timeout, no_w
                 finished = ()
             for future in finished:
                 i = index_of[future.key]
-                if future.status != "finished":
+                status = future.status
+                if status in ("error", "cancelled"):
                     _raise_chunk_error(future, i, bounds[i])
-                results[i] = future.result()
-                running.pop(i, None)
+                try:
+                    if status != "finished":
+                        raise TimeoutError
+                    # a worker may die between the wait and this read, losing the summary:
+                    # never block on it (Dask computes it again), wait for it like the rest
+                    results[i] = future.result(timeout=RESULT_WAIT_S)
+                    running.pop(i, None)
+                except TimeoutError:
+                    pending.append(future)
             if bar is not None:
                 finished_samples = sum(hi - lo for i, (lo, hi) in enumerate(bounds)
                                        if i in results)
