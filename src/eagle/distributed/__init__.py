@@ -11,16 +11,11 @@ client and the scheduler) is kept for a release as a thin wrapper over ``run_on_
 warns with a ``DeprecationWarning``. ``traffic`` counts the bytes a Dask process moves through
 its TCP comms (``--preload eagle.distributed.traffic``), for measuring a run.
 
-Needs ``dask[distributed]`` (the ``[dask]`` extra) on the client, the scheduler (current Dask
+Importing this module needs no Dask; running needs ``dask[distributed]`` (the ``[dask]``
+extra; ``run_on_cluster`` says so when it is missing) on the client, the scheduler (current Dask
 unpickles task graphs there) and every worker, with the same eagle, hawk and numba everywhere
 (checked before each run).
 """
-
-try:
-    import distributed as _distributed  # noqa: F401
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError("eagle.distributed needs Dask's distributed scheduler: "
-                      "pip install 'eagle-hawk[dask]'") from exc
 
 from ._chunk import ChunkSpec
 from ._environment import WorkerEnvironmentError, environment

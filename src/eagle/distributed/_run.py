@@ -166,6 +166,11 @@ def run_on_cluster(plan: Plan | hawk.Kernel, client, *, max_steps: int, chunks=N
     notes naming the chunk, its samples and its worker.
     """
     run_start = time.perf_counter()
+    try:
+        import distributed  # noqa: F401
+    except ImportError as exc:
+        raise ImportError("eagle.distributed.run_on_cluster needs Dask's distributed "
+                          "scheduler: pip install 'eagle-hawk[dask]'") from exc
     if isinstance(plan, hawk.Kernel):
         plan = deploy(plan)
     if not isinstance(plan, Plan):
