@@ -33,12 +33,16 @@ def environment() -> dict[str, str]:
 
     import hawk
 
-    from ..cpu.backend import EMITTER_VERSION
+    from .. import backend as backends
 
+    # The host backend's code generator version, found through the registry (nothing here
+    # imports a backend by name): the module that defines the host backend holds it.
+    host = backends.backend_for(backends.HOST)
+    emitter = getattr(sys.modules[type(host).__module__], "EMITTER_VERSION", "?")
     eagle = sys.modules.get("eagle")
     return {"eagle": str(getattr(eagle, "__version__", "?")), "hawk": str(hawk.__version__),
             "numba": numba.__version__, "numpy": numpy.__version__,
-            "cpu emitter": str(EMITTER_VERSION),
+            "cpu emitter": str(emitter),
             "python": ".".join(platform.python_version_tuple()[:2])}
 
 
