@@ -146,7 +146,8 @@ def keywords(entry) -> set[str]:
 # Every name a binding could collide with, read from the entry points themselves, so that a
 # keyword added to one of them fails here until hawk reserves it too.
 RUNTIME_KEYWORDS = sorted(keywords(eagle.until_done) | keywords(eagle.simulate)
-                          | keywords(eagle.distributed.until_done))
+                          | keywords(eagle.distributed.until_done)
+                          | keywords(eagle.distributed.run_on_cluster))
 
 
 @pytest.mark.parametrize("parameter", RUNTIME_KEYWORDS)

@@ -23,7 +23,8 @@ KERNEL_OPTIONS = {
 }
 
 #: Names a kernel parameter may not have: the keyword arguments of the runtime's entry points
-#: (``eagle.until_done``, ``eagle.simulate``, ``eagle.distributed.until_done``), which take the
+#: (``eagle.until_done``, ``eagle.simulate``, ``eagle.distributed.until_done`` and
+#: ``eagle.distributed.run_on_cluster``), which take the
 #: kernel's bindings as ``**bindings`` beside them, so a parameter of the same name could never
 #: be bound. The list lives here because hawk does not import eagle; eagle's tests check that it
 #: covers every keyword of those functions (``tests/test_binding_checks.py``).
@@ -40,6 +41,15 @@ RESERVED_PARAMETER_NAMES = {
     "client": "eagle.distributed.until_done's Dask client",
     "chunks": "eagle.distributed.until_done's chunking",
     "compute": "eagle.distributed.until_done's compute switch",
+    "n_samples": "eagle.distributed.run_on_cluster's sample count",
+    "init": "eagle.distributed.run_on_cluster's input maker",
+    "reduce": "eagle.distributed.run_on_cluster's per-chunk reduction",
+    "keep": "eagle.distributed.run_on_cluster's keep-the-arrays switch",
+    "checkpoint": "eagle.distributed.run_on_cluster's folder of finished chunks",
+    "timeout": "eagle.distributed.run_on_cluster's time limit",
+    "no_workers_timeout": "eagle.distributed.run_on_cluster's wait for a worker",
+    "workers": "eagle.distributed.run_on_cluster's choice of workers",
+    "resources": "eagle.distributed.run_on_cluster's worker resources",
 }
 
 

@@ -1,0 +1,259 @@
+"""eagle.distributed on a real cluster of separate processes: ``dask scheduler`` and
+``dask worker`` started here on 127.0.0.1 (no nanny, so a killed worker stays dead), every
+process counting the bytes through its TCP comms (``--preload eagle.distributed.traffic``).
+
+Shown here: inputs made on the workers and results left there move a few kilobytes through
+the client and the scheduler, the same at 20,000 and 400,000 samples, and give the bits of one
+local run; a worker with another eagle version is refused by name; losing every worker is a
+clear error after ``no_workers_timeout`` and a rerun on new workers resumes from the finished
+chunks; a client killed mid-run leaves its finished chunks for the next client."""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import eagle
+from kernels import spread_oscillator
+
+distributed = pytest.importorskip("distributed")
+ed = pytest.importorskip("eagle.distributed")
+from eagle.distributed import traffic  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def make_spread(lo, hi, n, k=1000):
+    """``init``: samples lo..hi-1 of the spread ensemble of ``n`` samples, from their global
+    indices alone."""
+    i = np.arange(lo, hi)
+    return dict(x=np.ones(hi - lo), v=np.zeros(hi - lo), t=np.zeros(hi - lo),
+                omega=1.0 + 2.0 * i / (n - 1), t_end=1e-3 * (1 + (k - 1) * i / (n - 1)))
+
+
+@functools.lru_cache(maxsize=2)
+def local_run(n, k=1000):
+    state = make_spread(0, n, n, k)
+    eagle.simulate(spread_oscillator, max_steps=5000, dt=1e-3, **state)
+    return state
+
+
+class CliCluster:
+    """A scheduler and workers as separate ``python -m dask ...`` processes on 127.0.0.1."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.file = folder / "scheduler.json"
+        self.env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [str(ROOT / "src"), str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]))
+        self.workers: dict[str, subprocess.Popen] = {}
+        self.scheduler = self._start("scheduler", "scheduler", "--host", "127.0.0.1",
+                                     "--port", "0", "--no-dashboard",
+                                     "--scheduler-file", str(self.file))
+        deadline = time.monotonic() + 60
+        while not self.file.exists():
+            if time.monotonic() > deadline or self.scheduler.poll() is not None:
+                raise RuntimeError("dask scheduler did not start: " + self.log("scheduler"))
+            time.sleep(0.1)
+
+    def _start(self, log: str, *args) -> subprocess.Popen:
+        with open(self.folder / f"{log}.log", "ab") as out:
+            return subprocess.Popen([sys.executable, "-m", "dask", *args, "--preload",
+                                     "eagle.distributed.traffic"], env=self.env, stdout=out,
+                                    stderr=subprocess.STDOUT)
+
+    def log(self, name: str) -> str:
+        return (self.folder / f"{name}.log").read_text()[-3000:]
+
+    def add_worker(self, name: str, *extra: str) -> subprocess.Popen:
+        self.workers[name] = self._start(name, "worker", "--scheduler-file", str(self.file),
+                                         "--host", "127.0.0.1", "--nthreads", "1",
+                                         "--no-nanny", "--no-dashboard", "--name", name, *extra)
+        return self.workers[name]
+
+    def kill_worker(self, name: str) -> None:
+        process = self.workers.pop(name)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+
+    def close(self) -> None:
+        for process in [*self.workers.values(), self.scheduler]:
+            process.kill()  # nothing to save: a graceful close takes seconds per process
+            process.wait()
+
+
+@pytest.fixture(scope="module")
+def cli(tmp_path_factory):
+    traffic.install()  # this process is the client
+    cluster = CliCluster(tmp_path_factory.mktemp("cli-cluster"))
+    try:
+        cluster.add_worker("w1")
+        cluster.add_worker("w2")
+        with distributed.Client(scheduler_file=str(cluster.file)) as client:
+            client.wait_for_workers(2, timeout=120)
+            yield cluster, client
+    finally:
+        cluster.close()
+
+
+def bytes_now(client) -> dict[str, int]:
+    """Bytes sent plus received so far by the client, the scheduler and all workers."""
+    here = traffic.counts()
+    scheduler = client.run_on_scheduler(traffic.counts)
+    workers = client.run(traffic.counts).values()
+    return {"client": here["sent"] + here["received"],
+            "scheduler": scheduler["sent"] + scheduler["received"],
+            "workers": sum(w["sent"] + w["received"] for w in workers)}
+
+
+def test_inputs_and_results_stay_on_the_workers_and_the_bits_match(cli):
+    cluster, client = cli
+    moved = {}
+    for n in (2_000, 20_000, 400_000):  # the first compiles the kernel on the workers
+        before = bytes_now(client)
+        result = ed.run_on_cluster(spread_oscillator, client, n_samples=n, chunks=4, max_steps=5000,
+                                   init=functools.partial(make_spread, n=n), dt=1e-3)
+        after = bytes_now(client)
+        moved[n] = {k: after[k] - before[k] for k in after}
+        final = result.gather()
+        expected = local_run(n)
+        for key in ("x", "v", "t"):
+            np.testing.assert_array_equal(final[key], expected[key])
+        assert final["terminated"].all() and result.report.done == n
+        result.release()
+    print(moved)
+    state = 400_000 * 5 * 8  # the five per-sample arrays of the larger run, in bytes
+    for n, m in moved.items():
+        assert m["client"] < 150_000 and m["scheduler"] < 300_000, (n, m)
+    small, large = moved[20_000], moved[400_000]
+    for who in ("client", "scheduler"):
+        # 20x the samples, the same few kilobytes (give or take a worker heartbeat or two)
+        assert abs(large[who] - small[who]) < 20_000, moved
+        assert large[who] < state / 200, moved
+
+
+def wait_for(condition, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def test_a_worker_with_another_eagle_version_is_refused_by_name(cli, tmp_path):
+    cluster, client = cli
+    preload = tmp_path / "other_version.py"
+    preload.write_text("import eagle, hawk\n"
+                       "hawk.__version__ = eagle.__version__ = '0.0.0+other'\n")
+    cluster.add_worker("odd", "--preload", str(preload))
+    try:
+        client.wait_for_workers(3, timeout=120)
+        odd = next(address for address, info in client.scheduler_info(n_workers=-1)
+                   ["workers"].items() if info["name"] == "odd")
+        with pytest.raises(ed.WorkerEnvironmentError) as info:
+            ed.run_on_cluster(spread_oscillator, client, n_samples=1000, chunks=2, max_steps=10,
+                              init=functools.partial(make_spread, n=1000), dt=1e-3)
+        message = str(info.value)
+        assert f"worker {odd} runs eagle 0.0.0+other (the client has {eagle.__version__})" \
+            in message and "hawk 0.0.0+other" in message
+        assert message.count("worker tcp://") == 1  # the two good workers are not named
+    finally:
+        cluster.kill_worker("odd")
+        wait_for(lambda: len(client.nthreads()) == 2, 60, "the odd worker to leave")
+
+
+N_FAULT, K_FAULT, CHUNKS_FAULT = 600_000, 3000, 12
+
+
+def chunk_files(folder: Path) -> int:
+    return len(list(folder.glob("chunk-*.npz")))
+
+
+def fault_run(client, folder: Path, **options):
+    return ed.run_on_cluster(spread_oscillator, client, n_samples=N_FAULT, chunks=CHUNKS_FAULT,
+                             max_steps=5000, dt=1e-3, checkpoint=folder,
+                             init=functools.partial(make_spread, n=N_FAULT, k=K_FAULT),
+                             **options)
+
+
+def check_resumed(client, folder: Path, finished_before: int) -> None:
+    result = fault_run(client, folder)
+    assert result.report.resumed >= finished_before >= 1
+    assert result.report.resumed < CHUNKS_FAULT  # the rest did run here
+    final = result.gather("x", "v", "t")
+    expected = local_run(N_FAULT, K_FAULT)
+    for key in ("x", "v", "t"):
+        np.testing.assert_array_equal(final[key], expected[key])
+
+
+def test_every_worker_lost_is_a_clear_error_and_a_rerun_resumes(cli, tmp_path):
+    cluster, client = cli
+    folder = tmp_path / "chunks"
+
+    def kill_every_worker():
+        wait_for(lambda: chunk_files(folder) >= 3, 120, "three finished chunks")
+        for name in list(cluster.workers):
+            cluster.kill_worker(name)
+
+    killer = threading.Thread(target=kill_every_worker)
+    killer.start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(ed.NoWorkersLeft, match="no Dask worker is connected") as info:
+            fault_run(client, folder, no_workers_timeout=2.0)
+    finally:
+        killer.join()
+    assert time.monotonic() - start < 60
+    assert f"is in {folder}; a rerun with the same checkpoint= skips them" in str(info.value)
+    finished = chunk_files(folder)
+    assert 3 <= finished < CHUNKS_FAULT
+    cluster.add_worker("w3")
+    cluster.add_worker("w4")
+    client.wait_for_workers(2, timeout=120)
+    check_resumed(client, folder, finished)
+
+
+CLIENT_SCRIPT = """
+import functools, sys
+import distributed
+import eagle.distributed as ed
+from kernels import spread_oscillator
+from test_distributed_cluster import make_spread
+with distributed.Client(scheduler_file=sys.argv[1]) as client:
+    ed.run_on_cluster(spread_oscillator, client, n_samples={n}, chunks={chunks}, max_steps=5000,
+                      dt=1e-3, checkpoint=sys.argv[2],
+                      init=functools.partial(make_spread, n={n}, k={k}))
+"""
+
+
+def test_a_client_killed_mid_run_leaves_its_finished_chunks_for_the_next(cli, tmp_path):
+    cluster, client = cli
+    folder = tmp_path / "chunks"
+    script = tmp_path / "client.py"
+    script.write_text(textwrap.dedent(CLIENT_SCRIPT.format(n=N_FAULT, chunks=CHUNKS_FAULT,
+                                                           k=K_FAULT)))
+    other = subprocess.Popen([sys.executable, str(script), str(cluster.file), str(folder)],
+                             env=cluster.env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: chunk_files(folder) >= 3 or other.poll() is not None, 120,
+                 "three finished chunks")
+    finally:
+        other.kill()
+        other.wait()
+    assert other.returncode == -signal.SIGKILL  # killed, not finished
+    # chunks already running when it died still finish and are written: wait for the workers
+    wait_for(lambda: not any(client.processing().values()), 60, "the workers to go idle")
+    finished = chunk_files(folder)
+    assert finished < CHUNKS_FAULT
+    check_resumed(client, folder, finished)
