@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 
 import eagle
+import hawk
+from hawk import Mutable, Out, Param, Scalar, Terminated
 from hawk.kernel import ProgramKernel
 from kernels import falling, oscillator, spread_oscillator
 
@@ -333,3 +335,32 @@ def test_a_chunk_refuses_a_worker_whose_environment_differs():
                        match=r"refusing to run on worker .*: it runs numba "
                              r"\S+ \(the client has 0.1.0\)"):
         _chunk.run_chunk(spec, 0, 0, 10, {})
+
+
+@hawk.kernel
+def brownian(drift: Param, barrier: Param, terminated: Terminated, x: Mutable[Scalar],
+             first_u: Out[Scalar]):
+    x += drift + hawk.normal()
+    first_u = hawk.uniform()
+    terminated = x > barrier
+
+
+def test_random_draws_do_not_depend_on_the_chunks(client):
+    """A draw is keyed by the sample's global index: the same seed gives the same bits on one
+    machine and cut into any chunks (issue 14)."""
+    n = 5003
+    bindings = dict(x=np.zeros(n), first_u=np.zeros(n), terminated=np.zeros(n, bool),
+                    drift=0.05, barrier=8.0)
+    expected = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in bindings.items()}
+    eagle.simulate(brownian, max_steps=300, seed=11, **expected)
+    for chunks in (3, [1, 2500, 2502]):
+        result = ed.run_on_cluster(eagle.deploy(brownian, "cpu"), client, chunks=chunks,
+                                   max_steps=300, seed=11, **bindings)
+        final = result.gather()
+        for key in ("x", "first_u", "terminated"):
+            np.testing.assert_array_equal(final[key], expected[key])
+    other = ed.run_on_cluster(brownian, client, chunks=2, max_steps=300, seed=12,
+                              **bindings).gather()
+    assert not np.array_equal(other["x"], expected["x"])
+    with pytest.raises(eagle.BindingTypeError, match="seed"):
+        ed.run_on_cluster(brownian, client, chunks=2, max_steps=300, **bindings)

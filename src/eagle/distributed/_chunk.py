@@ -9,8 +9,8 @@ small, picklable ``ChunkSpec`` (the kernel as its IR, so workers need neither th
 nor its module), so the task can be run again anywhere after a worker dies and gives the same
 bits: the chunk's inputs are a pure function of ``(lo, hi)``.
 
-The chunk's first global sample index ``lo`` is known here; a kernel keyed by the global sample
-index (counter-based random numbers) gets it from ``run_chunk``'s ``lo``.
+A kernel that draws random numbers gets the chunk's first global sample index ``lo`` as its
+runner's ``bound.first_sample``, so each sample draws the stream of its global index.
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ class ChunkSpec:
         token: the run's fingerprint (checkpoint files of another run are not reused).
         environment: the client's ``environment()``, checked again on the worker.
         progress_topic: the Dask event topic that samples-done counts are logged to, or None.
+        seed: the random streams' seed (a kernel that draws), or None.
     """
 
     kernel: ProgramKernel
@@ -73,6 +74,7 @@ class ChunkSpec:
     token: str
     environment: dict
     progress_topic: str | None = None
+    seed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -154,7 +156,8 @@ def _run(spec: ChunkSpec, index: int, lo: int, hi: int, pieces: dict, worker,
         runner = runner_module.until_done(deploy(spec.kernel, device, fmad=spec.fmad),
                                           max_steps=spec.max_steps,
                                           steps_per_launch=spec.steps_per_launch,
-                                          **on_device, **spec.uniforms)
+                                          seed=spec.seed, **on_device, **spec.uniforms)
+        runner.bound.first_sample = lo  # draws follow the sample's global index
         with _progress(spec, worker, index, runner):
             report = runner.run()
     final = {name: backend.to_host(runner.bound.arrays[name]) for name in spec.written}

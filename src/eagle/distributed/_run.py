@@ -124,7 +124,7 @@ def run_on_cluster(plan: Plan | hawk.Kernel, client, *, max_steps: int, chunks=N
                    steps_per_launch: int | None = None, reduce: Callable | None = None,
                    keep: bool = True, checkpoint=None, progress: bool = False,
                    timeout: float | None = None, no_workers_timeout: float = 60.0,
-                   workers=None, resources: dict | None = None,
+                   workers=None, resources: dict | None = None, seed: int | None = None,
                    **bindings) -> ClusterResult:
     """Run an ensemble split along its samples over the Dask ``client``'s workers.
 
@@ -158,6 +158,9 @@ def run_on_cluster(plan: Plan | hawk.Kernel, client, *, max_steps: int, chunks=N
         no_workers_timeout: seconds with no worker connected before ``NoWorkersLeft``.
         workers, resources: where chunks may run (Dask's ``client.compute`` options): e.g.
             ``resources={"GPU": 1}`` to keep chunks on workers started with that resource.
+        seed: the random streams' seed of a kernel that draws (as for ``eagle.until_done``).
+            A draw depends on the sample's global index, so the results are the same bits
+            however the samples are cut into chunks.
         **bindings: as for ``eagle.until_done``: per-sample arrays (NumPy or dask arrays, cut
             along the last axis), numbers, and ``Param`` values.
 
@@ -182,7 +185,7 @@ def run_on_cluster(plan: Plan | hawk.Kernel, client, *, max_steps: int, chunks=N
     probe = _probe(init, plan.kernel, bindings)
     n = _sample_count(plan.kernel, bindings, n_samples, init)
     bound = bind(plan.kernel, {**_standins(plan.kernel, bindings), **probe}, HOST,
-                 caller="run_on_cluster")
+                 caller="run_on_cluster", seed=seed)
     program = plan.kernel.specialize(bound.dtypes)
     params = {p.name: p for p in program.params}
     written = tuple(p.name for p in program.params if p.role.written)
@@ -193,7 +196,8 @@ def run_on_cluster(plan: Plan | hawk.Kernel, client, *, max_steps: int, chunks=N
     folder = None if checkpoint is None else os.fspath(checkpoint)
     token = "" if folder is None else _checkpoint.fingerprint(
         program.digest(), sorted((k, v.value) for k, v in bound.dtypes.items()), max_steps,
-        steps_per_launch, sorted(uniforms.items()), _input_tokens(arrays_in), _token_of(init))
+        steps_per_launch, sorted(uniforms.items()), _input_tokens(arrays_in), _token_of(init),
+        bound.seed)
 
     expected = environment()
     check_scheduler(client)
@@ -203,7 +207,8 @@ def run_on_cluster(plan: Plan | hawk.Kernel, client, *, max_steps: int, chunks=N
                      max_steps=max_steps, steps_per_launch=steps_per_launch, uniforms=uniforms,
                      written=written, init=init, reduce=reduce, keep=keep, checkpoint=folder,
                      token=token, environment=expected,
-                     progress_topic=f"eagle-progress-{run_id}" if progress else None)
+                     progress_topic=f"eagle-progress-{run_id}" if progress else None,
+                     seed=bound.seed)
     mains, summaries = _submit(client, spec, program.name, run_id, bounds, arrays_in, folder,
                                token, workers, resources)
     try:
