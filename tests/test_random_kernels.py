@@ -79,12 +79,14 @@ def test_random_kernel_on_every_device_equals_reference(target, tmp_path, data, 
     assert {"q2", "q", "q4"} <= actual.keys() and actual["q4"].shape == (4, N)
 
 
-@_SETTINGS
+@settings(max_examples=_FUZZ // 2 or 6, deadline=None, derandomize=not _FUZZ,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(source=random_kernels.drawing_kernel_sources(), seed=st.integers(0, 2**16),
        steps_per_launch=st.sampled_from([1, 3, 64, None]))
 def test_random_drawing_kernel_equals_reference(tmp_path, source, seed, steps_per_launch):
     """Kernels with random draws and counters: the same streams as the reference, bit for bit,
-    whatever the launch size (issue 14)."""
+    whatever the launch size (issue 14). Six examples: a drawing kernel compiles about twice as
+    long as a plain one (its Philox blocks are inlined into every visit)."""
     kernel = random_kernels.load(source, tmp_path)
     bindings = random_kernels.bindings(N, seed)
     expected, expected_steps = reference_run(kernel, bindings, MAX_STEPS, seed=seed)
