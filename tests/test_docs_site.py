@@ -118,3 +118,99 @@ def test_every_public_name_has_an_entry_in_the_reference(site):
             if not found:
                 missing.append(prefix + name)
     assert not missing, f"public names with no entry in the API reference: {missing}"
+
+
+# What the reference documents with autodoc: ``.. autofunction:: name`` and friends, with the
+# ``:members:`` line that follows (a list, or every documented member when empty).
+_AUTODOC = re.compile(r"^\.\. auto(function|class|exception|module):: (\S+)\n"
+                      r"((?:   :[\w-]+:.*\n)*)", re.M)
+
+
+def _documented_callables():
+    """(qualified name, callable, the docstring the reader sees) for every function, method and
+    class constructor the reference pages render, and every public function and class of
+    ``eagle`` and ``hawk``. A class's constructor is described by the class's own docstring
+    (autodoc shows that one, not ``__init__``'s); an enum's, or one inherited from Python's
+    exceptions, is not ours to describe."""
+    import dataclasses
+    import enum
+    import inspect
+    import pkgutil
+
+    import eagle
+    import hawk
+
+    targets = {}
+    for page in DOCS.rglob("*.md"):
+        if "_build" in page.parts:
+            continue
+        for kind, name, options in _AUTODOC.findall(page.read_text()):
+            members = re.search(r":members:(.*)", options)
+            targets[name] = (kind, None if members is None else
+                             [m.strip() for m in members.group(1).split(",") if m.strip()])
+    for package in (eagle, hawk):
+        for name in package.__all__:
+            value = getattr(package, name)
+            if inspect.isfunction(value) or inspect.isclass(value):
+                targets.setdefault(f"{package.__name__}.{name}",
+                                   ("class" if inspect.isclass(value) else "function", None))
+
+    def ours(function) -> bool:
+        return inspect.isfunction(function) and \
+            function.__module__.split(".")[0] in ("eagle", "hawk")
+
+    found = []
+    for name, (kind, members) in sorted(targets.items()):
+        obj = pkgutil.resolve_name(name)
+        if kind == "function":
+            found.append((name, obj, inspect.getdoc(obj)))
+            continue
+        if kind == "module":
+            found += [(f"{name}.{m}", getattr(obj, m), inspect.getdoc(getattr(obj, m)))
+                      for m in members or ()]
+            continue
+        if not issubclass(obj, enum.Enum) and (
+                ours(obj.__init__) or ours(obj.__new__) or dataclasses.is_dataclass(obj)
+                or hasattr(obj, "_fields")):  # a NamedTuple's constructor is its fields
+            found.append((name, obj, inspect.getdoc(obj)))
+        if members is None:
+            continue
+        names = members or [k for k, v in vars(obj).items()
+                            if not k.startswith("_") and getattr(v, "__doc__", None)]
+        for member in names:
+            raw = inspect.getattr_static(obj, member)
+            if isinstance(raw, staticmethod | classmethod) or inspect.isfunction(raw):
+                method = getattr(obj, member)
+                found.append((f"{name}.{member}", method, inspect.getdoc(method)))
+    # one object under two names (``hawk.Program``, ``hawk.ir.Program``) is checked once
+    return list({id(entry[1]): entry for entry in reversed(found)}.values())
+
+
+def _mentions(doc: str, parameter: str) -> bool:
+    """``parameter`` is described in ``doc``: an ``Args:``/``Attributes:`` entry
+    (``name: ...``, ``a, b: ...``, ``**bindings: ...``) or named in double backquotes in a
+    sentence (``name`` or ``name=...``)."""
+    if re.search(r"``\*{0,2}" + re.escape(parameter) + r"\b", doc):
+        return True
+    for line in doc.splitlines():
+        entry = re.match(r"\s*(\*{0,2}\w+(?:\s*,\s*\*{0,2}\w+)*)\s*(?:\([^)]*\))?\s*:(?:\s|$)",
+                         line)
+        if entry and parameter in {n.strip().lstrip("*") for n in entry.group(1).split(",")}:
+            return True
+    return False
+
+
+def test_every_parameter_of_the_reference_is_described_in_its_docstring():
+    import inspect
+
+    undescribed = []
+    for name, obj, doc in _documented_callables():
+        try:
+            parameters = inspect.signature(obj).parameters
+        except (TypeError, ValueError):  # a builtin's signature: nothing of ours to describe
+            continue
+        for parameter in parameters:
+            if parameter not in ("self", "cls") and not _mentions(doc or "", parameter):
+                undescribed.append(f"{name}({parameter})")
+    assert not undescribed, (f"{len(undescribed)} parameters of the API reference have no "
+                             f"description in their docstring: {undescribed}")
