@@ -161,7 +161,9 @@ def _documented_callables():
 
     found = []
     for name, (kind, members) in sorted(targets.items()):
-        obj = pkgutil.resolve_name(name)
+        # as autodoc reads it: the last part is an attribute of the module before it (so
+        # ``hawk.kernel`` is the decorator, not the module ``hawk/kernel.py``)
+        obj = pkgutil.resolve_name(name if kind == "module" else ":".join(name.rsplit(".", 1)))
         if kind == "function":
             found.append((name, obj, inspect.getdoc(obj)))
             continue
