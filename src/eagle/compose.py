@@ -41,7 +41,12 @@ class GraphComposer:
         self._origin = None
 
     def add(self, piece) -> GraphComposer:
-        """Append a ``GraphPipeline``, a GPU ``Runner`` or a callable issuing launches."""
+        """Append a piece; return the composer (so calls chain).
+
+        Args:
+            piece: a ``GraphPipeline``, a GPU ``Runner`` (its whole loop) or a zero-argument
+                callable issuing launches; a CPU runner or anything else is a ``TypeError``.
+        """
         from .runner import Runner
 
         if isinstance(piece, Runner):

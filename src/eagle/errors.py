@@ -28,7 +28,13 @@ class BackendUnavailable(EagleError, RuntimeError):
 
 
 class CudaError(EagleError, RuntimeError):
-    """A CUDA call failed; ``name`` is the CUDA error's name and ``call`` the failing call."""
+    """A CUDA call failed; ``name`` is the CUDA error's name and ``call`` the failing call.
+
+    Args:
+        name: the CUDA error's name (e.g. ``"CUDA_ERROR_OUT_OF_MEMORY"``), kept as ``name``.
+        call: the failing call, kept as ``call``.
+        detail: what more is known (the error's description, a log); default "".
+    """
 
     def __init__(self, name: str, call: str, detail: str = ""):
         self.name, self.call = name, call
@@ -40,7 +46,12 @@ class CaptureError(EagleError, RuntimeError):
 
 
 class CompileFailed(CudaError):
-    """NVRTC or nvJitLink rejected the code; the message holds the full log."""
+    """NVRTC or nvJitLink rejected the code; the message holds the full log.
+
+    Args:
+        name, call, detail: as for ``CudaError``: the error's name, the failing call, and
+            the compiler's log.
+    """
 
 
 class CheckpointError(EagleError, ValueError):
@@ -60,6 +71,10 @@ class RunnerBusy(EagleError, RuntimeError):
 
 class NonFiniteState(EagleError, FloatingPointError):
     """``until_done(..., check_finite=True)``: a live sample's state became NaN or infinite.
+
+    Args:
+        message: the error's text, naming the sample, the parameter and the value.
+        sample, parameter, value: kept as the attributes below.
 
     Attributes:
         sample: the index of the first such sample.

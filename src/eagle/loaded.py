@@ -27,7 +27,13 @@ __all__ = ["LoadedVector"]
 
 
 class LoadedVector:
-    """One artifact loaded on one GPU; ``launch(**bindings)`` runs one step of it."""
+    """One artifact loaded on one GPU; ``launch(**bindings)`` runs one step of it.
+
+    Args:
+        path: the artifact, ``NAME.ptx`` or ``NAME.cubin`` with its sidecar ``NAME.json``
+            beside it; a missing, malformed or tampered one is an ``ArtifactError``.
+        device: the GPU to load it on, ``"cuda:K"`` (default ``"cuda:0"``).
+    """
 
     def __init__(self, path: str | Path, device: str = "cuda:0"):
         from .cuda.driver import device_info, ordinal_of, require

@@ -25,6 +25,13 @@ def repeat_while(condition, body, *, max_iterations: int | None = None) -> int:
     CUDA graph whose WHILE node reads ``condition`` on the device: no iteration returns to the
     host. So on a GPU ``body`` must only issue launches (``Launcher``, ``LoadedVector``): Python
     side effects happen once, and nothing in it may allocate or synchronise.
+
+    Args:
+        condition: a one-element integer array (NumPy, or a GPU array) read before each
+            iteration; its device chooses the backend.
+        body: a callable taking no arguments; anything else is a ``TypeError``.
+        max_iterations: keyword only; the most iterations, a non-negative int, or None
+            (default) for no bound; a bool or negative value is a ``ValueError``.
     """
     if not callable(body):
         raise TypeError(f"repeat_while(condition, body): body must be callable, got "

@@ -60,7 +60,13 @@ class GraphPipeline:
         self._stream = None
 
     def add(self, step) -> GraphPipeline:
-        """Append a zero-argument callable that issues exactly one launch."""
+        """Append a step; return the pipeline (so calls chain).
+
+        Args:
+            step: a zero-argument callable that issues exactly one launch on eagle's current
+                stream (e.g. ``lambda: launcher.launch(grid, values)``); anything not callable
+                is a ``TypeError``.
+        """
         if not callable(step):
             raise TypeError(f"GraphPipeline.add() takes a zero-argument callable that issues "
                             f"one launch, got {type(step).__name__}")

@@ -13,9 +13,12 @@ __all__ = ["Plan", "deploy"]
 class Plan:
     """A kernel and the device it runs on (``None``: chosen from the arrays at bind time).
 
+    Made by ``eagle.deploy``, which checks the arguments.
+
     Attributes:
         kernel: the hawk kernel.
         device: ``"cpu"``, ``"cuda:K"`` or None.
+        fmad: fuse ``a * b + c`` into one multiply-add on a GPU (see ``deploy``).
     """
 
     def __init__(self, kernel: hawk.Kernel, device: str | None, fmad: bool = False):
@@ -44,10 +47,21 @@ def deploy(kernel: hawk.Kernel, device: str | None = None, *, fmad: bool = False
     follow the arrays). Compilation happens on first use for each dtype signature and is cached
     on disk under ``$EAGLE_CACHE_DIR``.
 
-    ``fmad=True`` is the fast GPU option: the compiler fuses ``a * b + c`` into one multiply-add
-    (one FP64 instruction instead of two), but results are then not bit-exact: they differ from
-    the CPU backend, the reference and ``fmad=False`` in the last bits. ``fmad=False``, exact,
-    is the default. (The CPU backend never fuses.)"""
+    Args:
+        kernel: a ``@hawk.kernel`` function; anything else is a ``TypeError``.
+        device: ``"cpu"``, ``"gpu"`` (``"cuda:0"``), ``"cuda:K"``, or None (default) to run
+            where the bound arrays live; an unknown name is a ``ValueError``.
+        fmad: keyword only. ``fmad=True`` is the fast GPU option: the compiler fuses
+            ``a * b + c`` into one multiply-add (one FP64 instruction instead of two), but
+            results are then not bit-exact: they differ from the CPU backend, the reference and
+            ``fmad=False`` in the last bits. ``fmad=False``, exact, is the default. (The CPU
+            backend never fuses.)
+
+    Example::
+
+        plan = eagle.deploy(oscillator, "cpu")
+        runner = eagle.until_done(plan, max_steps=10_000, **arrays)
+    """
     if not isinstance(kernel, hawk.Kernel):
         raise TypeError(f"deploy() takes a @hawk.kernel function, got {type(kernel).__name__}")
     if device is not None:

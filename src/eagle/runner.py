@@ -87,9 +87,23 @@ class Runner:
     arrays would give wrong results, and waiting would hide that). ``checkpoint()`` is safe from
     any thread: see its docstring.
 
+    Made by ``until_done`` (or ``Runner.restore``), not by hand; the constructor's arguments
+    are what ``until_done`` checked and prepared:
+
+    Args:
+        plan: the ``Plan`` to run.
+        bound: the checked bindings (arrays, numbers, terminated flags, dtypes, device).
+        max_steps: the most steps a sample takes, an int >= 1 (``until_done``'s).
+        steps_per_launch: a fixed launch size, or None for the backend's schedule.
+        eager: the host decides after every launch whether to launch again.
+        check_finite: see Attributes.
+        stream: the GPU stream to run on, or None for eagle's own.
+
     Attributes:
         check_finite: after each launch (where the host sees launches; else at the end of
             ``run()``) check the live samples' state for NaN/inf (``until_done``'s keyword).
+        max_steps: the bound on the step counter; raise it and ``run()`` again to continue a
+            truncated run.
     """
 
     def __init__(self, plan: Plan, bound, max_steps: int, steps_per_launch: int | None,
@@ -173,7 +187,16 @@ class Runner:
                 the device writes its live count to pinned host memory, a host thread reads it).
             checkpoint_every: seconds between checkpoints written to ``checkpoint_path`` at
                 launch boundaries (CPU), plus one at the end of the run.
-            checkpoint_path: where ``checkpoint_every`` writes (see ``checkpoint()``).
+            checkpoint_path: where ``checkpoint_every`` writes (see ``checkpoint()``). Given
+                alone, one checkpoint is written at the end of the run.
+
+        Example::
+
+            runner = eagle.until_done(plan, max_steps=10_000, **arrays)
+            report = runner.run(progress=True)
+            if report.truncated:           # samples still running at max_steps
+                runner.max_steps *= 2
+                report = runner.run()      # continues them where they stopped
         """
         report = self._run(progress, checkpoint_every, checkpoint_path)
         _warn_if_truncated(self, report, stacklevel=3)
@@ -354,7 +377,8 @@ class Runner:
     def restore(cls, path, plan: Plan, xp=None) -> Runner:
         """A runner continuing from the checkpoint at ``path``, for the same kernel as
         ``plan``. The arrays are new NumPy arrays (``xp.asarray`` of them when ``xp`` is given,
-        e.g. ``cupy``); ``runner.arrays`` holds them."""
+        e.g. ``cupy``); ``runner.arrays`` holds them. ``CheckpointError`` when the file does
+        not fit ``plan`` (another kernel, body, dtypes or parameters)."""
         from .checkpoint import load
 
         meta, arrays, flags = load(path)  # every field checked
@@ -467,6 +491,31 @@ def until_done(plan: Plan | hawk.Kernel, /, max_steps: int, steps_per_launch: in
     same seed gives the same results bit for bit however the run is cut into launches, threads,
     ``run()`` calls or checkpoints. A kernel that draws and gets no seed is a
     ``BindingTypeError``; a kernel that does not draw ignores the seed.
+
+    Args:
+        plan: a ``Plan`` from ``eagle.deploy``, or a ``@hawk.kernel`` (deployed for the arrays'
+            device). Positional only.
+        max_steps: the most steps any sample takes over all of the runner's ``run()`` calls
+            (until ``reset()``): an int from 1 to 2**62; a bool, float or 0 is refused.
+        steps_per_launch: steps per launch, an int >= 1 like ``max_steps``; None (default):
+            the backend's own schedule (on the CPU it starts small and grows while every live
+            sample takes every step of a launch).
+        eager: host-decided loop on every device (see above); default False.
+        check_finite: check the live samples' state for NaN/inf (see above); default False.
+        stream: a GPU stream to run on (see above); refused (``ValueError``) on the CPU.
+        seed: the random streams' key, an int in ``[0, 2**64)`` (see above); default None.
+        **bindings: one value per kernel parameter, by name: a ``Scalar``/``Mutable``/``Out``
+            array of shape ``(n,)`` (``(k, n)`` for a ``VecK``) or a number shared by every
+            sample (a read-only ``Scalar`` only), a number for a ``Param``, and optionally a
+            ``bool`` array of shape ``(n,)`` for ``Terminated`` (made, all False, when
+            omitted). The arrays are the caller's and are updated in place.
+
+    Example::
+
+        runner = eagle.until_done(eagle.deploy(oscillator), max_steps=10_000,
+                                  x=np.ones(n), v=np.zeros(n), t=np.zeros(n),
+                                  omega=np.linspace(1.0, 3.0, n), t_end=1.0, dt=1e-3)
+        report = runner.run()   # x, v and t now hold the final state
     """
     if isinstance(plan, hawk.Kernel):
         plan = deploy(plan)
@@ -486,9 +535,31 @@ def simulate(kernel: hawk.Kernel, /, max_steps: int, device: str | None = None,
              steps_per_launch: int | None = None, *, check_finite: bool = False,
              progress: bool = False, seed: int | None = None, **bindings) -> Report:
     """``deploy`` + ``until_done`` + ``run`` in one call; the arrays are updated in place.
-    ``progress=True`` shows a tqdm bar of samples done, as ``Runner.run(progress=True)`` does.
-    ``seed`` keys the random streams of a kernel that draws (see ``until_done``).
-    Warns (``eagle.TruncationWarning``) when ``max_steps`` ends it with samples running."""
+    Warns (``eagle.TruncationWarning``) when ``max_steps`` ends it with samples running.
+
+    Args:
+        kernel: a ``@hawk.kernel`` function. Positional only.
+        max_steps: the most steps any sample takes, an int >= 1 (as for ``until_done``).
+        device: ``"cpu"``, ``"gpu"``, ``"cuda:K"``, or None (default) to follow the arrays
+            (as for ``deploy``).
+        steps_per_launch: steps per launch, or None for the backend's schedule (as for
+            ``until_done``).
+        check_finite: raise ``eagle.NonFiniteState`` when a live sample's state becomes NaN
+            or infinite (as for ``until_done``); default False.
+        progress: show a tqdm bar of samples done, as ``Runner.run(progress=True)`` does.
+        seed: the key of the random streams of a kernel that draws, an int in ``[0, 2**64)``
+            (see ``until_done``); default None.
+        **bindings: the kernel's arguments by parameter name, as for ``until_done``.
+
+    Returns the ``Report`` of the run.
+
+    Example::
+
+        report = eagle.simulate(oscillator, max_steps=10_000, x=np.ones(n), v=np.zeros(n),
+                                t=np.zeros(n), omega=np.linspace(1.0, 3.0, n), t_end=1.0,
+                                dt=1e-3)
+        assert report.done == n and not report.truncated
+    """
     runner = until_done(deploy(kernel, device), max_steps=max_steps,
                         steps_per_launch=steps_per_launch, check_finite=check_finite, seed=seed,
                         **bindings)

@@ -25,7 +25,12 @@ __all__ = ["Annotation", "Scalar", "Param", "Terminated", "Vec2", "Vec3", "Vec4"
 
 @dataclass(frozen=True)
 class Annotation:
-    """What a parameter annotation means: a role and a vector width (1 for a scalar)."""
+    """What a parameter annotation means: a role and a vector width (1 for a scalar).
+
+    Attributes:
+        role: the parameter's ``hawk.ir.Role`` (read-only input, mutable state, output...).
+        width: the vector width: 1 for a scalar, 2 to 4 for ``Vec2`` to ``Vec4``.
+    """
 
     role: Role
     width: int = 1
@@ -78,23 +83,43 @@ VECTOR_TYPES = {2: Vec2, 3: Vec3, 4: Vec4}
 
 
 def vec2(x, y):
-    """A 2-vector from its components (stacked along axis 0, the SoA layout)."""
+    """A 2-vector from its components (stacked along axis 0, the SoA layout).
+
+    Args:
+        x, y: the components: numbers or arrays of shape ``(n,)`` outside a kernel,
+            scalar values inside one.
+    """
     return Vec2(x, y)
 
 
 def vec3(x, y, z):
-    """A 3-vector from its components (stacked along axis 0, the SoA layout)."""
+    """A 3-vector from its components (stacked along axis 0, the SoA layout).
+
+    Args:
+        x, y, z: the components: numbers or arrays of shape ``(n,)`` outside a kernel,
+            scalar values inside one.
+    """
     return Vec3(x, y, z)
 
 
 def vec4(x, y, z, w):
-    """A 4-vector from its components (stacked along axis 0, the SoA layout)."""
+    """A 4-vector from its components (stacked along axis 0, the SoA layout).
+
+    Args:
+        x, y, z, w: the components: numbers or arrays of shape ``(n,)`` outside a kernel,
+            scalar values inside one.
+    """
     return Vec4(x, y, z, w)
 
 
 def dot(a, b):
     """The dot product of two vectors of one width: ``a[0]*b[0] + a[1]*b[1] + ...``, summed
-    left to right over axis 0."""
+    left to right over axis 0.
+
+    Args:
+        a, b: vectors of the same width (arrays of shape ``(k,)`` or ``(k, n)`` outside a
+            kernel); different widths are a ``ValueError`` (a ``CompileError`` in a kernel).
+    """
     a, b = np.asarray(a), np.asarray(b)
     if a.shape[0] != b.shape[0]:
         raise ValueError(f"dot() of vectors of widths {a.shape[0]} and {b.shape[0]}")
@@ -105,13 +130,22 @@ def dot(a, b):
 
 
 def length(a):
-    """The Euclidean length of a vector: ``sqrt(dot(a, a))``."""
+    """The Euclidean length of a vector: ``sqrt(dot(a, a))``.
+
+    Args:
+        a: a vector (an array of shape ``(k,)`` or ``(k, n)`` outside a kernel).
+    """
     return np.sqrt(dot(a, a))
 
 
 def cross(a, b):
     """The cross product of two 3-vectors:
-    ``(a.y*b.z - a.z*b.y, a.z*b.x - a.x*b.z, a.x*b.y - a.y*b.x)``."""
+    ``(a.y*b.z - a.z*b.y, a.z*b.x - a.x*b.z, a.x*b.y - a.y*b.x)``.
+
+    Args:
+        a, b: 3-vectors (arrays of shape ``(3,)`` or ``(3, n)`` outside a kernel); another
+            width is a ``ValueError`` (a ``CompileError`` in a kernel).
+    """
     a, b = np.asarray(a), np.asarray(b)
     if a.shape[0] != 3 or b.shape[0] != 3:
         raise ValueError(f"cross() takes two 3-vectors, got widths {a.shape[0]} and "
@@ -121,6 +155,10 @@ def cross(a, b):
 
 
 def normalize(a):
-    """``a / length(a)``: each component divided by the length (a zero vector gives NaNs)."""
+    """``a / length(a)``: each component divided by the length (a zero vector gives NaNs).
+
+    Args:
+        a: a vector (an array of shape ``(k,)`` or ``(k, n)`` outside a kernel).
+    """
     a = np.asarray(a)
     return a / length(a)

@@ -32,20 +32,55 @@ def _inside_only(name: str):
 
 uniform = _inside_only("uniform")
 uniform.__doc__ = """A uniform float in [0, 1) of the kernel's float type (53 random bits for
-float64, 24 for float32); ``uniform(lo, hi)`` is ``lo + (hi - lo) * uniform()``."""
+float64, 24 for float32); ``uniform(lo, hi)`` is ``lo + (hi - lo) * uniform()``.
+
+Args:
+    *args: none, or ``lo, hi``: the bounds, numbers or per-sample values (any other count is a
+        ``CompileError``).
+
+Example::
+
+    @hawk.kernel
+    def walk(dt: Param, terminated: Terminated, x: Mutable[Scalar], t: Mutable[Scalar]):
+        x += hawk.uniform(-1.0, 1.0) * dt
+        t += dt
+        terminated = t >= 1.0
+"""
 normal = _inside_only("normal")
 normal.__doc__ = """A standard normal float (Box-Muller, see ``hawk.philox``);
-``normal(mean, std)`` is ``mean + std * normal()``."""
+``normal(mean, std)`` is ``mean + std * normal()``.
+
+Args:
+    *args: none, or ``mean, std``: numbers or per-sample values (any other count is a
+        ``CompileError``).
+"""
 exponential = _inside_only("exponential")
-exponential.__doc__ = """A standard exponential float (mean 1): ``-log(u)``, ``u`` in (0, 1]."""
+exponential.__doc__ = """A standard exponential float (mean 1): ``-log(u)``, ``u`` in (0, 1].
+
+Args:
+    *args: none (scale the result for another mean); arguments are a ``CompileError``.
+"""
 randint = _inside_only("randint")
 randint.__doc__ = """An int64 in [lo, hi) (lo where hi <= lo; a width above 2**32 is cut to
-2**32), each value's probability within 2.4e-10 (relative) of 1 / (hi - lo)."""
+2**32), each value's probability within 2.4e-10 (relative) of 1 / (hi - lo).
+
+Args:
+    *args: ``lo, hi``, integers or per-sample integer values (any other count is a
+        ``CompileError``).
+"""
 sample_index = _inside_only("sample_index")
-sample_index.__doc__ = """The sample's global index (int64)."""
+sample_index.__doc__ = """The sample's global index (int64).
+
+Args:
+    *args: none; arguments are a ``CompileError``.
+"""
 step = _inside_only("step")
 step.__doc__ = """The sample's step number (int64): steps it took before this one since the
-runner was made or reset."""
+runner was made or reset.
+
+Args:
+    *args: none; arguments are a ``CompileError``.
+"""
 
 #: the name a body calls each function by -> the numbers of arguments it takes
 FUNCTIONS = {"uniform": (0, 2), "normal": (0, 2), "exponential": (0,), "randint": (2,),

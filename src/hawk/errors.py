@@ -10,7 +10,16 @@ __all__ = ["CompileError", "IRError", "Loc"]
 
 @dataclass(frozen=True)
 class Loc:
-    """Where an IR node came from: the user's file, line and columns, and the line's text."""
+    """Where an IR node came from: the user's file, line and columns, and the line's text.
+
+    Attributes:
+        file: the path of the user's source file.
+        line: the line number, from 1.
+        col: the column where the construct starts, from 0 (default 0).
+        end_col: the column just past its end, or None (default): to the end of the line.
+        text: the source line itself ("" when unknown: then no caret is drawn).
+        function: the name of the kernel or func the line is in ("" when unknown).
+    """
 
     file: str
     line: int
@@ -43,6 +52,12 @@ class CompileError(Exception):
     outermost (the kernel's line) first, and ``str()`` shows them before ``loc`` like the frames
     of a traceback. ``notes`` are ``(text, loc)`` pairs shown after it (e.g. where a plain
     Python function that cannot be called is defined).
+
+    Args:
+        message: what is wrong, naming the construct.
+        loc: where, or None when there is no source position.
+        calls: the call sites through ``@hawk.func`` calls, outermost first.
+        notes: ``(text, loc)`` pairs shown after ``loc``.
     """
 
     def __init__(self, message: str, loc: Loc | None = None, calls: tuple[Loc, ...] = (),

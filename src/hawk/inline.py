@@ -75,6 +75,9 @@ class Func:
         name: the function's name.
         func: the decorated Python function.
         signature: its ``inspect.Signature``, by which a call's arguments are bound.
+
+    Args:
+        pyfunc: the plain Python function (made by ``@hawk.func``, which checks it).
     """
 
     def __init__(self, pyfunc):
@@ -98,7 +101,23 @@ class Func:
 
 def func(pyfunc):
     """Make a Python function callable from hawk kernels (and other funcs), inlined at each
-    call. Its parameters take scalars, vectors, tuples and other funcs, typed per call site."""
+    call. Its parameters take scalars, vectors, tuples and other funcs, typed per call site.
+
+    Args:
+        pyfunc: a plain Python function (a ``def`` in a file, no ``*args``/``**kwargs``);
+            anything else, a ``Func`` included, is a ``TypeError``.
+
+    Example::
+
+        @hawk.func
+        def accel(x, omega):
+            return -omega * omega * x
+
+        @hawk.kernel
+        def oscillator(omega: Scalar, dt: Param, x: Mutable[Scalar], v: Mutable[Scalar]):
+            v += dt * accel(x, omega)
+            x += dt * v
+    """
     if isinstance(pyfunc, Func) or not inspect.isfunction(pyfunc):
         raise TypeError(f"@hawk.func decorates a plain Python function, got {pyfunc!r}")
     return Func(pyfunc)

@@ -159,7 +159,16 @@ COUNTER_OPS = {OpKind.DRAW, OpKind.SAMPLE_INDEX, OpKind.STEP_INDEX}
 
 @dataclass(frozen=True)
 class Op:
-    """One SSA value: ``kind`` applied to the values ``args`` (indices of earlier ops)."""
+    """One SSA value: ``kind`` applied to the values ``args`` (indices of earlier ops).
+
+    Attributes:
+        kind: the operation, an ``OpKind``.
+        dtype: the value's ``DType``.
+        args: the operands, as indices of earlier ops of the same program.
+        attr: the op's constant operand (a literal, a parameter name and component, a draw's
+            kind...), or None.
+        loc: the user's source position it came from (not part of its identity), or None.
+    """
 
     kind: OpKind
     dtype: DType
@@ -176,7 +185,14 @@ class Op:
 @dataclass(frozen=True)
 class Parameter:
     """A kernel parameter: its name, role, vector width (1 for a scalar; 2, 3 or 4 for a
-    ``Vec2``/``Vec3``/``Vec4``) and element dtype."""
+    ``Vec2``/``Vec3``/``Vec4``) and element dtype.
+
+    Attributes:
+        name: the Python parameter's name.
+        role: its ``Role`` (from the annotation).
+        width: 1 for a scalar, 2 to 4 for a vector (default 1).
+        dtype: the element ``DType`` (default float64).
+    """
 
     name: str
     role: Role
@@ -211,6 +227,11 @@ class Slot:
 
     This is the kernel's argument layout, defined here once: every emitter, backend, artifact
     sidecar and loader reads it, so they cannot disagree on the order or the names.
+
+    Attributes:
+        param: the ``Parameter`` the argument belongs to.
+        component: the vector component (0 for ``x``), or None for a scalar parameter or a
+            ``Param``.
     """
 
     param: Parameter
@@ -267,7 +288,19 @@ class Store:
 
 @dataclass(frozen=True)
 class Program:
-    """One kernel specialised for one dtype signature: the unit every backend compiles."""
+    """One kernel specialised for one dtype signature: the unit every backend compiles.
+
+    Attributes:
+        name: the kernel's name.
+        params: its parameters (``Parameter``), in the function's order, with this
+            signature's dtypes.
+        ops: the step's SSA values in order (``Op``; an op's args are earlier indices).
+        stores: the writes made at the end of the step (``Store``).
+        terminated: the index of the op giving the new terminated flag, or None when the
+            kernel never sets it.
+        options: the kernel's options as sorted ``(name, value)`` pairs (e.g.
+            ``("accumulate", True)``).
+    """
 
     name: str
     params: tuple[Parameter, ...]

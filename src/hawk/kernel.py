@@ -95,6 +95,14 @@ class Kernel:
         params: the parameters in order, with their default dtypes.
         options: the kernel options, e.g. ``{"accumulate": True}``.
         program: the IR for the default signature (every number float64).
+
+    Made by ``@hawk.kernel``:
+
+    Args:
+        func: the annotated Python function; its source must be readable from a file.
+        options: the decorator's keyword options, checked against ``KERNEL_OPTIONS``
+            (``accumulate``: bool; ``dtypes``: dict of default dtypes by parameter name); an
+            unknown option or a value of the wrong type is a ``TypeError``.
     """
 
     def __init__(self, func, options: Mapping[str, object] | None = None):
@@ -129,8 +137,14 @@ class Kernel:
         raise KeyError(name)
 
     def specialize(self, dtypes: Mapping[str, object]) -> Program:
-        """The optimized IR for the given parameter dtypes (numpy dtypes or names; missing:
-        float64)."""
+        """The optimized IR for the given parameter dtypes, cached per signature.
+
+        Args:
+            dtypes: parameter name -> dtype (a NumPy dtype, a name such as ``"float32"``, or a
+                ``hawk.ir.DType``); a parameter left out gets its default dtype (float64
+                unless ``@hawk.kernel(dtypes=...)`` says otherwise). ``Terminated`` must be
+                bool (else ``TypeError``); a dtype the body cannot use is a ``CompileError``.
+        """
         params = []
         for p in self.params:
             dtype = dtypes.get(p.name, p.dtype)
@@ -163,7 +177,12 @@ class ProgramKernel(Kernel):
     """A kernel known by one specialisation's IR alone, without its source: how a kernel
     travels to another process (a Dask worker) or comes back from a file. It runs only with
     the dtypes it was specialised for. ``program`` came out of ``specialize``, so it is not
-    optimized again, only checked (it may have travelled through a file or a network)."""
+    optimized again, only checked (it may have travelled through a file or a network).
+
+    Args:
+        program: a ``hawk.ir.Program`` made by ``Kernel.specialize``; an ill-formed one is an
+            ``IRError``.
+    """
 
     def __init__(self, program: Program):
         check(program)
@@ -195,6 +214,22 @@ def kernel(func=None, /, **options):
     """Turn an annotated Python function into a hawk kernel.
 
     Use bare (``@hawk.kernel``) or with options (``@hawk.kernel(accumulate=True)``).
+
+    Args:
+        func: the function to read (positional only; given by the bare decorator). Each of
+            its parameters is annotated with its role (``Scalar``, ``Param``, ``Mutable[...]``,
+            ``Out[...]``, ``Terminated``, ``Vec3``...); the body is read and type-checked now,
+            never run, and a mistake is a ``CompileError`` pointing at the line.
+        **options: ``accumulate=True``: writes to ``Out`` parameters add into the array
+            instead of overwriting it; ``dtypes={"name": "uint64", ...}``: parameters' default
+            dtypes (others float64). Any other option is a ``TypeError``.
+
+    Example::
+
+        @hawk.kernel
+        def decay(rate: Scalar, dt: Param, terminated: Terminated, y: Mutable[Scalar]):
+            y = y - dt * rate * y
+            terminated = y < 1e-3
     """
     if func is None:
         return lambda f: Kernel(f, options)

@@ -340,7 +340,12 @@ def classify(program: Program) -> tuple[Stage, ...]:
 
 
 class Pass(NamedTuple):
-    """One named step of the pipeline: a function from ``Program`` to ``Program``."""
+    """One named step of the pipeline: a function from ``Program`` to ``Program``.
+
+    Attributes:
+        name: what the pass is called in messages (``"dead code"``).
+        run: the function, ``Program -> Program``.
+    """
 
     name: str
     run: Callable[[Program], Program]

@@ -150,12 +150,13 @@ def step(program: Program, arrays: Mapping[str, np.ndarray], terminated: np.ndar
          *, seed: int | None = None, first_sample: int = 0, step_number: int = 0) -> int:
     """Advance every live sample of ``arrays`` by one step, in place; return how many were live.
 
-    ``arrays`` maps each parameter name to its NumPy array (``(n,)`` or ``(3, n)``) or, for a
-    ``Param``, a scalar. ``terminated`` is the flag array (taken from ``arrays`` when None).
-    A program that draws needs ``seed``; sample ``i`` of the arrays is the run's sample
-    ``first_sample + i``, and the live samples take their step number ``step_number`` (the
-    steps they took before this one: ``run`` counts them). Raises ``hawk.IRError`` for a
-    program that breaks the IR's rules.
+    ``program`` is the IR to run (``kernel.specialize(dtypes)``). ``arrays`` maps each
+    parameter name to its NumPy array (``(n,)`` or ``(k, n)``) or, for a ``Param``, a scalar.
+    ``terminated`` is the flag array (taken from ``arrays`` when None). A program that draws
+    needs ``seed``; sample ``i`` of the arrays is the run's sample ``first_sample + i``, and
+    the live samples take their step number ``step_number`` (the steps they took before this
+    one: ``run`` counts them). Raises ``hawk.IRError`` for a program that breaks the IR's
+    rules.
     """
     _checked(program)
     flag_param = program.terminated_param
@@ -181,7 +182,25 @@ def step(program: Program, arrays: Mapping[str, np.ndarray], terminated: np.ndar
 
 def run(program: Program, arrays: Mapping[str, np.ndarray], max_steps: int, *,
         seed: int | None = None, first_sample: int = 0) -> int:
-    """Step until every sample is terminated or ``max_steps`` steps; return the steps taken."""
+    """Step until every sample is terminated or ``max_steps`` steps; return the steps taken.
+
+    Means ``for s in range(max_steps): if step(..., step_number=s) == 0: return s``.
+
+    Args:
+        program: the IR to run (``kernel.specialize(dtypes)``); one that breaks the IR's
+            rules is a ``hawk.IRError``.
+        arrays: parameter name -> NumPy array (``(n,)`` or ``(k, n)``), or a number for a
+            ``Param``; updated in place, the ``Terminated`` flags included.
+        max_steps: the most steps, a non-negative int.
+        seed: keyword only; the random streams' key, needed by a program that draws.
+        first_sample: keyword only; the run's index of ``arrays``' sample 0 (default 0), so
+            that a slice of an ensemble draws what the whole would.
+
+    Example::
+
+        program = oscillator.specialize({})          # float64 everywhere
+        steps = hawk.reference.run(program, arrays, max_steps=10_000)
+    """
     for steps in range(max_steps):
         if step(program, arrays, seed=seed, first_sample=first_sample, step_number=steps) == 0:
             return steps

@@ -113,6 +113,17 @@ def device_count() -> int:
 
 @dataclass(frozen=True)
 class DeviceInfo:
+    """What the driver says about one CUDA device (``device_info``).
+
+    Attributes:
+        ordinal: the device's index, K of ``"cuda:K"``.
+        name: the device's name, e.g. ``"NVIDIA H100 80GB HBM3"``.
+        compute_capability: ``(major, minor)``, e.g. ``(9, 0)``.
+        driver_version: the driver's CUDA version, ``(major, minor)``, e.g. ``(12, 4)``.
+        total_memory: the device's memory in bytes.
+        multiprocessors: its number of streaming multiprocessors.
+    """
+
     ordinal: int
     name: str
     compute_capability: tuple[int, int]
@@ -139,6 +150,8 @@ def ordinal_of(device: str) -> int:
 
 @functools.cache
 def device_info(ordinal: int = 0) -> DeviceInfo:
+    """The ``DeviceInfo`` of CUDA device ``ordinal`` (an int, default 0; cached).
+    ``BackendUnavailable`` when CUDA is unusable here or there is no such device."""
     require()
     d = driver()
     count = call(d.cuDeviceGetCount)

@@ -13,13 +13,19 @@ __all__ = ["Graph", "GraphExec", "add_kernel_node", "add_while_node", "condition
 
 
 class Graph:
-    """A CUDA graph eagle owns (destroyed with the object)."""
+    """A CUDA graph eagle owns (destroyed with the object).
+
+    Args:
+        handle: a ``CUgraph`` handle to take ownership of (a captured graph), or None
+            (default) to create an empty graph.
+    """
 
     def __init__(self, handle=None):
         d = driver()
         self.handle = call(d.cuGraphCreate, 0) if handle is None else handle
 
     def instantiate(self, ordinal: int = 0) -> GraphExec:
+        """The executable graph on device ``ordinal`` (default 0), ready to ``launch``."""
         activate(ordinal)
         return GraphExec(call(driver().cuGraphInstantiate, self.handle, 0), ordinal)
 
@@ -27,7 +33,8 @@ class Graph:
         return int(call(driver().cuGraphGetNodes, self.handle, 0)[1])
 
     def debug_dot(self, path: str) -> None:
-        """Write the graph as Graphviz dot (``cuGraphDebugDotPrint``, verbose)."""
+        """Write the graph as Graphviz dot (``cuGraphDebugDotPrint``, verbose) to the file
+        ``path`` (a str or path)."""
         call(driver().cuGraphDebugDotPrint, self.handle, str(path).encode(), 1)
 
     def __del__(self):

@@ -53,7 +53,13 @@ def _pointer(value) -> int:
 
 
 class KernelArguments:
-    """Packed kernel arguments: ``address`` is the ``void**`` cuLaunchKernel takes."""
+    """Packed kernel arguments: ``address`` is the ``void**`` cuLaunchKernel takes.
+
+    Args:
+        ctypes_: the arguments' C types, as for ``Launcher``.
+        values: one value per type, as for ``Launcher.launch``; a different count is a
+            ``TypeError``.
+    """
 
     def __init__(self, ctypes_: list[str], values: list):
         if len(ctypes_) != len(values):
@@ -74,7 +80,16 @@ def pack(ctypes_: list[str], values: list) -> KernelArguments:
 
 
 class Launcher:
-    """A kernel function with its argument types; ``launch`` packs and launches it."""
+    """A kernel function with its argument types; ``launch`` packs and launches it.
+
+    Args:
+        function: the ``CUfunction`` (a loaded module's entry).
+        ctypes_: the C types of its arguments in order: ``"double"``, ``"float"``,
+            ``"long long"``, ``"int"``, ``"bool"``, ``"u64"``, ``"unsigned int"``,
+            ``"unsigned long long"``, or a pointer (``"double*"``, ``"ptr"``...).
+        block: threads per block (default 256).
+        ordinal: the device's index (default 0).
+    """
 
     def __init__(self, function, ctypes_: list[str], block: int = 256, ordinal: int = 0):
         self.function = function
@@ -84,7 +99,15 @@ class Launcher:
 
     def launch(self, grid: int, *values, stream=None) -> KernelArguments:
         """Launch on ``stream`` (default: the current stream); return the packed arguments,
-        which must stay alive until the launch has been issued (they are, here)."""
+        which must stay alive until the launch has been issued (they are, here).
+
+        Args:
+            grid: the number of blocks (at least 1 is launched).
+            *values: one value per argument type: a number for a scalar type; for a pointer
+                a GPU array (``__cuda_array_interface__``, ``.ptr``) or an int address. A wrong
+                count or an unusable value is a ``TypeError``.
+            stream: the ``Stream`` to launch on, or None (default) for eagle's current one.
+        """
         arguments = pack(self.ctypes, list(values))
         self.launch_packed(grid, arguments, stream)
         return arguments

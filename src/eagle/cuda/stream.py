@@ -28,7 +28,15 @@ _default_streams: dict[int, Stream] = {}
 
 
 class Stream:
-    """A CUDA stream on one device (eagle's own, or a wrapped handle from another library)."""
+    """A CUDA stream on one device (eagle's own, or a wrapped handle from another library).
+
+    Args:
+        ordinal: the device's index, K of ``"cuda:K"`` (default 0).
+        handle: a ``CUstream`` handle (an int) owned elsewhere to wrap, or None (default) to
+            create a stream that this object owns.
+        non_blocking: create it with ``CU_STREAM_NON_BLOCKING`` (no implicit ordering with
+            the legacy default stream); default False. Ignored for a wrapped handle.
+    """
 
     def __init__(self, ordinal: int = 0, handle: int | None = None, non_blocking: bool = False):
         activate(ordinal)
@@ -41,10 +49,13 @@ class Stream:
 
     @classmethod
     def wrap(cls, handle: int, ordinal: int = 0) -> Stream:
-        """A ``Stream`` over a handle owned elsewhere (e.g. ``cupy.cuda.Stream().ptr``)."""
+        """A ``Stream`` over a ``handle`` (an int) owned elsewhere (e.g.
+        ``cupy.cuda.Stream().ptr``), on device ``ordinal`` (default 0); the owner keeps it
+        alive."""
         return cls(ordinal, int(handle))
 
     def synchronize(self) -> None:
+        """Wait on the host until every piece of work queued on this stream has finished."""
         activate(self.ordinal)
         call(driver().cuStreamSynchronize, self.handle)
 
@@ -144,6 +155,9 @@ class StreamCapturer:
     invalidated (something allocated or synchronised), the partial graph is destroyed and the
     stream is left usable; the error is re-raised (invalidation as ``CaptureError``). Otherwise
     ``graph`` holds the recorded ``Graph``.
+
+    Args:
+        stream: the ``Stream`` whose work is recorded.
     """
 
     def __init__(self, stream: Stream):

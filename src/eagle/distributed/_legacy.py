@@ -32,7 +32,14 @@ class DistributedResult:
 def until_done(plan, client, chunks, max_steps: int, steps_per_launch: int | None = None, *,
                compute: bool = False, **bindings) -> DistributedResult:
     """Deprecated: use ``eagle.distributed.run_on_cluster`` (same chunks and bindings; its
-    results stay on the workers and read-only inputs do not come back)."""
+    results stay on the workers and read-only inputs do not come back).
+
+    Args:
+        plan, client, chunks, max_steps, steps_per_launch, **bindings: as for
+            ``run_on_cluster``.
+        compute: True: bring every array to the client as NumPy arrays; False (default):
+            return dask arrays.
+    """
     from ._run import _is_array, run_on_cluster
 
     warnings.warn("eagle.distributed.until_done is deprecated; use "

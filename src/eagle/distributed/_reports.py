@@ -42,7 +42,15 @@ class ChunkReport:
 
 @dataclass(frozen=True)
 class DistributedReport:
-    """The merged report: totals, and every chunk's own report in sample order."""
+    """The merged report: totals, and every chunk's own report in sample order.
+
+    Attributes:
+        n: samples in all.
+        done: samples whose terminated flag is set at the end.
+        truncated: some chunk reached ``max_steps`` with samples still running.
+        wall_s: wall-clock seconds of the whole run, as the client saw it.
+        chunks: every chunk's ``ChunkReport``, in sample order.
+    """
 
     n: int
     done: int

@@ -61,6 +61,9 @@ class NoWorkersLeft(EagleError, RuntimeError):
 class ClusterResult:
     """What ``run_on_cluster`` returns.
 
+    Made by ``run_on_cluster``, with the Dask ``client`` it ran on and the ``futures`` of the
+    chunks' results (held so the workers keep them).
+
     Attributes:
         arrays: the final state of every written parameter (``Mutable``, ``Out``,
             ``Terminated``) as a dask array whose blocks are the chunks' results, held on the
@@ -91,7 +94,8 @@ class ClusterResult:
         """Write ``names`` (default: every array) to the Zarr store ``url``, one array per name
         (``url/<name>``), each chunk written by the worker that holds it; nothing passes
         through the client. ``url`` must be reachable from every worker (a shared file system
-        or an object store). Returns ``url``."""
+        or an object store). Returns ``url``. ``overwrite=True`` replaces arrays already
+        there (passed to ``dask.array.to_zarr``; default False)."""
         from dask import array as da
 
         names = names or tuple(self.arrays)
