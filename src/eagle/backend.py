@@ -78,7 +78,8 @@ class Loop(Protocol):
 
     def run(self, counters: RunCounters, after_launch: Callable[[], None]) -> None:
         """Advance every live sample until all are done or ``counters.max_steps``, recording
-        each launch (or the whole run) with ``counters.record``."""
+        each launch (or the whole run) with ``counters.record``; where ``sees_launches``, call
+        ``after_launch()`` (no arguments) after each launch's ``record``."""
 
     def live_now(self) -> int | None:
         """The live count while ``run`` is going on (read from another thread), or None.
@@ -110,34 +111,40 @@ class Backend(Protocol):
         """The device an array-like ``value`` lives on, if it is this family's; else None."""
 
     def view(self, value, device: str):
-        """A view of a user's array (never a copy) with NumPy's ``shape``, ``dtype``,
-        ``flags`` and ``ndim``; ``TypeError`` saying why when it cannot be viewed."""
+        """A view of a user's array ``value`` on ``device`` (never a copy) with NumPy's
+        ``shape``, ``dtype``, ``flags`` and ``ndim``; ``TypeError`` saying why when it cannot
+        be viewed."""
 
     def full(self, shape: tuple[int, ...], value, dtype: np.dtype, device: str):
-        """A new array of ``shape`` filled with ``value`` (broadcast inputs, flags)."""
+        """A new array of ``shape`` and ``dtype`` on ``device`` filled with ``value``
+        (broadcast inputs, flags)."""
 
     def shares_memory(self, a, b) -> bool:
-        """Whether two views may overlap."""
+        """Whether the views ``a`` and ``b`` may overlap."""
 
     def to_host(self, array) -> np.ndarray:
-        """A NumPy array of a view's contents (the view itself on the host)."""
+        """A NumPy array of the view ``array``'s contents (the view itself on the host)."""
 
     def from_host(self, array: np.ndarray, device: str):
         """A new array on ``device`` holding ``array``'s values, bindable by ``until_done``."""
 
     def clear(self, array) -> None:
-        """Set every element of a view to zero (False)."""
+        """Set every element of the view ``array`` to zero (False)."""
 
     def compile(self, program: Program, device: str, *, fmad: bool = False) -> Any:
-        """``program`` compiled and loaded for ``device`` (cached in memory and on disk)."""
+        """``program`` compiled and loaded for ``device`` (cached in memory and on disk);
+        ``fmad=True`` lets a GPU compiler fuse multiply-adds (see ``eagle.deploy``)."""
 
     def loop(self, program: Program, bound, steps_per_launch: int | None, *, eager: bool,
              fmad: bool) -> Loop:
-        """``until_done``'s loop of ``program`` over ``bound`` (``bind``'s result)."""
+        """``until_done``'s loop of ``program`` over ``bound`` (``bind``'s result), with
+        ``until_done``'s ``steps_per_launch`` (None: the backend's schedule) and ``eager``, and
+        the plan's ``fmad``."""
 
     def repeat_while(self, condition, body: Callable[[], None], max_iterations: int | None,
                      device: str) -> int:
-        """``eagle.repeat_while`` with a ``condition`` that lives on this family's device."""
+        """``eagle.repeat_while`` with a ``condition`` that lives on ``device``, one of this
+        family's; ``body`` and ``max_iterations`` are ``repeat_while``'s, already checked."""
 
     def array_module(self):
         """The array library a user of this family writes plain array code in (NumPy, CuPy):
@@ -222,7 +229,7 @@ def normalize_device(device: str) -> str:
 
 
 def device_of(value) -> str:
-    """The device an array-like value lives on (the host for anything no backend claims)."""
+    """The device an array-like ``value`` lives on (the host for anything no backend claims)."""
     for family in sorted(_registry, key=lambda f: f == HOST):  # the host claims last
         entry = _registry[family]
         if isinstance(entry, str) and not _may_be_foreign(value):

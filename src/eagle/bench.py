@@ -227,7 +227,14 @@ def _commit() -> str | None:
 
 def metadata(devices: list[str], repeats: int, quick: bool = False) -> dict:
     """Where and when the card was measured: machine, OS, CPU model, cores, threads, the
-    versions of everything timed, the date (UTC) and the commit."""
+    versions of everything timed, the date (UTC) and the commit.
+
+    Args:
+        devices: the devices measured (as given to ``run_card``); a GPU among them adds its
+            description and CuPy's version.
+        repeats: timed runs per arm, recorded as is.
+        quick: the card was made with ``--quick`` (recorded, so a quick card says so).
+    """
     import numba
 
     meta = dict(date=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -248,7 +255,8 @@ def metadata(devices: list[str], repeats: int, quick: bool = False) -> dict:
 
 
 def caption(meta: dict) -> str:
-    """One line naming the machine, the versions, the date and what the numbers are."""
+    """One line naming the machine, the versions, the date and what the numbers are, from
+    ``meta`` (a ``metadata()`` dict)."""
     gpu = f"; GPU: {meta['gpu'][0]}" if meta.get("gpu") else ""
     commit = f", commit {meta['commit']}" if meta.get("commit") else ""
     return (f"Measured {meta['date']} on {meta['cpu_model']} ({meta['machine']}, "
@@ -274,7 +282,12 @@ def _n_of(chosen: list[dict]) -> int:
 
 def markdown(rows: list[dict], meta: dict | None = None) -> str:
     """The spec's table (Arm | What it does | Wall time) for each device and configuration,
-    the wall time as ``median ms (min-max)``, with ``caption(meta)`` below when given."""
+    the wall time as ``median ms (min-max)``, with ``caption(meta)`` below when given.
+
+    Args:
+        rows: ``run_card``'s rows.
+        meta: a ``metadata()`` dict, or None (default) for no caption.
+    """
     lines = []
     for device, config, chosen in _groups(rows):
         n = _n_of(chosen)
@@ -291,7 +304,8 @@ def markdown(rows: list[dict], meta: dict | None = None) -> str:
 
 
 def chart(rows: list[dict], path: Path, meta: dict | None = None) -> bool:
-    """Write ``figure(rows, meta)`` to ``path`` (PNG); False without matplotlib."""
+    """Write ``figure(rows, meta)`` to ``path`` (PNG); False without matplotlib. ``rows`` and
+    ``meta`` are as for ``markdown``."""
     try:
         import matplotlib
 
@@ -308,7 +322,8 @@ def chart(rows: list[dict], path: Path, meta: dict | None = None) -> bool:
 def figure(rows: list[dict], meta: dict | None = None):
     """Linear bars of the median wall time, whiskers from the fastest to the slowest run,
     each bar labelled with its ratio to the fastest arm (``x21.0``), ``caption(meta)`` below:
-    a matplotlib ``Figure``, one panel per device and configuration."""
+    a matplotlib ``Figure``, one panel per device and configuration. ``rows`` are
+    ``run_card``'s; ``meta`` (a ``metadata()`` dict) adds the caption, None leaves it out."""
     import textwrap
 
     import matplotlib.pyplot as plt
