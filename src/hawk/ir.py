@@ -65,7 +65,7 @@ class DType(Enum):
 
     @property
     def bits(self) -> int:
-        """The width in bits (bool: 8, as NumPy stores it)."""
+        """The width in bits; 8 for bool, as NumPy stores it."""
         return self.numpy.itemsize * 8
 
     @classmethod

@@ -44,17 +44,26 @@ class Graph:
 
 class GraphExec:
     """An instantiated graph on device ``ordinal``: ``launch(stream)`` replays it (from any
-    thread: the device's context is made current first)."""
+    thread: the device's context is made current first). Made by ``Graph.instantiate``.
+
+    Args:
+        handle: the ``CUgraphExec`` handle, owned by this object from now on.
+        ordinal: the device's index (default 0).
+    """
 
     def __init__(self, handle, ordinal: int = 0):
         self.handle = handle
         self.ordinal = ordinal
 
     def upload(self, stream) -> None:
+        """Upload the graph's work to the device on ``stream`` (a ``Stream``) ahead of the
+        first launch, so that launch does not pay for it."""
         activate(self.ordinal)
         call(driver().cuGraphUpload, self.handle, stream.handle)
 
     def launch(self, stream) -> None:
+        """Replay the whole graph once on ``stream`` (a ``Stream``); returns without waiting
+        for it (``stream.synchronize()`` waits)."""
         activate(self.ordinal)
         call(driver().cuGraphLaunch, self.handle, stream.handle)
 

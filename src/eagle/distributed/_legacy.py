@@ -35,8 +35,8 @@ def until_done(plan, client, chunks, max_steps: int, steps_per_launch: int | Non
     results stay on the workers and read-only inputs do not come back).
 
     Args:
-        plan, client, chunks, max_steps, steps_per_launch, **bindings: as for
-            ``run_on_cluster``.
+        plan, client, chunks, max_steps, steps_per_launch: as for ``run_on_cluster``.
+        **bindings: as for ``run_on_cluster``.
         compute: True: bring every array to the client as NumPy arrays; False (default):
             return dask arrays.
     """
