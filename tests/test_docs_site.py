@@ -216,3 +216,15 @@ def test_every_parameter_of_the_reference_is_described_in_its_docstring():
                 undescribed.append(f"{name}({parameter})")
     assert not undescribed, (f"{len(undescribed)} parameters of the API reference have no "
                              f"description in their docstring: {undescribed}")
+
+
+def test_the_main_entry_points_show_an_example():
+    import eagle
+    import hawk
+
+    entry_points = {"eagle.until_done": eagle.until_done, "eagle.simulate": eagle.simulate,
+                    "eagle.deploy": eagle.deploy, "eagle.Runner.run": eagle.Runner.run,
+                    "hawk.kernel": hawk.kernel, "hawk.func": hawk.func}
+    without = [name for name, entry in entry_points.items()
+               if not re.search(r"^\s*Example::\n\n\s+\S", entry.__doc__ or "", re.M)]
+    assert not without, f"entry points whose docstring shows no example: {without}"

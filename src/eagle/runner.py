@@ -496,7 +496,7 @@ def until_done(plan: Plan | hawk.Kernel, /, max_steps: int, steps_per_launch: in
         plan: a ``Plan`` from ``eagle.deploy``, or a ``@hawk.kernel`` (deployed for the arrays'
             device). Positional only.
         max_steps: the most steps any sample takes over all of the runner's ``run()`` calls
-            (until ``reset()``): an int from 1 to 2**62; a bool, float or 0 is refused.
+            (until ``reset()``): an int from 1 to 2**62 - 1; a bool, float or 0 is refused.
         steps_per_launch: steps per launch, an int >= 1 like ``max_steps``; None (default):
             the backend's own schedule (on the CPU it starts small and grows while every live
             sample takes every step of a launch).
