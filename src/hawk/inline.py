@@ -104,8 +104,8 @@ def func(pyfunc):
     call. Its parameters take scalars, vectors, tuples and other funcs, typed per call site.
 
     Args:
-        pyfunc: a plain Python function (a ``def`` in a file, no ``*args``/``**kwargs``);
-            anything else, a ``Func`` included, is a ``TypeError``.
+        pyfunc: a plain Python function (a ``def`` in a file); anything else, a ``Func``
+            included, is a ``TypeError``, and ``*args``/``**kwargs`` are a ``CompileError``.
 
     Example::
 
