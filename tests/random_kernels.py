@@ -220,6 +220,8 @@ def drawing_kernel_sources(draw, exact: bool = False) -> str:
         if " = " not in lines[k] or lines[k].strip().startswith("terminated"):
             continue
         target, value = lines[k].split(" = ", 1)
+        if "," in target:  # a func's tuple, unpacked: no scalar to add a draw to
+            continue
         lines[k] = f"{target} = ({value}) + 0.25 * {draw(st.sampled_from(draws))}"
     s1 = next(k for k, line in enumerate(lines) if line.strip().startswith("s1 +="))
     lines[s1] += f" + 0.0625 * {draw(st.sampled_from(draws))}"  # a draw that reaches the state

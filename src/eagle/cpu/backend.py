@@ -45,7 +45,7 @@ from .. import cache
 from ..arrays import as_host_array
 from ..interrupts import deferred_interrupts
 from ..threads import get_num_threads
-from .emit import SHAPE, emit_launch
+from .emit import emit_launch, shape_for
 from .team import team
 
 __all__ = ["CpuBackend", "CpuLoop", "CpuKernel", "compile_program", "launch_arguments",
@@ -65,7 +65,7 @@ MAX_STEPS_PER_LAUNCH = 1 << 20
 SPLIT_WORK = 1 << 18  # sample-steps below which a launch runs on the calling thread alone
 _DLPACK_CPU = 1
 
-EMITTER_VERSION = 12
+EMITTER_VERSION = 13
 _loaded: dict[str, CpuKernel] = {}  # by generated module name (program digest and versions)
 # id(program) -> (program, its compiled launch); the program is kept so its id stays its own
 _by_program: dict[int, tuple[Program, CpuKernel]] = {}
@@ -98,7 +98,7 @@ class CpuKernel:
         """Advance every live sample by up to ``nsteps`` on ``nthreads`` host threads; return
         (live samples, steps taken by the slowest). ``first_step``: the runner's step count
         before the launch, for a program that reads counters (``Program.counters``)."""
-        nblocks = -(-arguments[0].shape[0] // SHAPE.block)
+        nblocks = -(-arguments[0].shape[0] // shape_for(self.program).block)
         if self.program.counters:
             arguments = (*arguments, np.int64(first_step))
         live, steps = team.run(self.function, nthreads, nblocks, (np.int64(nsteps), *arguments))
@@ -126,7 +126,8 @@ def _entry(program: Program) -> tuple[str, str, str]:
     numba = _numba()
     from .. import __version__
 
-    key = cache.key("cpu", program.digest(), EMITTER_VERSION, SHAPE.block, SHAPE.unroll,
+    shape = shape_for(program)
+    key = cache.key("cpu", program.digest(), EMITTER_VERSION, shape.block, shape.unroll,
                     numba.__version__, __version__, sys.version_info[:2], np.__version__)
     return f"eagle_cpu_{program.name}_{key[:16]}", key, emit_launch(program)
 

@@ -53,7 +53,7 @@ from hawk.reference import IN_DOUBLE
 
 from ..codegen import ExpressionRenderer, invariant_ops, walk
 
-__all__ = ["emit_launch", "Shape", "SHAPE"]
+__all__ = ["emit_launch", "Shape", "SHAPE", "SHAPE_DRAWING", "shape_for"]
 
 PAD = 16  # lanes are padded to a multiple of this, so LLVM's vector loop covers them
 
@@ -77,7 +77,16 @@ class Shape:
         return max(1, self.block // 16)
 
 
-SHAPE = Shape()
+SHAPE = Shape(block=4096, unroll=4)
+# A program that draws random numbers: its step is long (a Philox block per draw), so writing
+# steps out gains nothing, and each written-out step is another copy of every draw to compile
+# (unroll 8: 51 s of compile for a kernel with six draws, 1: a few seconds).
+SHAPE_DRAWING = Shape(block=4096, unroll=1)
+
+
+def shape_for(program: Program) -> Shape:
+    """The launch shape ``emit_launch`` uses for ``program`` by default."""
+    return SHAPE_DRAWING if program.counters else SHAPE
 
 _NUMPY_TYPES = {DType.BOOL: "np.bool_", DType.INT64: "np.int64",
                 DType.FLOAT32: "np.float32", DType.FLOAT64: "np.float64",
@@ -597,12 +606,7 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
         *[f"    {line}" for line in layout.take("a")],
         "    m += 1",
     ]
-    advance = [  # the set, all at step d, until target, none live, or fewer than park live
-        *[f"{s} = {x}" for s, x in zip([*src, *dst], [*a, *b], strict=True)],
-        "swapped = False",
-        "left = m",
-        "while d < target:",
-        *[f"    {line}" for line in layout.pad("src")],
+    stepped = [  # a visit of unroll steps; the last one again a step at a time
         f"    if target - d >= {shape.unroll}:",
         f"        {visit('visit_unrolled', src, dst)}",
         "        if some:",
@@ -623,6 +627,21 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
         "        if not some:",
         "            left = 0",
         "            break",
+    ]
+    single = [  # unroll 1: a step per visit, in place; the step a set ends at is exact
+        f"    {visit('visit_one', src, src)}",
+        "    d += 1",
+        "    if not some:",
+        "        left = 0",
+        "        break",
+    ]
+    advance = [  # the set, all at step d, until target, none live, or fewer than park live
+        *[f"{s} = {x}" for s, x in zip([*src, *dst], [*a, *b], strict=True)],
+        "swapped = False",
+        "left = m",
+        "while d < target:",
+        *[f"    {line}" for line in layout.pad("src")],
+        *(stepped if shape.unroll > 1 else single),
         "    left = 0",
         "    for j in range(np.uint64(0), np.uint64(m)):  # unsigned: vectorised",
         "        left += src_alive[j]",
@@ -690,12 +709,14 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
 
 def emit_launch(program: Program, shape: Shape | None = None) -> str:
     """The Python source of a module whose ``run_blocks(tid, nthreads, nsteps, flags, ...)``
-    is one thread's share of a launch of ``program`` (``shape``: the default ``SHAPE``; tests
+    is one thread's share of a launch of ``program`` (``shape``: ``shape_for(program)``; tests
     pass small blocks to reach every path with few samples)."""
-    layout = _Layout(program, shape or SHAPE)
+    layout = _Layout(program, shape or shape_for(program))
     arrays = ", ".join(["flags", *(slot.name for slot in program.slots)])
+    unrolled = (layout.visit("visit_unrolled", layout.shape.unroll) if layout.shape.unroll > 1
+                else ["visit_unrolled = None  # unroll 1: visit_one does every step", "", ""])
     body = [
-        *layout.visit("visit_unrolled", layout.shape.unroll),
+        *unrolled,
         *layout.visit("visit_one", 1),
         *_run_blocks(layout, arrays),
     ]
