@@ -427,7 +427,7 @@ class _Layout:
 
     def visit(self, name: str, steps: int) -> list[str]:
         """``name(mp, <src>, <lanes>, <uniforms>, <dst>)``: ``steps`` steps of each of ``mp``
-        lanes, read from one side's buffers and written to the other's (or the same); returns
+        lanes, read from one side's buffers and written to the other's; returns
         whether any lane is still live. No per-lane step counter: a visit's lanes are all at
         the same step, which the caller counts."""
         src, dst = self.buffers("src"), self.buffers("dst")
@@ -622,14 +622,18 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
         "        # values give the same bits.",
         "        some = True",
         "        while some and d < target:",
-        f"            {visit('visit_one', src, src)}",
+        f"            {visit('visit_one', src, dst)}",
+        *[f"            {line}" for line in swap],
+        "            swapped = not swapped",
         "            d += 1",
         "        if not some:",
         "            left = 0",
         "            break",
     ]
-    single = [  # unroll 1: a step per visit, in place; the step a set ends at is exact
-        f"    {visit('visit_one', src, src)}",
+    single = [  # unroll 1: a step per visit; the step a set ends at is exact
+        f"    {visit('visit_one', src, dst)}",
+        *[f"    {line}" for line in swap],
+        "    swapped = not swapped",
         "    d += 1",
         "    if not some:",
         "        left = 0",
