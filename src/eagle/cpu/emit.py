@@ -21,6 +21,8 @@ fastest kernels we could write by hand (``benchmarks/cpu_loop.py``, ``peer_numba
   thread's pool, in which lanes of many blocks are stepped until they line up at the same
   step and then share one dense set (1% of samples 100x longer than the rest, scattered: as
   fast as the same targets sorted);
+- a kernel that draws random numbers takes one step per visit (``SHAPE_DRAWING``): its step
+  is long, and every written-out step would be another copy of each draw to compile;
 - a visit is its own small function (LLVM vectorises it reliably) with one call site, and
   everything else is one function: Numba optimises a callee again in each caller and LLVM
   inlines it at each call site, so compile time follows the functions and call sites.
@@ -65,7 +67,7 @@ class Shape:
     block with fewer live lanes than this sends them to the thread's pool."""
 
     block: int = 4096
-    unroll: int = 8
+    unroll: int = 4
 
     def __post_init__(self):
         if self.block % PAD or self.block <= 0 or self.unroll < 1:
@@ -87,6 +89,7 @@ SHAPE_DRAWING = Shape(block=4096, unroll=1)
 def shape_for(program: Program) -> Shape:
     """The launch shape ``emit_launch`` uses for ``program`` by default."""
     return SHAPE_DRAWING if program.counters else SHAPE
+
 
 _NUMPY_TYPES = {DType.BOOL: "np.bool_", DType.INT64: "np.int64",
                 DType.FLOAT32: "np.float32", DType.FLOAT64: "np.float64",
