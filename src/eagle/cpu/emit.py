@@ -661,21 +661,19 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
         "    for j in range(m):",
         *[f"        {x}[j] = {y}[j]" for x, y in zip(a, b, strict=True)],
     ]
+    def put_back(loop: str, sample: str) -> list[str]:
+        """The set's lanes back to their samples, with their flags, counting the live ones."""
+        return [f"        {loop}", f"            i = {sample}",
+                *[f"            {line}" for line in layout.put("a")],
+                "            flags[i] = not a_alive[j]", "            left += a_alive[j]"]
+
     finish = [
         "if left == 0 or d == nsteps or not in_pool:",
         "    left = 0",
         "    if dense:  # the block's lanes in place: contiguous copies",
-        "        for j in range(np.uint64(0), np.uint64(m)):",
-        "            i = lo + np.int64(j)",
-        *[f"            {line}" for line in layout.put("a")],
-        "            flags[i] = not a_alive[j]",
-        "            left += a_alive[j]",
+        *put_back("for j in range(np.uint64(0), np.uint64(m)):", "lo + np.int64(j)"),
         "    else:",
-        "        for j in range(m):",
-        "            i = idx[j]",
-        *[f"            {line}" for line in layout.put("a")],
-        "            flags[i] = not a_alive[j]",
-        "            left += a_alive[j]",
+        *put_back("for j in range(m):", "idx[j]"),
         "    if left == 0 or d == nsteps:",
         "        live += left",
         "        most = max(most, d)",
