@@ -395,8 +395,9 @@ def _check_series(p: Parameter, array, original) -> None:
                                "numbers")
     itemsize = array.dtype.itemsize
     strides = tuple(array.strides)
-    if any(stride % itemsize for stride in strides) or (array.shape[-1] > 1
-                                                        and strides[-1] != itemsize):
+    empty = any(size == 0 for size in array.shape)  # nothing to address (NumPy: strides 0)
+    if not empty and (any(stride % itemsize for stride in strides)
+                      or (array.shape[-1] > 1 and strides[-1] != itemsize)):
         raise BindingValueError(f"{p.name!r} ({_describe(p)}) has strides {strides} (bytes); "
                                 f"its sample axis (the last) must be contiguous, "
                                 f"{itemsize} bytes apart: pass np.ascontiguousarray(...) and "
