@@ -396,3 +396,41 @@ def test_host_compiled_cuda_writes_the_reference_rows(tmp_path):
                {"dt": np.float64(arrays["dt"])}, arrays["terminated"], 200, 9)
     assert_bitwise_equal({k: arrays[k] for k in ("x", "v", "k", "xs", "ps")},
                          {k: expected[k] for k in ("x", "v", "k", "xs", "ps")})
+
+
+# -- checkpoints and clusters --------------------------------------------------------------------
+
+
+def test_a_checkpoint_saves_and_restores_the_rows(tmp_path):
+    bindings = trajectory_bindings(500, seed=7)
+    expected, _ = reference_run(trajectory, bindings, 200)
+    arrays = copy.deepcopy(bindings)
+    runner = eagle.until_done(eagle.deploy(trajectory), max_steps=25, **arrays)
+    with pytest.warns(Warning, match="max_steps=25"):
+        runner.run()
+    path = runner.checkpoint(tmp_path / "rows.npz")
+    restored = eagle.Runner.restore(path, eagle.deploy(trajectory))
+    np.testing.assert_array_equal(restored.bound.arrays["xs"], arrays["xs"])
+    restored.max_steps = 200
+    restored.run()
+    final = restored.bound.arrays
+    assert_bitwise_equal({k: final[k] for k in ("x", "xs", "ps")},
+                         {k: expected[k] for k in ("x", "xs", "ps")})
+
+
+def test_run_on_cluster_splits_the_rows_along_the_sample_axis():
+    distributed = pytest.importorskip("distributed")
+    da = pytest.importorskip("dask.array")
+    ed = pytest.importorskip("eagle.distributed")
+    bindings = trajectory_bindings(900, seed=9, frozen=False)
+    expected, _ = reference_run(trajectory, bindings, 200)
+    del bindings["terminated"]
+    bindings["ps"] = da.from_array(bindings["ps"], chunks=(30, 2, 300))  # made on the workers
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        result = ed.run_on_cluster(trajectory, client, chunks=3, max_steps=200, **bindings)
+        final = result.gather()
+    assert final["xs"].shape == (40, 900) and final["ps"].shape == (30, 2, 900)
+    assert_bitwise_equal({k: final[k] for k in ("x", "xs", "ps")},
+                         {k: expected[k] for k in ("x", "xs", "ps")})
