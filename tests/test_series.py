@@ -434,3 +434,29 @@ def test_run_on_cluster_splits_the_rows_along_the_sample_axis():
     assert final["xs"].shape == (40, 900) and final["ps"].shape == (30, 2, 900)
     assert_bitwise_equal({k: final[k] for k in ("x", "xs", "ps")},
                          {k: expected[k] for k in ("x", "xs", "ps")})
+
+
+def test_an_artifact_describes_a_series_and_a_kernel_travels_with_its_writes(tmp_path):
+    import pickle
+
+    from hawk.kernel import ProgramKernel
+
+    program = trajectory.specialize({"k": "int64"})
+    travelled = pickle.loads(pickle.dumps(ProgramKernel(program)))
+    assert travelled.program.row_stores == program.row_stores
+    pytest.importorskip("cuda.bindings.nvrtc")
+    from eagle.cuda.artifact import read_artifact, write_artifact
+
+    path, _ = write_artifact(program, "ptx", tmp_path / "trajectory.ptx", "sm_80")
+    loaded = read_artifact(path)
+    assert loaded.params == program.params
+    meta = loaded.meta
+    layouts = {p["name"]: p["layout"] for p in meta["parameters"]}
+    assert layouts["xs"] == "(T, n) rows, the sample axis contiguous"
+    assert layouts["ps"] == "(T, 2, n) rows, the sample axis contiguous"
+    fields = [(a["name"], a.get("field"), a["ctype"]) for a in meta["arguments"]
+              if a.get("parameter") == "ps"]
+    assert fields == [("p_ps_0", None, "double* __restrict__"),
+                      ("p_ps_1", None, "double* __restrict__"),
+                      ("rows_ps", "rows", "long long"),
+                      ("row_stride_ps", "row_stride", "long long")]
