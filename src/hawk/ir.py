@@ -278,7 +278,8 @@ class Slot:
 
     @property
     def dtype(self) -> DType:
-        """The argument's element type: int64 for a Series' field, else the parameter's."""
+        """The element type of the argument (int64 for a Series' field, else the
+        parameter's)."""
         return DType.INT64 if self.field is not None else self.param.dtype
 
 

@@ -300,8 +300,10 @@ def _program_signature(program: Program):
     types = [array(np.dtype(bool))]
     for slot in program.slots:
         dtype = slot.dtype.numpy
-        if slot.param.role is Role.SERIES and not slot.is_uniform:  # rows of any strides
-            types.append(numba.types.Array(numba.from_dtype(dtype), 2, "A"))
+        if slot.param.role is Role.SERIES and not slot.is_uniform:
+            # (T, n) as allocated; a vector's component (T, n) view of (T, k, n) is strided
+            layout = "A" if slot.component is not None else "C"
+            types.append(numba.types.Array(numba.from_dtype(dtype), 2, layout))
         else:
             types.append(numba.from_dtype(dtype) if slot.is_uniform else array(dtype))
     if program.counters:  # seed, first_sample, first_step
