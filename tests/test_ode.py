@@ -262,11 +262,14 @@ def dopri5_bindings(kernel_f, u0, p, t_end, tol):
     n = u0.shape[-1]
     prepare = ode.dopri5_start_kernel(kernel_f, hawk.Vec2, hawk.Scalar)
     arrays = dict(p=p, t_end=np.full(n, t_end), rtol=np.full(n, tol), atol=np.full(n, tol),
-                  max_step=np.full(n, 0.25), stop_first=0.0, stop_every=1.0, u=u0.copy(),
+                  max_step=np.full(n, 0.25), stop_first=0.0, stop_every=1.0,
+                  save_first=0.0, save_every=0.1, save_count=30.0,
+                  saved=np.full((30, 2, n), np.nan),
+                  u=u0.copy(),
                   k1=np.zeros_like(u0), t=np.zeros(n), h=np.zeros(n),
                   c=np.full(n, ode.C_START), **{k: np.zeros(n, np.int64) for k in
                                                 ("accepted", "rejected", "status", "events",
-                                                 "stops")})
+                                                 "stops", "saves")})
     first, _ = reference_run(prepare, dict(p=p, t_end=arrays["t_end"], rtol=arrays["rtol"],
                                            atol=arrays["atol"], u=u0, t=arrays["t"],
                                            k1=arrays["k1"], h=arrays["h"]), 1)
@@ -282,7 +285,7 @@ def test_the_bouncing_kernel_equals_the_reference(target, steps_per_launch):  # 
     n = 37
     rng = np.random.default_rng(3)
     kernel = ode.dopri5_kernel(free_fall, hawk.Vec2, hawk.Scalar, event=height,
-                               on_event=bounce)
+                               on_event=bounce, saveat=True)
     bindings = dopri5_bindings(free_fall, np.stack([rng.uniform(1, 10, n), np.zeros(n)]),
                                rng.uniform(0.5, 0.95, n), 4.0, 1e-8)
     expected, expected_steps = reference_run(kernel, bindings, 400)
@@ -293,14 +296,14 @@ def test_the_bouncing_kernel_equals_the_reference(target, steps_per_launch):  # 
     assert report.steps == expected_steps
     assert_bitwise_equal({k: actual[k] for k in expected if k in actual},
                          {k: expected[k] for k in expected if k in actual})
-    assert np.all(expected["events"] >= 1)
+    assert np.all(expected["events"] >= 1) and np.all(expected["saves"] == 30)
 
 
 def test_the_ode_kernels_compile_to_cuda():
     nvrtc = pytest.importorskip("eagle.cuda.nvrtc")
     from eagle.cuda.emit import emit_cuda
 
-    for kernel in (ode.dopri5_kernel(lorenz, hawk.Vec3, hawk.Vec3),
+    for kernel in (ode.dopri5_kernel(lorenz, hawk.Vec3, hawk.Vec3, saveat=True),
                    ode.dopri5_kernel(free_fall, hawk.Vec2, hawk.Scalar, event=height,
                                      on_event=bounce, tstops=True, on_stop=bounce),
                    ode.sde_kernel(ornstein_uhlenbeck_drift, ornstein_uhlenbeck_noise,
@@ -360,3 +363,52 @@ def test_a_sample_that_blows_up_is_marked_failed():
     assert sol.status.tolist() == [ode.STATUS_FAILED, ode.STATUS_DONE]
     assert abs(sol.t[0] - 1.0) < 1e-6  # it stopped at the singularity
     assert sol.u[1] == pytest.approx(-1.0 / 3.0, rel=1e-7)  # u = -1 / (1 + t)
+
+
+# -- saveat --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("saves_in_a_step", ["few", "many"])
+def test_saveat_records_the_trajectory_to_the_tolerance(saves_in_a_step):
+    omega = np.array([0.5, 1.0, 3.0])
+    u0 = np.stack([np.ones(3), np.zeros(3)])
+    count = 41 if saves_in_a_step == "few" else 2001  # many: several recorded times per step
+    tol = 1e-9
+    sol = eagle.ode.solve(harmonic, u0, (0.0, 8.0), p=omega, rtol=tol, atol=tol,
+                          saveat=(0.0, 8.0, count))
+    assert sol.saved.shape == (count, 2, 3) and np.array_equal(sol.ts, np.linspace(0, 8, count))
+    exact = np.stack([np.cos(np.outer(sol.ts, omega)),
+                      -omega * np.sin(np.outer(sol.ts, omega))], axis=1)
+    assert np.abs(sol.saved - exact).max() < 100 * tol  # interpolated: fourth order, not fifth
+    assert np.array_equal(sol.saved[0], u0)  # the first time is the start itself
+    assert np.array_equal(sol.saved[-1], sol.u)  # and the last the end
+    plain = eagle.ode.solve(harmonic, u0, (0.0, 8.0), p=omega, rtol=tol, atol=tol)
+    if saves_in_a_step == "few":  # recording does not change the steps when it needs no cut
+        assert np.all(sol.accepted <= plain.accepted + count)
+
+
+def test_saveat_stops_at_a_terminating_event_and_skips_times_before_t0():
+    sol = eagle.ode.solve(falling_with_drag, np.stack([np.full(2, 10.0), np.zeros(2)]),
+                          (np.array([0.0, 0.5]), 100.0), p=0.0, rtol=1e-10, atol=1e-10,
+                          event=height, saveat=(0.0, 3.0, 31))
+    contact = math.sqrt(2.0 * 10.0 / G)
+    for i, t0 in enumerate([0.0, 0.5]):
+        recorded = ~np.isnan(sol.saved[:, 0, i])
+        assert np.array_equal(recorded, (sol.ts >= t0 - 1e-12) & (sol.ts <= sol.t[i]))
+        shifted = sol.ts[recorded] - t0
+        assert np.allclose(sol.saved[recorded, 0, i], 10.0 - 0.5 * G * shifted**2, atol=1e-8)
+    assert sol.t[0] == pytest.approx(contact, abs=1e-9)
+
+
+@pytest.mark.parametrize("method", ["rk4", "euler_maruyama"])
+def test_fixed_steps_land_on_recorded_times(method):
+    noise = dict(noise=ornstein_uhlenbeck_noise, seed=5) if method == "euler_maruyama" else {}
+    f = ornstein_uhlenbeck_drift
+    p = (1.0, 0.0, 0.0 if method == "rk4" else 0.2)
+    sol = eagle.ode.solve(f, np.ones(4), (0.0, 1.0), p=p, method=method, dt=0.03,
+                          saveat=(0.0, 1.0, 11), **noise)
+    assert sol.saved.shape == (11, 4) and sol.saved[0].tolist() == [1.0] * 4
+    assert np.array_equal(sol.saved[-1], sol.u)
+    assert np.all(sol.accepted == 40)  # each 0.1 between recorded times: 3 x 0.03 + 0.01
+    if method == "rk4":
+        assert np.allclose(sol.saved, np.exp(-sol.ts)[:, None], rtol=1e-6)

@@ -46,6 +46,9 @@ class Solution:
         accepted: accepted steps per sample (int64); for fixed-step methods, the steps taken.
         rejected: rejected steps per sample (int64; zeros for fixed-step methods).
         events: events per sample (int64): bounces applied, or 1 where the event ended it.
+        saved: with ``saveat``, the state at each recorded time: ``(T, n)`` or ``(T, k, n)``
+            (NaN where a sample ended first); else None.
+        ts: with ``saveat``, the ``T`` recorded times (the same for every sample); else None.
         report: the run's ``eagle.Report``.
         runner: the ``eagle.Runner`` that ran it (``runner.run()`` again continues nothing: all
             samples are done or at ``max_steps``); its arrays are the ones above.
@@ -59,6 +62,8 @@ class Solution:
     accepted: object
     rejected: object
     events: object
+    saved: object
+    ts: object
     report: Report
     runner: Runner
     plan: Plan
@@ -125,7 +130,8 @@ def _per_sample(name: str, value, xp, n: int, dtype, positive: bool = False):
 
 def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol=1e-6,
           dt=None, noise: Func | None = None, seed: int | None = None,
-          event: Func | None = None, on_event: Func | None = None, direction: int = -1,
+          saveat=None, event: Func | None = None, on_event: Func | None = None,
+          direction: int = -1,
           tstops=None, on_stop: Func | None = None, max_step=math.inf,
           max_steps: int = 1_000_000,
           threads: int | None = None, progress: bool = False) -> Solution:
@@ -149,6 +155,10 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         dt: the step of a fixed-step method, a number or an array ``(n,)``.
         noise: the SDE's diffusion, a ``@hawk.func`` ``g(u, t, p)`` shaped as ``u``.
         seed: the random numbers' seed for ``"euler_maruyama"``, an int in ``[0, 2**64)``.
+        saveat: ``(first, last, count)``: record the state at ``count`` equally spaced times
+            from ``first`` to ``last`` into ``Solution.saved`` (``"dopri5"`` interpolates
+            inside its steps, to fourth order; fixed-step methods land a step on each time).
+            Times before a sample's ``t0`` are not recorded (NaN).
         event: a ``@hawk.func`` ``g(u, t, p)`` whose zero crossing (in ``direction``) is an
             event (``"dopri5"`` only): it ends the sample there, or calls ``on_event``.
         on_event: a ``@hawk.func`` ``(u, t, p) -> u`` applied at each event (a bounce).
@@ -201,9 +211,27 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         raise ValueError("noise (the SDE's diffusion g(u, t, p)) goes with "
                          "method='euler_maruyama', and that method needs it")
 
+    save_first, save_every, save_count = 0.0, 1.0, 0
+    if saveat is not None:
+        try:
+            first, last, save_count = saveat
+            first, last = float(first), float(last)
+        except (TypeError, ValueError):
+            raise ValueError(f"saveat must be (first, last, count), got {saveat!r}") from None
+        if not (isinstance(save_count, int | np.integer) and save_count >= 1):
+            raise ValueError(f"saveat: count must be an int >= 1, got {save_count!r}")
+        if save_count > 1 and not last > first:
+            raise ValueError(f"saveat: last must be after first, got {first!r} and {last!r}")
+        save_count = int(save_count)
+        save_first = first
+        save_every = (last - first) / (save_count - 1) if save_count > 1 else 1.0
+    saved = xp.full((save_count, *u0.shape), np.nan, dtype=dtype)
+    first_save = xp.clip(xp.ceil((t - save_first) / save_every), 0, save_count).astype(np.int64)
+
     u = xp.array(u0, dtype=dtype, copy=True)
-    arrays = dict(p=p, t_end=t_end, u=u, t=t)
     zeros = (lambda: xp.zeros(n, dtype=np.int64))
+    arrays = dict(p=p, t_end=t_end, u=u, t=t, save_first=save_first, save_every=save_every,
+                  save_count=float(save_count), saves=first_save, saved=saved)
     if adaptive:
         rtol = _per_sample("rtol", rtol, xp, n, dtype, positive=True)
         atol = _per_sample("atol", atol, xp, n, dtype, positive=True)
@@ -221,7 +249,7 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                 raise ValueError(f"tstops: every must be positive, got {stop_every!r}")
         kernel = hawk_ode.dopri5_kernel(f, state, params, event=event, on_event=on_event,
                                         direction=direction, tstops=tstops is not None,
-                                        on_stop=on_stop)
+                                        on_stop=on_stop, saveat=saveat is not None)
         prepare = hawk_ode.dopri5_start_kernel(f, state, params)
         first_stop = xp.maximum(xp.ceil((t - stop_first) / stop_every), 0).astype(np.int64)
         arrays.update(rtol=rtol, atol=atol, max_step=max_step, stop_first=stop_first,
@@ -229,11 +257,17 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                       k1=xp.empty_like(u), h=xp.zeros(n, dtype=dtype),
                       c=xp.full(n, hawk_ode.C_START, dtype=dtype), accepted=zeros(),
                       rejected=zeros(), status=zeros(), events=zeros(), stops=first_stop)
-    elif method == "euler_maruyama":
-        kernel = hawk_ode.sde_kernel(f, noise, state, params)
-        arrays.update(dt=dt, steps=zeros())
     else:
-        kernel = hawk_ode.fixed_step_kernel(f, method, state, params)
+        if method == "euler_maruyama":
+            kernel = hawk_ode.sde_kernel(f, noise, state, params, saveat=saveat is not None)
+        else:
+            kernel = hawk_ode.fixed_step_kernel(f, method, state, params,
+                                                saveat=saveat is not None)
+        at_start = first_save < save_count
+        if saveat is not None and bool(at_start.any()):  # a recorded time at t0 itself
+            index = xp.flatnonzero(at_start & (save_first + first_save * save_every == t))
+            saved[first_save[index], ..., index] = u[..., index].T if u.ndim == 2 else u[index]
+            first_save[index] += 1
         arrays.update(dt=dt, steps=zeros())
 
     saved_threads = get_num_threads()
@@ -259,5 +293,9 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
     else:
         accepted, rejected, events = arrays["steps"], zeros(), zeros()
         status = (t >= t_end).astype(np.int64)
+    ts = None
+    if saveat is not None:
+        ts = save_first + xp.arange(save_count) * save_every
     return Solution(u=u, t=t, status=status, accepted=accepted, rejected=rejected,
-                    events=events, report=report, runner=runner, plan=plan, arrays=arrays)
+                    events=events, saved=saved if saveat is not None else None, ts=ts,
+                    report=report, runner=runner, plan=plan, arrays=arrays)

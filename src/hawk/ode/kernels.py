@@ -17,7 +17,7 @@ to arrays and runs them; use the kernels directly to keep the arrays (and a runn
 import functools
 
 import hawk
-from hawk import Mutable, Param, Scalar, Terminated, Vec2, Vec3, Vec4
+from hawk import Mutable, Param, Scalar, Series, Terminated, Vec2, Vec3, Vec4
 from hawk.inline import Func
 
 from .dopri5 import (
@@ -42,7 +42,7 @@ FIXED_METHODS = {"euler": euler, "rk4": rk4}
 LANDING_SLACK = 1e-9
 #: the smallest step, relative to ``|t|``, before a sample is given up (Hairer's test)
 SMALLEST_STEP = 10 * 2.0**-52
-_COUNTS = ("accepted", "rejected", "status", "events", "stops")
+_COUNTS = ("accepted", "rejected", "status", "events", "stops", "saves")
 
 
 @hawk.func
@@ -75,7 +75,8 @@ def _check_func(name: str, value, required: bool = True) -> None:
 def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = None,
                   on_event: Func | None = None, direction: int = -1, event_tol: float = 1e-12,
                   event_iterations: int = 12, event_samples: int = 4, tstops: bool = False,
-                  on_stop: Func | None = None) -> hawk.Kernel:
+                  on_stop: Func | None = None, saveat: bool = False,
+                  saves_per_step: int = 4) -> hawk.Kernel:
     """The adaptive Dormand-Prince 5(4) ensemble kernel of ``u' = f(u, t, p)``.
 
     Args:
@@ -98,6 +99,11 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         tstops: steps land exactly on the times ``stop_first + k * stop_every``.
         on_stop: a ``@hawk.func`` ``(u, t, p) -> u`` applied at each of those times (a kick);
             implies ``tstops``.
+        saveat: record the state at the times ``save_first + k * save_every``, ``k`` from 0 to
+            ``save_count - 1``, into the ``Series`` ``saved`` (row ``k``), from the step's
+            interpolant (fourth order).
+        saves_per_step: at most this many recorded times fall in one step (a step is shortened
+            to end at the last of them): each costs an interpolation per step.
 
     The kernel's parameters, to bind (``eagle.ode.solve`` does it): ``p``; ``t_end``, ``rtol``,
     ``atol``, ``max_step`` (``Scalar``: per sample or one number; ``max_step`` bounds every
@@ -105,8 +111,10 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
     read only with ``tstops``); the state ``u`` and ``k1`` (``f(u, t, p)``), ``t``, ``h`` (the
     next step's size), ``c`` (the controller's memory): all set by ``dopri5_start_kernel`` and
     ``C_START``; and the int64 counts ``accepted``, ``rejected``, ``status``
-    (``STATUS_RUNNING``...), ``events`` and ``stops`` (start them at 0; ``stops`` at the index
-    of the first stop not before ``t``).
+    (``STATUS_RUNNING``...), ``events``, ``stops`` and ``saves`` (start them at 0; ``stops``
+    and ``saves`` at the index of the first stop or recorded time not before ``t``); with
+    ``saveat``, ``save_first``, ``save_every``, ``save_count`` (``Param``) and ``saved``
+    (``Series`` of ``u``'s type, rows ``(save_count, ...)``, filled with NaN first).
     """
     _check_func("f", f)
     _check_types(state, params)
@@ -123,6 +131,9 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         raise ValueError(f"event_samples must be an int in [1, 64], got {event_samples!r}")
     if not event_tol > 0.0:
         raise ValueError(f"event_tol must be a positive time, got {event_tol!r}")
+    if not (isinstance(saves_per_step, int) and 1 <= saves_per_step <= 64):
+        raise ValueError(f"saves_per_step must be an int in [1, 64], got {saves_per_step!r}")
+    has_saves = bool(saveat)
     has_event = event is not None
     ends_at_event = on_event is None
     has_stops = bool(tstops) or on_stop is not None
@@ -134,21 +145,28 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
 
     @hawk.kernel(dtypes=dict.fromkeys(_COUNTS, "int64"))
     def dopri5(p: params, t_end: Scalar, rtol: Scalar, atol: Scalar, max_step: Scalar,
-               stop_first: Param,
-               stop_every: Param, terminated: Terminated, u: Mutable[State], k1: Mutable[State],
-               t: Mutable[Scalar], h: Mutable[Scalar], c: Mutable[Scalar],
+               stop_first: Param, stop_every: Param, save_first: Param, save_every: Param,
+               save_count: Param, terminated: Terminated, u: Mutable[State],
+               k1: Mutable[State], t: Mutable[Scalar], h: Mutable[Scalar], c: Mutable[Scalar],
                accepted: Mutable[Scalar], rejected: Mutable[Scalar], status: Mutable[Scalar],
-               events: Mutable[Scalar], stops: Mutable[Scalar]):
-        # the step: h, or shorter to land on t_end or on the next stop exactly
+               events: Mutable[Scalar], stops: Mutable[Scalar], saves: Mutable[Scalar],
+               saved: Series[State]):
+        # the step: h, or shorter to end on t_end, on the next stop, or on the last recorded
+        # time it may pass
         h_step = hawk.minimum(hawk.minimum(h, max_step), t_end - t)
-        at_stop = False
         if has_stops:
             t_stop = stop_first + stops * stop_every
             h_step = hawk.minimum(h_step, t_stop - t)
-            at_stop = h_step == t_stop - t
+        if has_saves:
+            last_save = saves + (saves_per_step - 1)
+            if last_save < save_count:
+                h_step = hawk.minimum(h_step, save_first + last_save * save_every - t)
         t_new = t + h_step
-        if at_stop:
-            t_new = t_stop
+        at_stop = False
+        if has_stops:
+            at_stop = h_step == t_stop - t
+            if at_stop:
+                t_new = t_stop
         if h_step == t_end - t:
             t_new = t_end
         u_new, err, k2, k3, k4, k5, k6, k7 = dopri5_attempt(f, u, k1, t, h_step, p)
@@ -156,9 +174,10 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         if ok and h_step < h:  # a shortened step does not shrink the next one
             h_next = hawk.maximum(h_next, h)
         h_next = hawk.minimum(h_next, max_step)
+        q = dense_coefficients(k1, k3, k4, k5, k6, k7)
         hit = False
+        t_reached = t_new
         if has_event:
-            q = dense_coefficients(k1, k3, k4, k5, k6, k7)
             hit, sign, lo, hi, f_lo, f_hi = first_crossing(
                 event, u, t, h_step, q, p, event(u, t, p), event(u_new, t_new, p), direction,
                 event_samples)
@@ -167,6 +186,17 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                            event_iterations)
             t_event = t + theta * h_step
             u_event = dense_value(u, h_step, q, theta)
+            if hit:
+                t_reached = t_event
+        if has_saves:  # the recorded times this step passed, up to where it ended
+            passed = 0
+            for j in range(saves_per_step):
+                t_save = save_first + (saves + j) * save_every
+                if ok and saves + j < save_count and t_save <= t_reached:
+                    inside = dense_value(u, h_step, q, (t_save - t) / h_step)
+                    saved[saves + j] = u_new if t_save == t_new else inside
+                    passed += 1
+            saves += passed
         failed = not h_next > SMALLEST_STEP * abs(t)
         if hit:
             events += 1
@@ -217,53 +247,80 @@ def dopri5_start_kernel(f: Func, state=Vec3, params=Scalar) -> hawk.Kernel:
     return dopri5_prepare
 
 
-@functools.cache
-def fixed_step_kernel(f: Func, method: str = "rk4", state=Vec3, params=Scalar) -> hawk.Kernel:
-    """The fixed-step ensemble kernel of ``u' = f(u, t, p)`` with ``method`` (``"euler"`` or
-    ``"rk4"``): each step advances ``t`` by ``dt``; the last lands on ``t_end`` exactly (it is
-    shortened, or lengthened by at most ``LANDING_SLACK`` relative, rather than leave a sliver).
+@hawk.func
+def _fixed_step(t, dt, t_end, save_first, save_every, save_count, saves, has_saves):
+    """A fixed step's size and where it ends: ``dt``, or shorter (or up to ``LANDING_SLACK``
+    longer) to land exactly on ``t_end`` or on the next recorded time; ``(h, t_new, ends,
+    at_save)``."""
+    ends = t_end - t <= dt * (1.0 + LANDING_SLACK)
+    h_step = t_end - t if ends else dt
+    t_new = t_end if ends else t + h_step
+    at_save = False
+    if has_saves:
+        t_save = save_first + saves * save_every
+        at_save = saves < save_count and t_save - t <= h_step * (1.0 + LANDING_SLACK)
+        if at_save:
+            h_step, t_new = t_save - t, t_save
+            ends = t_save >= t_end
+    return h_step, t_new, ends, at_save
 
-    Kernel parameters: ``p``, ``dt``, ``t_end`` (``Scalar``), the state ``u``, ``t``, and
-    ``steps`` (int64, counts the steps taken).
-    """
-    _check_func("f", f)
-    _check_types(state, params)
-    if method not in FIXED_METHODS:
-        raise ValueError(f"method must be one of {sorted(FIXED_METHODS)}, got {method!r}")
-    stepper = FIXED_METHODS[method]
+
+def _fixed_kernel(f, g, method: str, state, params, saveat: bool) -> hawk.Kernel:
+    """A fixed-step kernel: ``method`` ("euler", "rk4" or "euler_maruyama" with noise ``g``)."""
+    stepper = FIXED_METHODS.get(method)
+    stochastic = method == "euler_maruyama"
+    has_saves = bool(saveat)
+    noise = g or _never
     State = state
 
-    @hawk.kernel(dtypes={"steps": "int64"})
-    def fixed_step(p: params, dt: Scalar, t_end: Scalar, terminated: Terminated,
-                   u: Mutable[State], t: Mutable[Scalar], steps: Mutable[Scalar]):
-        last = t_end - t <= dt * (1.0 + LANDING_SLACK)
-        h_step = t_end - t if last else dt
-        u = stepper(f, u, t, h_step, p)
-        t = t_end if last else t + h_step
+    @hawk.kernel(dtypes={"steps": "int64", "saves": "int64"})
+    def fixed_step(p: params, dt: Scalar, t_end: Scalar, save_first: Param, save_every: Param,
+                   save_count: Param, terminated: Terminated, u: Mutable[State],
+                   t: Mutable[Scalar], steps: Mutable[Scalar], saves: Mutable[Scalar],
+                   saved: Series[State]):
+        h_step, t_new, ends, at_save = _fixed_step(t, dt, t_end, save_first, save_every,
+                                                   save_count, saves, has_saves)
+        if stochastic:
+            u = euler_maruyama(f, noise, u, t, h_step, p)
+        else:
+            u = stepper(f, u, t, h_step, p)
+        if at_save:
+            saved[saves] = u
+            saves += 1
+        t = t_new
         steps += 1
-        terminated = last
+        terminated = ends
 
     return fixed_step
 
 
 @functools.cache
-def sde_kernel(f: Func, g: Func, state=Vec3, params=Scalar) -> hawk.Kernel:
+def fixed_step_kernel(f: Func, method: str = "rk4", state=Vec3, params=Scalar, *,
+                      saveat: bool = False) -> hawk.Kernel:
+    """The fixed-step ensemble kernel of ``u' = f(u, t, p)`` with ``method`` (``"euler"`` or
+    ``"rk4"``): each step advances ``t`` by ``dt``; the last lands on ``t_end`` exactly (it is
+    shortened, or lengthened by at most ``LANDING_SLACK`` relative, rather than leave a
+    sliver). With ``saveat``, steps also land on the recorded times, and the state there is
+    written to ``saved`` (the method's own values: nothing is interpolated).
+
+    Kernel parameters: ``p``, ``dt``, ``t_end`` (``Scalar``); ``save_first``, ``save_every``,
+    ``save_count`` (``Param``) and ``saved`` (``Series``), read only with ``saveat``; the
+    state ``u``, ``t``; the int64 counts ``steps`` and ``saves`` (as for ``dopri5_kernel``).
+    """
+    _check_func("f", f)
+    _check_types(state, params)
+    if method not in FIXED_METHODS:
+        raise ValueError(f"method must be one of {sorted(FIXED_METHODS)}, got {method!r}")
+    return _fixed_kernel(f, None, method, state, params, saveat)
+
+
+@functools.cache
+def sde_kernel(f: Func, g: Func, state=Vec3, params=Scalar, *,
+               saveat: bool = False) -> hawk.Kernel:
     """The Euler-Maruyama ensemble kernel of the Ito SDE ``du = f(u, t, p) dt + g(u, t, p) dW``
-    (diagonal noise: ``g`` is shaped as ``u``), with fixed steps as ``fixed_step_kernel``'s.
-    Its draws need a seed."""
+    (diagonal noise: ``g`` is shaped as ``u``), with fixed steps and ``saveat`` as
+    ``fixed_step_kernel``'s (same parameters). Its draws need a seed."""
     _check_func("f", f)
     _check_func("g", g)
     _check_types(state, params)
-    State = state
-
-    @hawk.kernel(dtypes={"steps": "int64"})
-    def euler_maruyama_step(p: params, dt: Scalar, t_end: Scalar, terminated: Terminated,
-                            u: Mutable[State], t: Mutable[Scalar], steps: Mutable[Scalar]):
-        last = t_end - t <= dt * (1.0 + LANDING_SLACK)
-        h_step = t_end - t if last else dt
-        u = euler_maruyama(f, g, u, t, h_step, p)
-        t = t_end if last else t + h_step
-        steps += 1
-        terminated = last
-
-    return euler_maruyama_step
+    return _fixed_kernel(f, g, "euler_maruyama", state, params, saveat)
