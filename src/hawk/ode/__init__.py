@@ -28,7 +28,7 @@ from .dopri5 import (
     error_norm,
     rms,
 )
-from .events import crossed, locate
+from .events import crossed, first_crossing, locate
 from .fixed import euler, euler_maruyama, rk4
 from .kernels import (
     FIXED_METHODS,
@@ -45,6 +45,7 @@ from .kernels import (
 __all__ = [
     "euler", "rk4", "euler_maruyama", "dopri5_step", "dopri5_start", "dopri5_attempt",
     "dopri5_control", "dense_coefficients", "dense_value", "error_norm", "rms", "crossed",
+    "first_crossing",
     "locate", "dopri5_kernel", "dopri5_start_kernel", "fixed_step_kernel", "sde_kernel",
     "STATUS_RUNNING", "STATUS_DONE", "STATUS_EVENT", "STATUS_FAILED", "FIXED_METHODS",
     "C_START", "BETA", "SAFE", "FAC_MIN", "FAC_MAX",

@@ -65,13 +65,24 @@ C_START = 1e-4
 
 @hawk.func
 def rms(e):
-    """The root-mean-square of the components of ``e`` (``abs(e)`` for a number)."""
+    """The root-mean-square of the components of ``e`` (``abs(e)`` for a number).
+
+    Args:
+        e: a number or a vector.
+    """
     return math.sqrt(hawk.total(e * e) / hawk.width(e))
 
 
 @hawk.func
 def error_norm(err, u, u_new, rtol, atol):
-    """The root-mean-square of ``err / (atol + rtol * max(|u|, |u_new|))`` over components."""
+    """The root-mean-square of ``err / (atol + rtol * max(|u|, |u_new|))`` over components:
+    at most 1 for a step to be accepted.
+
+    Args:
+        err: the error estimate of a step (``dopri5_attempt``), shaped as the state.
+        u, u_new: the state before and after the step.
+        rtol, atol: the relative and absolute tolerances.
+    """
     return rms(err / (atol + rtol * hawk.maximum(abs(u), abs(u_new))))
 
 
@@ -82,6 +93,14 @@ def dopri5_attempt(f, u, k1, t, h, p):
     Returns ``(u_new, err, k2, k3, k4, k5, k6, k7)``: the fifth-order solution at ``t + h``, the
     error estimate (a state-shaped difference, before scaling) and the stages (``k7`` is
     ``f(u_new, t + h, p)``, the next step's ``k1``), which ``dense_coefficients`` needs.
+
+    Args:
+        f: the right-hand side, a func ``f(u, t, p)``.
+        u: the state at ``t``.
+        k1: ``f(u, t, p)`` (the last step's ``k7``).
+        t: the time.
+        h: the step to attempt.
+        p: the model's parameters, passed on to ``f``.
     """
     k2 = f(u + h * (A21 * k1), t + C2 * h, p)
     k3 = f(u + h * (A31 * k1 + A32 * k2), t + C3 * h, p)
@@ -97,7 +116,14 @@ def dopri5_attempt(f, u, k1, t, h, p):
 @hawk.func
 def dopri5_control(err_norm, h, c):
     """The PI controller: ``(accepted, h_next, c_next)`` after a step of size ``h`` whose error
-    norm is ``err_norm``, with the controller's memory ``c`` (see the module's docstring)."""
+    norm is ``err_norm``, with the controller's memory ``c`` (see the module's docstring).
+
+    Args:
+        err_norm: the step's ``error_norm``.
+        h: the step's size.
+        c: the controller's memory: the last accepted step's error norm (at least ``C_START``),
+            negated after a rejection.
+    """
     fac11 = err_norm**EXPO
     fac = hawk.maximum(1.0 / FAC_MAX, hawk.minimum(1.0 / FAC_MIN,
                                                    fac11 / abs(c) ** BETA / SAFE))
@@ -115,6 +141,10 @@ def dopri5_control(err_norm, h, c):
 def dense_coefficients(k1, k3, k4, k5, k6, k7):
     """The interpolant's coefficients ``(q1, q2, q3, q4)`` for a step's stages (``k2`` has
     weight 0): ``u(t + theta h) = u + h * (q1 theta + q2 theta**2 + q3 theta**3 + q4 theta**4)``.
+
+    Args:
+        k1, k3, k4, k5, k6, k7: the stages of the step (``k1`` its start's derivative,
+            the others as ``dopri5_attempt`` returns them).
     """
     q1 = P11 * k1
     q2 = P12 * k1 + P32 * k3 + P42 * k4 + P52 * k5 + P62 * k6 + P72 * k7
@@ -126,7 +156,14 @@ def dense_coefficients(k1, k3, k4, k5, k6, k7):
 @hawk.func
 def dense_value(u, h, q, theta):
     """The interpolant at ``t + theta h`` (``theta`` in ``[0, 1]``; fourth order): Horner's rule
-    on ``u + h * theta * (q1 + theta * (q2 + theta * (q3 + theta * q4)))``."""
+    on ``u + h * theta * (q1 + theta * (q2 + theta * (q3 + theta * q4)))``.
+
+    Args:
+        u: the state at the step's start.
+        h: the step's size.
+        q: the coefficients ``(q1, q2, q3, q4)`` from ``dense_coefficients``.
+        theta: the fraction of the step.
+    """
     q1, q2, q3, q4 = q
     return u + (h * theta) * (q1 + theta * (q2 + theta * (q3 + theta * q4)))
 
@@ -136,7 +173,16 @@ def dopri5_start(f, u, t, t_end, p, rtol, atol):
     """What a first step needs: ``(k1, h)``, with ``k1 = f(u, t, p)`` and the initial step
     size chosen as Hairer's HINIT (and SciPy's ``select_initial_step``) chooses it: from the
     sizes of ``u``, ``f`` and a difference estimate of ``f``'s derivative, for an error
-    exponent of 1/5, never more than ``t_end - t``."""
+    exponent of 1/5, never more than ``t_end - t``. Costs two evaluations of ``f``.
+
+    Args:
+        f: the right-hand side, a func ``f(u, t, p)``.
+        u: the initial state.
+        t: the initial time.
+        t_end: where the integration ends.
+        p: the model's parameters, passed on to ``f``.
+        rtol, atol: the tolerances the steps will be controlled to.
+    """
     k1 = f(u, t, p)
     scale = atol + abs(u) * rtol
     d0 = rms(u / scale)
@@ -161,6 +207,17 @@ def dopri5_step(f, u, k1, t, h, c, t_end, p, rtol, atol):
 
     Carry ``k1``, ``h`` and ``c`` from step to step; start them with ``dopri5_start`` (``k1``
     and ``h``) and ``C_START`` (``c``).
+
+    Args:
+        f: the right-hand side, a func ``f(u, t, p)``.
+        u: the state at ``t``.
+        k1: ``f(u, t, p)``.
+        t: the time.
+        h: the step to try.
+        c: the controller's memory (``dopri5_control``).
+        t_end: where the integration ends.
+        p: the model's parameters, passed on to ``f``.
+        rtol, atol: the relative and absolute tolerances (numbers).
     """
     last = h >= t_end - t
     h_step = t_end - t if last else h

@@ -25,7 +25,12 @@ def crossed(g_old, g_new, direction):
     """Whether ``g`` crossed zero during a step in ``direction`` (a compile-time int): ``-1``
     from positive to zero or below (a falling height), ``1`` from negative to zero or above,
     ``0`` either way; and the sign (``1.0`` or ``-1.0``) that makes the start of the step
-    positive."""
+    positive.
+
+    Args:
+        g_old, g_new: ``g`` at the start and at the end of the step.
+        direction: ``-1``, ``0`` or ``1``, a compile-time int.
+    """
     if direction < 0:
         return g_old > 0.0 and g_new <= 0.0, 1.0
     if direction > 0:
@@ -42,7 +47,17 @@ def first_crossing(g, u, t, h, q, p, g_old, g_new, direction, samples):
     part's ends as fractions of the step and ``sign * g`` there (``f_lo > 0 >= f_hi`` when
     ``hit``). Looking inside the step finds a pair of crossings that its ends do not show
     (a ball that bounces and lands again within one step), as long as the parts are shorter
-    than the time between them."""
+    than the time between them.
+
+    Args:
+        g: the event func ``g(u, t, p)``.
+        u, t, h: the step's start state, time and size.
+        q: the step's interpolant coefficients (``dense_coefficients``).
+        p: the model's parameters, passed on to ``g``.
+        g_old, g_new: ``g`` at the step's ends.
+        direction: ``-1``, ``0`` or ``1`` (see ``crossed``).
+        samples: the number of parts, a compile-time int.
+    """
     hit, sign, lo, hi, f_lo, f_hi = False, 1.0, 0.0, 1.0, 1.0, -1.0
     g_a = g_old
     for j in range(samples):
@@ -63,7 +78,19 @@ def locate(g, u, t, h, q, p, sign, lo, hi, f_lo, f_hi, tol, iterations):
     """The ``theta`` in ``(lo, hi]`` where ``sign * g`` on the interpolant ``dense_value(u, h,
     q, theta)`` first reaches zero or below, to ``tol`` in time, given its values ``f_lo > 0``
     at ``lo`` and ``f_hi <= 0`` at ``hi`` (both already multiplied by ``sign``). At most
-    ``iterations`` (a compile-time int) evaluations of ``g``."""
+    ``iterations`` (a compile-time int) evaluations of ``g``.
+
+    Args:
+        g: the event func ``g(u, t, p)``.
+        u, t, h: the step's start state, time and size.
+        q: the step's interpolant coefficients (``dense_coefficients``).
+        p: the model's parameters, passed on to ``g``.
+        sign: ``1.0`` or ``-1.0`` (from ``crossed``).
+        lo, hi: the bracket, as fractions of the step.
+        f_lo, f_hi: ``sign * g`` at ``lo`` (positive) and ``hi`` (zero or below).
+        tol: the tolerance in time.
+        iterations: the most evaluations, a compile-time int.
+    """
     side = 0.0
     for _ in range(iterations):
         active = (hi - lo) * h > tol and f_hi < 0.0

@@ -17,13 +17,29 @@ __all__ = ["euler", "rk4", "euler_maruyama"]
 
 @hawk.func
 def euler(f, u, t, dt, p):
-    """One explicit Euler step of ``u' = f(u, t, p)`` (first order): ``u + dt * f(u, t, p)``."""
+    """One explicit Euler step of ``u' = f(u, t, p)`` (first order): ``u + dt * f(u, t, p)``.
+
+    Args:
+        f: the right-hand side, a func ``f(u, t, p)`` returning ``du/dt`` shaped as ``u``.
+        u: the state (a number or a vector) at time ``t``.
+        t: the time.
+        dt: the step.
+        p: the model's parameters, passed on to ``f``.
+    """
     return u + dt * f(u, t, p)
 
 
 @hawk.func
 def rk4(f, u, t, dt, p):
-    """One step of the classic fourth-order Runge-Kutta method of ``u' = f(u, t, p)``."""
+    """One step of the classic fourth-order Runge-Kutta method of ``u' = f(u, t, p)``.
+
+    Args:
+        f: the right-hand side, a func ``f(u, t, p)`` returning ``du/dt`` shaped as ``u``.
+        u: the state (a number or a vector) at time ``t``.
+        t: the time.
+        dt: the step.
+        p: the model's parameters, passed on to ``f``.
+    """
     k1 = f(u, t, p)
     k2 = f(u + (0.5 * dt) * k1, t + 0.5 * dt, p)
     k3 = f(u + (0.5 * dt) * k2, t + 0.5 * dt, p)
@@ -33,7 +49,8 @@ def rk4(f, u, t, dt, p):
 
 @hawk.func
 def noise_like(u):
-    """Independent standard normal draws, one per component of ``u`` (a number or a vector)."""
+    """Independent standard normal draws, one per component of ``u`` (a number or a vector):
+    the Wiener increments of ``euler_maruyama``, before scaling by ``sqrt(dt)``."""
     if hawk.width(u) == 1:
         return hawk.normal()
     elif hawk.width(u) == 2:
@@ -49,5 +66,13 @@ def euler_maruyama(f, g, u, t, dt, p):
     diagonal noise (``g`` gives one amplitude per component, each driven by its own Wiener
     process): ``u + dt * f + g * sqrt(dt) * xi`` with ``xi`` standard normal draws (strong order
     1/2, weak order 1). The draws come from the kernel's random numbers, so a run needs a seed.
+
+    Args:
+        f: the drift, a func ``f(u, t, p)`` shaped as ``u``.
+        g: the diffusion, a func ``g(u, t, p)`` shaped as ``u`` (one amplitude per component).
+        u: the state (a number or a vector) at time ``t``.
+        t: the time.
+        dt: the step.
+        p: the model's parameters, passed on to ``f`` and ``g``.
     """
     return u + dt * f(u, t, p) + g(u, t, p) * (math.sqrt(dt) * noise_like(u))

@@ -232,7 +232,14 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
 def dopri5_start_kernel(f: Func, state=Vec3, params=Scalar) -> hawk.Kernel:
     """The kernel that prepares ``dopri5_kernel``'s first step: one step sets ``k1 = f(u, t,
     p)`` and the initial step size ``h`` (``hawk.ode.dopri5_start``) and ends the sample (bind
-    ``terminated`` to a scratch array, not to the main kernel's flags)."""
+    ``terminated`` to a scratch array, not to the main kernel's flags).
+
+    Args:
+        f: the right-hand side, a ``@hawk.func`` ``f(u, t, p)`` shaped as ``u``.
+        state: ``u``'s type: ``hawk.Scalar`` or ``hawk.Vec2``/``Vec3``/``Vec4``.
+        params: how ``p`` is bound: ``hawk.Scalar``, ``hawk.Param`` or a vector type (as for
+            ``dopri5_kernel``).
+    """
     _check_func("f", f)
     _check_types(state, params)
     State = state
@@ -306,6 +313,14 @@ def fixed_step_kernel(f: Func, method: str = "rk4", state=Vec3, params=Scalar, *
     Kernel parameters: ``p``, ``dt``, ``t_end`` (``Scalar``); ``save_first``, ``save_every``,
     ``save_count`` (``Param``) and ``saved`` (``Series``), read only with ``saveat``; the
     state ``u``, ``t``; the int64 counts ``steps`` and ``saves`` (as for ``dopri5_kernel``).
+
+    Args:
+        f: the right-hand side, a ``@hawk.func`` ``f(u, t, p)`` shaped as ``u``.
+        method: ``"euler"`` or ``"rk4"``.
+        state: ``u``'s type: ``hawk.Scalar`` or ``hawk.Vec2``/``Vec3``/``Vec4``.
+        params: how ``p`` is bound: ``hawk.Scalar``, ``hawk.Param`` or a vector type (as for
+            ``dopri5_kernel``).
+        saveat: land on and record the times ``save_first + k * save_every``.
     """
     _check_func("f", f)
     _check_types(state, params)
@@ -319,7 +334,16 @@ def sde_kernel(f: Func, g: Func, state=Vec3, params=Scalar, *,
                saveat: bool = False) -> hawk.Kernel:
     """The Euler-Maruyama ensemble kernel of the Ito SDE ``du = f(u, t, p) dt + g(u, t, p) dW``
     (diagonal noise: ``g`` is shaped as ``u``), with fixed steps and ``saveat`` as
-    ``fixed_step_kernel``'s (same parameters). Its draws need a seed."""
+    ``fixed_step_kernel``'s (same parameters). Its draws need a seed.
+
+    Args:
+        f: the right-hand side (the drift), a ``@hawk.func`` ``f(u, t, p)`` shaped as ``u``.
+        g: the diffusion, a ``@hawk.func`` ``g(u, t, p)`` shaped as ``u``.
+        state: ``u``'s type: ``hawk.Scalar`` or ``hawk.Vec2``/``Vec3``/``Vec4``.
+        params: how ``p`` is bound: ``hawk.Scalar``, ``hawk.Param`` or a vector type (as for
+            ``dopri5_kernel``).
+        saveat: land on and record the times ``save_first + k * save_every``.
+    """
     _check_func("f", f)
     _check_func("g", g)
     _check_types(state, params)
