@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from hawk.ir import DType, Op, OpKind, Program
 from hawk.passes import Stage, classify
 
-__all__ = ["ExpressionRenderer", "Assignment", "walk", "invariant_ops"]
+__all__ = ["ExpressionRenderer", "Assignment", "walk", "invariant_ops", "stale_reads"]
 
 
 class ExpressionRenderer:
@@ -101,6 +101,26 @@ def walk(program: Program, renderer: ExpressionRenderer,
             assignments.append(Assignment(index, op, name, renderer.render(op, args)))
             names.append(name)
     return assignments, names
+
+
+def stale_reads(program: Program, names: list[str | None],
+                local: Callable[[tuple[str, int | None]], str]) -> dict[str, tuple[str, DType]]:
+    """The state values a store would read after an earlier store replaced them.
+
+    An emitter keeps a sample's state in locals (``local(key)``) and writes the stores back into
+    them one after another, so a store whose value is another state parameter's loaded value
+    (``a, b = b, a``; ``u_prev = u``; an accumulated ``total = t`` after ``t += dt``) would see
+    the new value where the step means the start-of-step one. Returns each such value's name ->
+    (the name of a copy the emitter takes before the stores, its dtype); empty for a kernel
+    without one, whose code is then as before."""
+    replaced: set[str] = set()
+    stale: dict[str, tuple[str, DType]] = {}
+    for store in program.stores:
+        value = names[store.value]
+        if value in replaced:
+            stale[value] = (f"was_{value}", program.ops[store.value].dtype)
+        replaced.add(local((store.param, store.component)))
+    return stale
 
 
 def invariant_ops(program: Program) -> frozenset[int]:

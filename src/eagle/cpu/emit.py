@@ -53,7 +53,7 @@ from hawk.philox import (
 )
 from hawk.reference import IN_DOUBLE
 
-from ..codegen import ExpressionRenderer, invariant_ops, walk
+from ..codegen import ExpressionRenderer, invariant_ops, stale_reads, walk
 
 __all__ = ["emit_launch", "Shape", "SHAPE", "SHAPE_DRAWING", "shape_for"]
 
@@ -445,9 +445,12 @@ class _Layout:
             rows = self.slots[(r.param, "rows")].name
             lines += [f"if alive{guard} and {row} >= 0 and {row} < {rows}:",
                       f"    {slot.name}[{row}, idx[i]] = {names[r.value]}"]
+        stale = stale_reads(p, names, self.local)  # start-of-step values the stores replace
+        lines += [f"{copy} = {value}" for value, (copy, _) in stale.items()]
         for store in p.stores:
             key = (store.param, store.component)
             local, value = self.local(key), names[store.value]
+            value = stale[value][0] if value in stale else value
             if key in self.outputs and p.accumulate:
                 value = f"({local} + {value})"
             lines.append(f"{local} = {value} if alive else {local}")

@@ -56,7 +56,7 @@ from hawk.philox import (
     horner_text,
 )
 
-from ..codegen import ExpressionRenderer, invariant_ops, walk
+from ..codegen import ExpressionRenderer, invariant_ops, stale_reads, walk
 
 __all__ = ["emit_cuda", "slot_ctype", "CONTROL_FIELDS", "STEP_KERNEL", "DECIDE_KERNEL",
            "START_KERNEL", "BLOCK_SIZE"]
@@ -406,9 +406,13 @@ def _step_body(program: Program) -> list[str]:
                      f"{array}[{row} * {stride} + i] = {names[r.value]};")
     outputs = {(s.param, s.component) for s in program.stores
                if program.param(s.param).role is Role.OUT}
+    stale = stale_reads(program, names, local.__getitem__)  # start-of-step values replaced
+    lines += [f"    const {_C_TYPES[dtype]} {copy} = {value};"
+              for value, (copy, dtype) in stale.items()]
     for store in program.stores:
         key = (store.param, store.component)
         value = names[store.value]
+        value = stale[value][0] if value in stale else value
         if key in outputs and program.accumulate:
             value = f"{local[key]} + {value}"
         lines.append(f"    {local[key]} = {value};")
