@@ -19,10 +19,14 @@ from .annotations import (
     cross,
     dot,
     length,
+    maximum,
+    minimum,
     normalize,
+    total,
     vec2,
     vec3,
     vec4,
+    width,
 )
 from .draws import exponential, normal, randint, sample_index, step, uniform
 from .errors import CompileError, IRError
@@ -38,7 +42,8 @@ except _metadata.PackageNotFoundError:  # a source tree that was never installed
 __all__ = [
     "kernel", "Kernel", "ProgramKernel", "CompileError", "IRError",
     "Scalar", "Param", "Mutable", "Terminated", "Vec2", "Vec3", "Vec4", "Out",
-    "vec2", "vec3", "vec4", "dot", "length", "cross", "normalize", "func", "Func",
+    "vec2", "vec3", "vec4", "dot", "length", "cross", "normalize", "maximum", "minimum",
+    "total", "width", "func", "Func",
     "uniform", "normal", "exponential", "randint", "sample_index", "step",
     "Program", "DType", "Role", "ir", "passes", "reference",
 ]  # fmt: skip

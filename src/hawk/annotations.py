@@ -20,7 +20,7 @@ from .ir import Role
 
 __all__ = ["Annotation", "Scalar", "Param", "Terminated", "Vec2", "Vec3", "Vec4", "Mutable",
            "Out", "VECTOR_TYPES", "vec2", "vec3", "vec4", "dot", "length", "cross",
-           "normalize"]  # fmt: skip
+           "normalize", "maximum", "minimum", "total", "width"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -162,3 +162,56 @@ def normalize(a):
     """
     a = np.asarray(a)
     return a / length(a)
+
+
+def maximum(a, b):
+    """The larger of ``a`` and ``b``, component by component: ``b if b > a else a`` for each
+    (Python's ``max`` of two numbers, so a NaN in ``a`` is kept and one in ``b`` is not).
+
+    Args:
+        a, b: numbers or vectors of one width; a number is used for every component of the
+            other (outside a kernel: arrays, broadcast as NumPy does).
+    """
+    a, b = np.asarray(a), np.asarray(b)
+    return np.where(b > a, b, a)
+
+
+def minimum(a, b):
+    """The smaller of ``a`` and ``b``, component by component: ``b if b < a else a`` for each
+    (Python's ``min`` of two numbers).
+
+    Args:
+        a, b: numbers or vectors of one width, as for ``maximum``.
+    """
+    a, b = np.asarray(a), np.asarray(b)
+    return np.where(b < a, b, a)
+
+
+def total(a):
+    """The sum of a vector's components, left to right (``a[0] + a[1] + ...``); a number is
+    its own total. With ``width``, this writes code that works on a scalar state and on a
+    vector state alike: the root-mean-square of ``e`` is
+    ``sqrt(hawk.total(e * e) / hawk.width(e))``.
+
+    Args:
+        a: a number or a vector (outside a kernel, a vector is an array of shape ``(k, n)``
+            and anything else is a number, or one per sample).
+    """
+    a = np.asarray(a)
+    if width(a) == 1:
+        return a
+    result = a[0]
+    for k in range(1, a.shape[0]):
+        result = result + a[k]
+    return result
+
+
+def width(a) -> int:
+    """The number of components: 1 for a number, ``k`` for a ``Veck``. In a kernel it is a
+    compile-time int, so it can bound a loop (``for i in range(hawk.width(u))``).
+
+    Args:
+        a: a number or a vector (outside a kernel, a vector is an array of shape ``(k, n)``;
+            a number, a 0-d or a 1-D array, one value per sample, has width 1).
+    """
+    return np.shape(a)[0] if np.ndim(a) == 2 else 1

@@ -112,15 +112,21 @@ _HELPERS = {
     hawk_annotations.vec4: "vec4", hawk_annotations.Vec4: "vec4",
     hawk_annotations.dot: "dot", hawk_annotations.length: "length",
     hawk_annotations.cross: "cross", hawk_annotations.normalize: "normalize",
+    hawk_annotations.maximum: "maximum", hawk_annotations.minimum: "minimum",
+    hawk_annotations.total: "total", hawk_annotations.width: "width",
     builtins.min: "min", builtins.max: "max", builtins.abs: "abs", builtins.float: "float",
 }  # fmt: skip
 _MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf}
-_HAWK_FUNCTIONS = {"vec2", "vec3", "vec4", "dot", "length", "cross", "normalize"}
+_HAWK_FUNCTIONS = {"vec2", "vec3", "vec4", "dot", "length", "cross", "normalize", "maximum",
+                   "minimum", "total", "width"}  # fmt: skip
 _HAWK_VECTOR_TYPES = {"Vec2": "vec2", "Vec3": "vec3", "Vec4": "vec4"}  # constructors too
 _VECTOR_HELPERS = {"vec2", "vec3", "vec4", "dot", "length", "cross", "normalize"}
+_ELEMENTWISE_HELPERS = {"maximum", "minimum", "total", "width"}
 # random numbers and counters (hawk.draws): hawk.uniform(), from hawk import normal, ...
 _HELPERS.update(draws.OBJECTS)
 _HAWK_FUNCTIONS |= set(draws.FUNCTIONS)
+_FOLD_COMPARISON = {OpKind.LT: operator.lt, OpKind.LE: operator.le, OpKind.GT: operator.gt,
+                    OpKind.GE: operator.ge, OpKind.EQ: operator.eq, OpKind.NE: operator.ne}
 _COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
 
 _BINOPS = {
@@ -568,9 +574,18 @@ class Lowering:
                 dtype = DType.BOOL
             else:
                 dtype = self.common_type(a, b, symbol, node)
-            test = self.emit(kind, DType.BOOL, (self.cast(a, dtype).id, self.cast(b, dtype).id))
-            result = test if result is None else self.emit(OpKind.AND, DType.BOOL,
-                                                            (result.id, test.id))
+            if isinstance(a, Lit) and isinstance(b, Lit):  # known when compiling, as Python
+                test = Lit(bool(_FOLD_COMPARISON[kind](a.value, b.value)))
+            else:
+                test = self.emit(kind, DType.BOOL, (self.cast(a, dtype).id,
+                                                    self.cast(b, dtype).id))
+            if result is None:
+                result = test
+            elif isinstance(result, Lit) and isinstance(test, Lit):
+                result = Lit(result.value and test.value)
+            else:
+                result = self.emit(OpKind.AND, DType.BOOL, (self.cast(result, DType.BOOL).id,
+                                                            self.cast(test, DType.BOOL).id))
             left = right
         return result
 
@@ -604,6 +619,9 @@ class Lowering:
         a, b = self.cast(a, dtype), self.cast(b, dtype)
         if a.id == b.id:
             return a
+        decided = self.ops[condition.id]
+        if decided.kind is OpKind.CONST:  # known when compiling: the other path's ops are dead
+            return a if decided.attr else b
         return self.emit(OpKind.SELECT, dtype, (condition.id, a.id, b.id))
 
     def call(self, node: ast.Call):
@@ -636,16 +654,62 @@ class Lowering:
             return result
         if name in _VECTOR_HELPERS:
             return self.vector_call(name, args, node)
+        if name in _ELEMENTWISE_HELPERS:
+            return self.elementwise_call(name, args, node)
         if len(args) != 1:
             raise self.error(f"{name}() takes 1 argument(s), got {len(args)}", node)
         if name == "abs":
-            value = self.number(self.scalar(args[0], node), "abs()", node)
-            if isinstance(value, Lit):
-                return Lit(abs(value.value))
-            return self.emit(OpKind.ABS, value.dtype, (value.id,))
+            if isinstance(args[0], V):
+                return V(tuple(self.call_abs(c, node) for c in args[0].comps))
+            return self.call_abs(args[0], node)
         value = self.number(self.scalar(args[0], node), "float()", node)  # float()
         return Lit(float(value.value)) if isinstance(value, Lit) else self.cast(
             value, value.dtype if value.dtype.is_float else DType.FLOAT64)
+
+    def call_abs(self, value, node: ast.AST):
+        value = self.number(self.scalar(value, node), "abs()", node)
+        if isinstance(value, Lit):
+            return Lit(abs(value.value))
+        return self.emit(OpKind.ABS, value.dtype, (value.id,))
+
+    def elementwise_call(self, name: str, args: list, node: ast.AST):
+        """``hawk.maximum``/``minimum`` (component by component, a number broadcast),
+        ``hawk.total`` (the components summed left to right) and ``hawk.width`` (a
+        compile-time int): what lets one func work on a scalar and on a vector state."""
+        expected = 2 if name in ("maximum", "minimum") else 1
+        if len(args) != expected:
+            raise self.error(f"hawk.{name}() takes {expected} argument(s), got {len(args)}",
+                             node)
+        for arg in args:
+            if not isinstance(arg, V):
+                self.number(self.scalar(arg, node), f"hawk.{name}()", node)
+        if name == "width":
+            return Lit(args[0].width if isinstance(args[0], V) else 1)
+        if name == "total":
+            if not isinstance(args[0], V):
+                return args[0]
+            result = args[0].comps[0]
+            for c in args[0].comps[1:]:
+                result = self.arith(OpKind.ADD, result, c, "+", operator.add, node)
+            return result
+        a, b = args
+        widths = {x.width for x in args if isinstance(x, V)}
+        if len(widths) > 1:
+            raise self.error(f"hawk.{name}() needs vectors of one width, got {describe(a)} and "
+                             f"{describe(b)}", node)
+        if not widths:
+            return self.minmax(name, a, b, node)
+        k = widths.pop()
+        a_comps = a.comps if isinstance(a, V) else (a,) * k
+        b_comps = b.comps if isinstance(b, V) else (b,) * k
+        return V(tuple(self.minmax(name, x, y, node)
+                       for x, y in zip(a_comps, b_comps, strict=True)))
+
+    def minmax(self, name: str, a, b, node: ast.AST):
+        """``b if b > a else a`` (``maximum``) or ``b if b < a else a`` (``minimum``)."""
+        kind = OpKind.MAX if name == "maximum" else OpKind.MIN
+        dtype = self.common_type(a, b, f"hawk.{name}()", node)
+        return self.emit(kind, dtype, (self.cast(a, dtype).id, self.cast(b, dtype).id))
 
     def vector_call(self, name: str, args: list, node: ast.AST):
         """``hawk.vec2/vec3/vec4(...)``, ``dot``, ``length``, ``cross``, ``normalize``: each
