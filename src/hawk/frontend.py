@@ -340,6 +340,11 @@ class Lowering:
 
     def if_statement(self, node: ast.If) -> None:
         condition = self.condition(node.test, "if")
+        known = self.decided(condition)
+        if known is not None:  # decided when compiling: only the branch taken is lowered
+            for stmt in node.body if known else node.orelse:
+                self.statement(stmt)
+            return
         before = dict(self.env)
         for stmt in node.body:
             self.statement(stmt)
@@ -601,6 +606,12 @@ class Lowering:
                              f"`x > 0`), not {describe(value)}", node)
         return self.cast(value, DType.BOOL)
 
+    def decided(self, condition: S) -> bool | None:
+        """The value of a condition known when compiling (a comparison of constants, a global
+        flag), or None when it depends on the sample."""
+        op = self.ops[condition.id]
+        return bool(op.attr) if op.kind is OpKind.CONST else None
+
     def select(self, condition: S, a, b, what: str, node: ast.AST | None = None):
         if (isinstance(a, V) != isinstance(b, V) or isinstance(a, Ref) or isinstance(b, Ref)
                 or (isinstance(a, V) and a.width != b.width)):
@@ -619,9 +630,9 @@ class Lowering:
         a, b = self.cast(a, dtype), self.cast(b, dtype)
         if a.id == b.id:
             return a
-        decided = self.ops[condition.id]
-        if decided.kind is OpKind.CONST:  # known when compiling: the other path's ops are dead
-            return a if decided.attr else b
+        known = self.decided(condition)
+        if known is not None:  # the other path's ops are dead
+            return a if known else b
         return self.emit(OpKind.SELECT, dtype, (condition.id, a.id, b.id))
 
     def call(self, node: ast.Call):

@@ -413,6 +413,16 @@ class InliningLowering(Lowering):
             if isinstance(stmt, ast.If) and _has_return(stmt):
                 rest = stmts[i + 1:]
                 condition = self.condition(stmt.test, "if")
+                known = self.decided(condition)
+                if known is not None:  # decided when compiling: only the branch taken
+                    branch = stmt.body if known else stmt.orelse
+                    value = self.block(branch + ([] if _always_returns(branch) else rest),
+                                       target)
+                    if value is None:
+                        raise self.error(f"the hawk func {target.name!r} does not return a "
+                                         f"value on the path through the `if` at line "
+                                         f"{stmt.lineno}", stmt)
+                    return value
                 before = dict(self.env)
                 paths = []
                 for branch in (stmt.body, stmt.orelse):

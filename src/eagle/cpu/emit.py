@@ -80,15 +80,20 @@ class Shape:
 
 
 SHAPE = Shape(block=4096, unroll=4)
-# A program that draws random numbers: its step is long (a Philox block per draw), so writing
-# steps out gains nothing, and each written-out step is another copy of every draw to compile
-# (unroll 8: 51 s of compile for a kernel with six draws, 1: a few seconds).
-SHAPE_DRAWING = Shape(block=4096, unroll=1)
+# A long step (a program that draws random numbers: a Philox block per draw; or a long body, such
+# as an adaptive Runge-Kutta step): writing steps out gains nothing, and each written-out step is
+# another copy of the body to compile. Six draws: 51 s of compile at unroll 8, a few seconds at 1.
+# The Dormand-Prince Lorenz kernel of hawk.ode (351 ops), 1 thread: unroll 4 compiled in 21 s and
+# ran 11 M steps/s, unroll 1 in 8 s and 15 M steps/s.
+SHAPE_LONG = Shape(block=4096, unroll=1)
+SHAPE_DRAWING = SHAPE_LONG
+#: a body of more ops than this is a long step
+LONG_BODY = 64
 
 
 def shape_for(program: Program) -> Shape:
     """The launch shape ``emit_launch`` uses for ``program`` by default."""
-    return SHAPE_DRAWING if program.counters else SHAPE
+    return SHAPE_LONG if program.counters or len(program.ops) > LONG_BODY else SHAPE
 
 
 _NUMPY_TYPES = {DType.BOOL: "np.bool_", DType.INT64: "np.int64",

@@ -1,0 +1,254 @@
+"""Solve an ensemble of differential equations in one call: ``eagle.ode.solve``.
+
+It builds the ensemble kernel for the model (``hawk.ode``'s factories), allocates the
+integrator's per-sample state next to the user's initial values (NumPy arrays run on the CPU,
+CuPy arrays on their GPU), prepares the first step and runs the kernel until every sample is
+done. Nothing here is new numerics: the kernels are hawk code, checked against the reference
+executor like any other.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import hawk
+from hawk import ode as hawk_ode
+from hawk.inline import Func
+
+from .errors import TruncationWarning
+from .plan import Plan, deploy
+from .runner import Report, Runner, simulate, until_done
+from .threads import get_num_threads, set_num_threads
+
+__all__ = ["solve", "Solution", "METHODS"]
+
+#: the methods ``solve`` knows: adaptive, fixed-step, and stochastic
+METHODS = ("dopri5", "rk4", "euler", "euler_maruyama")
+
+
+@dataclass
+class Solution:
+    """What ``solve`` returns; every array is on the device of ``u0``, one entry per sample.
+
+    Attributes:
+        u: the state at the end, shaped as ``u0``: at ``t_end``, at the terminating event, or
+            where a sample stopped.
+        t: each sample's time at the end, ``(n,)``.
+        status: ``hawk.ode.STATUS_DONE`` (1: reached ``t_end``), ``STATUS_EVENT`` (2: ended
+            at its event), ``STATUS_RUNNING`` (0: ``max_steps`` ran out) or ``STATUS_FAILED``
+            (-1: the step size fell below ``10 eps |t|``, e.g. after NaNs or a singularity);
+            fixed-step methods report 1 or 0.
+        accepted: accepted steps per sample (int64); for fixed-step methods, the steps taken.
+        rejected: rejected steps per sample (int64; zeros for fixed-step methods).
+        events: events per sample (int64): bounces applied, or 1 where the event ended it.
+        report: the run's ``eagle.Report``.
+        runner: the ``eagle.Runner`` that ran it (``runner.run()`` again continues nothing: all
+            samples are done or at ``max_steps``); its arrays are the ones above.
+        plan: the deployed kernel (``eagle.Plan``), to bind again without compiling.
+        arrays: every array the kernel was bound to, by parameter name.
+    """
+
+    u: object
+    t: object
+    status: object
+    accepted: object
+    rejected: object
+    events: object
+    report: Report
+    runner: Runner
+    plan: Plan
+    arrays: dict = field(repr=False)
+
+    @property
+    def done(self):
+        """Whether each sample ended normally (reached ``t_end`` or its terminating event)."""
+        return self.status > 0
+
+
+def _array_module(u0):
+    module = type(u0).__module__.split(".")[0]
+    if isinstance(u0, np.ndarray):
+        return np
+    if module == "cupy":
+        return sys.modules["cupy"]
+    raise TypeError(f"u0 must be a NumPy or CuPy array of shape (n,) or (k, n), got "
+                    f"{type(u0).__name__}; for other arrays (PyTorch, JAX) bind the kernels of "
+                    "hawk.ode to them directly")
+
+
+def _state_type(u0) -> tuple[object, int]:
+    if u0.ndim == 1:
+        return hawk.Scalar, u0.shape[0]
+    if u0.ndim == 2 and 2 <= u0.shape[0] <= 4:
+        return {2: hawk.Vec2, 3: hawk.Vec3, 4: hawk.Vec4}[u0.shape[0]], u0.shape[1]
+    raise ValueError(f"u0 must have shape (n,) for a scalar state or (k, n) with k in 2..4 for "
+                     f"a vector state, got {tuple(u0.shape)}")
+
+
+def _params(p, xp, n: int, dtype):
+    """``p`` as bound, and its annotation: a number is one ``Param``, an ``(n,)`` array a
+    ``Scalar``, a ``(k, n)`` array or a sequence of ``k`` numbers or arrays a ``Veck``."""
+    if isinstance(p, int | float | np.integer | np.floating):
+        return float(p), hawk.Param
+    if isinstance(p, tuple | list):
+        if not 2 <= len(p) <= 4:
+            raise ValueError(f"p as a sequence must have 2 to 4 entries (a vector), got {len(p)}")
+        p = xp.stack([xp.broadcast_to(xp.asarray(v, dtype=dtype), (n,)) for v in p])
+    p = xp.asarray(p, dtype=dtype)
+    if p.shape == (n,):
+        return p, hawk.Scalar
+    if p.ndim == 2 and p.shape[1] == n and 2 <= p.shape[0] <= 4:
+        return p, {2: hawk.Vec2, 3: hawk.Vec3, 4: hawk.Vec4}[p.shape[0]]
+    raise ValueError(f"p must be a number, an array of shape ({n},), an array (k, {n}) with k "
+                     f"in 2..4, or a sequence of 2 to 4 numbers or arrays; got shape "
+                     f"{tuple(p.shape)}")
+
+
+def _per_sample(name: str, value, xp, n: int, dtype, positive: bool = False):
+    if isinstance(value, int | float | np.integer | np.floating):
+        if positive and not value > 0:
+            raise ValueError(f"{name} must be positive, got {value!r}")
+        return xp.full(n, value, dtype=dtype)
+    value = xp.asarray(value, dtype=dtype)
+    if value.shape != (n,):
+        raise ValueError(f"{name} must be a number or an array of shape ({n},), got shape "
+                         f"{tuple(value.shape)}")
+    if positive and not bool((value > 0).all()):
+        raise ValueError(f"{name} must be positive for every sample")
+    return value
+
+
+def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol=1e-6,
+          dt=None, noise: Func | None = None, seed: int | None = None,
+          event: Func | None = None, on_event: Func | None = None, direction: int = -1,
+          tstops=None, on_stop: Func | None = None, max_steps: int = 1_000_000,
+          threads: int | None = None, progress: bool = False) -> Solution:
+    """Integrate ``u' = f(u, t, p)`` for every sample from ``t_span[0]`` to ``t_span[1]``.
+
+    Args:
+        f: the right-hand side, a ``@hawk.func`` ``f(u, t, p)`` returning ``du/dt``.
+        u0: the initial states: an array ``(n,)`` (a number per sample) or ``(k, n)`` (a
+            ``Veck`` per sample, k in 2..4); NumPy runs on the CPU, CuPy on its GPU. Not
+            changed (the solution is in new arrays).
+        t_span: ``(t0, t_end)``: numbers, or arrays ``(n,)`` per sample; ``t_end > t0``.
+        p: the model's parameters, passed to ``f`` as ``p``: a number (one for all), an array
+            ``(n,)``, an array ``(k, n)`` or a sequence of k numbers or arrays (a ``Veck``).
+        method: ``"dopri5"`` (default; adaptive Dormand-Prince 5(4)), ``"rk4"``, ``"euler"``
+            (fixed steps of ``dt``), or ``"euler_maruyama"`` (the SDE ``du = f dt + noise dW``;
+            needs ``noise``, ``dt`` and ``seed``).
+        rtol, atol: the error tolerances of ``"dopri5"``, numbers or arrays ``(n,)``.
+        dt: the step of a fixed-step method, a number or an array ``(n,)``.
+        noise: the SDE's diffusion, a ``@hawk.func`` ``g(u, t, p)`` shaped as ``u``.
+        seed: the random numbers' seed for ``"euler_maruyama"``, an int in ``[0, 2**64)``.
+        event: a ``@hawk.func`` ``g(u, t, p)`` whose zero crossing (in ``direction``) is an
+            event (``"dopri5"`` only): it ends the sample there, or calls ``on_event``.
+        on_event: a ``@hawk.func`` ``(u, t, p) -> u`` applied at each event (a bounce).
+        direction: ``-1`` (default) events where ``g`` falls through zero, ``1`` rising, ``0``
+            both.
+        tstops: ``(first, every)``: steps land exactly on ``first + k * every`` (``"dopri5"``).
+        on_stop: a ``@hawk.func`` ``(u, t, p) -> u`` applied at each of those times.
+        max_steps: the most steps (attempted, for ``"dopri5"``) a sample takes.
+        threads: CPU threads for this call (default: ``eagle.get_num_threads()``).
+        progress: show a bar of samples done.
+
+    Returns a ``Solution``. Samples still running at ``max_steps`` are reported there
+    (``status == 0``) with an ``eagle.TruncationWarning``.
+    """
+    if not isinstance(f, Func):
+        raise TypeError(f"f must be a @hawk.func f(u, t, p) returning du/dt, got {f!r}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got "
+                         f"{method!r}")
+    xp = _array_module(u0)
+    state, n = _state_type(u0)
+    dtype = u0.dtype if u0.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    try:
+        t0, t_end = t_span
+    except (TypeError, ValueError):
+        raise ValueError(f"t_span must be a pair (t0, t_end), got {t_span!r}") from None
+    t = _per_sample("t_span[0]", t0, xp, n, dtype)
+    t_end = _per_sample("t_span[1]", t_end, xp, n, dtype)
+    if not bool((t_end > t).all()):
+        raise ValueError("t_span: t_end must be greater than t0 for every sample (integration "
+                         "runs forward in time)")
+    p, params = _params(p, xp, n, dtype)
+    if not (isinstance(max_steps, int) and max_steps >= 1):
+        raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")
+    adaptive = method == "dopri5"
+    if not adaptive:
+        for name, value in (("event", event), ("on_event", on_event), ("tstops", tstops),
+                            ("on_stop", on_stop)):
+            if value is not None:
+                raise ValueError(f"{name} needs method='dopri5' (got method={method!r})")
+        if dt is None:
+            raise ValueError(f"method={method!r} takes fixed steps: pass dt")
+        dt = _per_sample("dt", dt, xp, n, dtype, positive=True)
+    elif dt is not None:
+        raise ValueError("dt is for the fixed-step methods; method='dopri5' chooses its steps "
+                         "from rtol and atol")
+    if (method == "euler_maruyama") != (noise is not None):
+        raise ValueError("noise (the SDE's diffusion g(u, t, p)) goes with "
+                         "method='euler_maruyama', and that method needs it")
+
+    u = xp.array(u0, dtype=dtype, copy=True)
+    arrays = dict(p=p, t_end=t_end, u=u, t=t)
+    zeros = (lambda: xp.zeros(n, dtype=np.int64))
+    if adaptive:
+        rtol = _per_sample("rtol", rtol, xp, n, dtype, positive=True)
+        atol = _per_sample("atol", atol, xp, n, dtype, positive=True)
+        stop_first, stop_every = 0.0, 1.0
+        if on_stop is not None and tstops is None:
+            raise ValueError("on_stop needs tstops=(first, every): the times it is applied at")
+        if tstops is not None:
+            try:
+                stop_first, stop_every = (float(v) for v in tstops)
+            except (TypeError, ValueError):
+                raise ValueError(f"tstops must be a pair (first, every) of numbers, got "
+                                 f"{tstops!r}") from None
+            if not stop_every > 0:
+                raise ValueError(f"tstops: every must be positive, got {stop_every!r}")
+        kernel = hawk_ode.dopri5_kernel(f, state, params, event=event, on_event=on_event,
+                                        direction=direction, tstops=tstops is not None,
+                                        on_stop=on_stop)
+        prepare = hawk_ode.dopri5_start_kernel(f, state, params)
+        first_stop = xp.maximum(xp.ceil((t - stop_first) / stop_every), 0).astype(np.int64)
+        arrays.update(rtol=rtol, atol=atol, stop_first=stop_first, stop_every=stop_every,
+                      k1=xp.empty_like(u), h=xp.zeros(n, dtype=dtype),
+                      c=xp.full(n, hawk_ode.C_START, dtype=dtype), accepted=zeros(),
+                      rejected=zeros(), status=zeros(), events=zeros(), stops=first_stop)
+    elif method == "euler_maruyama":
+        kernel = hawk_ode.sde_kernel(f, noise, state, params)
+        arrays.update(dt=dt, steps=zeros())
+    else:
+        kernel = hawk_ode.fixed_step_kernel(f, method, state, params)
+        arrays.update(dt=dt, steps=zeros())
+
+    saved_threads = get_num_threads()
+    if threads is not None:
+        set_num_threads(threads)
+    try:
+        if adaptive:
+            simulate(prepare, max_steps=1, p=p, t_end=t_end, rtol=rtol, atol=atol,
+                     terminated=xp.zeros(n, dtype=bool), u=u, t=t, k1=arrays["k1"],
+                     h=arrays["h"])
+        plan = deploy(kernel)
+        runner = until_done(plan, max_steps=max_steps, seed=seed, **arrays)
+        report = runner.run(progress=progress)
+    finally:
+        set_num_threads(saved_threads)
+    if report.truncated:
+        warnings.warn(f"eagle.ode.solve: {report.n - report.done} of {report.n} samples were "
+                      f"still running at max_steps={max_steps} (status 0); raise max_steps",
+                      TruncationWarning, stacklevel=2)
+    if adaptive:
+        status, accepted = arrays["status"], arrays["accepted"]
+        rejected, events = arrays["rejected"], arrays["events"]
+    else:
+        accepted, rejected, events = arrays["steps"], zeros(), zeros()
+        status = (t >= t_end).astype(np.int64)
+    return Solution(u=u, t=t, status=status, accepted=accepted, rejected=rejected,
+                    events=events, report=report, runner=runner, plan=plan, arrays=arrays)

@@ -1,0 +1,51 @@
+"""Integrators of ordinary and stochastic differential equations, written in hawk.
+
+Two ways to use them:
+
+- **From your own kernel**: the integrators are ``@hawk.func`` functions that take the model's
+  right-hand side as a func ``f(u, t, p)``: ``euler``, ``rk4``, ``euler_maruyama`` (fixed
+  steps), and ``dopri5_step`` (one adaptive Dormand-Prince 5(4) step with per-sample error
+  control; start it with ``dopri5_start``), with ``dense_coefficients``/``dense_value`` (the
+  step's interpolant) and ``locate`` (an event's time on it).
+- **Ready-made kernels**: ``dopri5_kernel``, ``fixed_step_kernel`` and ``sde_kernel`` build the
+  ensemble kernel for a right-hand side; ``eagle.ode.solve`` binds one to arrays and runs it.
+
+The state ``u`` is a number or a ``Vec2``/``Vec3``/``Vec4``; ``p`` is whatever ``f`` takes.
+"""
+
+from .dopri5 import (
+    BETA,
+    C_START,
+    FAC_MAX,
+    FAC_MIN,
+    SAFE,
+    dense_coefficients,
+    dense_value,
+    dopri5_attempt,
+    dopri5_control,
+    dopri5_start,
+    dopri5_step,
+    error_norm,
+    rms,
+)
+from .events import crossed, locate
+from .fixed import euler, euler_maruyama, rk4
+from .kernels import (
+    FIXED_METHODS,
+    STATUS_DONE,
+    STATUS_EVENT,
+    STATUS_FAILED,
+    STATUS_RUNNING,
+    dopri5_kernel,
+    dopri5_start_kernel,
+    fixed_step_kernel,
+    sde_kernel,
+)
+
+__all__ = [
+    "euler", "rk4", "euler_maruyama", "dopri5_step", "dopri5_start", "dopri5_attempt",
+    "dopri5_control", "dense_coefficients", "dense_value", "error_norm", "rms", "crossed",
+    "locate", "dopri5_kernel", "dopri5_start_kernel", "fixed_step_kernel", "sde_kernel",
+    "STATUS_RUNNING", "STATUS_DONE", "STATUS_EVENT", "STATUS_FAILED", "FIXED_METHODS",
+    "C_START", "BETA", "SAFE", "FAC_MIN", "FAC_MAX",
+]  # fmt: skip

@@ -1,0 +1,57 @@
+"""Locating a continuous event ``g(u, t, p) = 0`` inside a step, on the step's interpolant.
+
+A step from ``t`` to ``t + h`` has an event when ``g`` changes sign in the direction asked for.
+The crossing is then bracketed in ``theta`` (the fraction of the step) and narrowed by the
+Illinois method (regula falsi that halves the stale end's value when the same end moves twice;
+Dowell and Jarratt 1971): it keeps the bracket, converges superlinearly on a smooth ``g``, and
+needs no derivative. The loop is unrolled (a hawk loop has a constant count), and stops changing
+once the bracket is narrower than the tolerance in time. The returned ``theta`` is the bracket's
+far end, where the event has happened: the state there is past the event by at most the
+tolerance, never before it.
+"""
+
+from __future__ import annotations
+
+import hawk
+
+from .dopri5 import dense_value
+
+__all__ = ["crossed", "locate"]
+
+
+@hawk.func
+def crossed(g_old, g_new, direction):
+    """Whether ``g`` crossed zero during a step in ``direction`` (a compile-time int): ``-1``
+    from positive to zero or below (a falling height), ``1`` from negative to zero or above,
+    ``0`` either way; and the sign (``1.0`` or ``-1.0``) that makes the start of the step
+    positive."""
+    if direction < 0:
+        return g_old > 0.0 and g_new <= 0.0, 1.0
+    if direction > 0:
+        return g_old < 0.0 and g_new >= 0.0, -1.0
+    falling = g_old > 0.0 and g_new <= 0.0
+    rising = g_old < 0.0 and g_new >= 0.0
+    return falling or rising, 1.0 if g_old > 0.0 else -1.0
+
+
+@hawk.func
+def locate(g, u, t, h, q, p, sign, g_old, g_new, tol, iterations):
+    """The ``theta`` in ``(0, 1]`` where ``sign * g`` on the interpolant ``dense_value(u, h, q,
+    theta)`` first reaches zero or below, to ``tol`` in time, given its values ``g_old > 0`` at
+    ``theta = 0`` and ``g_new <= 0`` at ``theta = 1`` (both already multiplied by ``sign``).
+    At most ``iterations`` (a compile-time int) evaluations of ``g``."""
+    lo, hi = 0.0, 1.0
+    f_lo, f_hi = g_old, g_new
+    side = 0.0
+    for _ in range(iterations):
+        active = (hi - lo) * h > tol and f_hi < 0.0
+        theta = hi - f_hi * (hi - lo) / (f_hi - f_lo)
+        theta = hawk.minimum(hawk.maximum(theta, lo), hi)
+        f_mid = sign * g(dense_value(u, h, q, theta), t + theta * h, p)
+        if active and f_mid > 0.0:
+            f_hi = 0.5 * f_hi if side > 0.0 else f_hi
+            lo, f_lo, side = theta, f_mid, 1.0
+        elif active:
+            f_lo = 0.5 * f_lo if side < 0.0 else f_lo
+            hi, f_hi, side = theta, f_mid, -1.0
+    return hi

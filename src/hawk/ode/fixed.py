@@ -1,0 +1,53 @@
+"""Fixed-step integrators: explicit Euler, the classic fourth-order Runge-Kutta method, and
+Euler-Maruyama for stochastic differential equations.
+
+Each is a ``@hawk.func`` that takes the model as a func ``f(u, t, p)`` returning ``du/dt`` for a
+state ``u`` (a number or a ``Vec2``/``Vec3``/``Vec4``), its time ``t`` and whatever parameters
+``p`` the model needs (a number, a vector or a tuple), and returns the state one step later.
+"""
+
+from __future__ import annotations
+
+import math
+
+import hawk
+
+__all__ = ["euler", "rk4", "euler_maruyama"]
+
+
+@hawk.func
+def euler(f, u, t, dt, p):
+    """One explicit Euler step of ``u' = f(u, t, p)`` (first order): ``u + dt * f(u, t, p)``."""
+    return u + dt * f(u, t, p)
+
+
+@hawk.func
+def rk4(f, u, t, dt, p):
+    """One step of the classic fourth-order Runge-Kutta method of ``u' = f(u, t, p)``."""
+    k1 = f(u, t, p)
+    k2 = f(u + (0.5 * dt) * k1, t + 0.5 * dt, p)
+    k3 = f(u + (0.5 * dt) * k2, t + 0.5 * dt, p)
+    k4 = f(u + dt * k3, t + dt, p)
+    return u + (dt / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+
+
+@hawk.func
+def noise_like(u):
+    """Independent standard normal draws, one per component of ``u`` (a number or a vector)."""
+    if hawk.width(u) == 1:
+        return hawk.normal()
+    elif hawk.width(u) == 2:
+        return hawk.vec2(hawk.normal(), hawk.normal())
+    elif hawk.width(u) == 3:
+        return hawk.vec3(hawk.normal(), hawk.normal(), hawk.normal())
+    return hawk.vec4(hawk.normal(), hawk.normal(), hawk.normal(), hawk.normal())
+
+
+@hawk.func
+def euler_maruyama(f, g, u, t, dt, p):
+    """One Euler-Maruyama step of the Ito SDE ``du = f(u, t, p) dt + g(u, t, p) dW`` with
+    diagonal noise (``g`` gives one amplitude per component, each driven by its own Wiener
+    process): ``u + dt * f + g * sqrt(dt) * xi`` with ``xi`` standard normal draws (strong order
+    1/2, weak order 1). The draws come from the kernel's random numbers, so a run needs a seed.
+    """
+    return u + dt * f(u, t, p) + g(u, t, p) * (math.sqrt(dt) * noise_like(u))
