@@ -2,7 +2,8 @@
 diffrax on the CPU.
 
     python benchmarks/ode_ensemble.py [--n 100000] [--t1 5] [--rtol 1e-6] [--atol 1e-6]
-                                      [--threads T] [--rounds 5] [--diffrax-n N] [--json PATH]
+                                      [--threads T] [--rounds 5] [--diffrax-n N]
+                                      [--diffrax-batch 256] [--arms ...] [--json PATH]
 
 The ensemble (``ode_peers.lorenz_ensemble``): ``n`` trajectories of ``x' = sigma (y - x), y' =
 x (rho - z) - y, z' = x y - beta z`` with ``sigma ~ U(9, 11)``, ``rho ~ U(20, 30)``, ``beta ~
@@ -12,15 +13,23 @@ attempted steps each at rtol = atol = 1e-6, from 140 to 210) by the same method 
 ``ode_peers``):
 
 - ``eagle``: ``eagle.ode.solve(lorenz, u0, (0, t1), p=params, method="dopri5", ...)`` with a
-  ``@hawk.func`` right-hand side; the first call (compile and run) is timed apart, every
-  round's timing is a full later call;
+  ``@hawk.func`` right-hand side; the first call (compile and run) is timed apart. Every
+  round calls ``solve`` again (the kernel is cached) and records two times: ``run()`` alone
+  (``sol.report.wall_s - build_s``: the loop over steps, what the ratios are taken against)
+  and the whole ``solve()`` call (argument checks, arrays, the first-step kernel, binding);
 - ``numba``: the hand-written per-sample peer (``ode_peers.dopri5_numba``: ``prange`` over
   trajectories, scalar locals, no fastmath, ``cache=True``), warmed up before timing;
 - ``diffrax``: ``jax.jit(jax.vmap(solve_one))`` with ``diffrax.Dopri5`` and a ``PIDController``
   set to Hairer's constants as far as diffrax allows (``ode_peers.make_diffrax`` says where it
   differs), float64, ``SaveAt(t1=True)``, on JAX's CPU backend; the first call (trace, compile
   and run) is timed apart; ``block_until_ready``. ``--diffrax-n`` runs it on the first N
-  trajectories only (its rates are per trajectory then; ratios are computed per trajectory).
+  trajectories only (its rates are per trajectory then; ratios are computed per trajectory);
+- ``diffrax_map``: the same ``solve_one`` under ``jax.lax.map(..., batch_size=B)`` (``vmap`` over
+  chunks of ``--diffrax-batch`` = 256 trajectories, one chunk after another): what a diffrax
+  user does when plain ``vmap`` over the whole ensemble is slow on a CPU (it is, by 4-5x at
+  n = 100,000: every vmapped operation streams 100,000-lane arrays through memory, and every
+  lane steps until the ensemble's slowest is done). B = 256 was the fastest of 32, 64, 128,
+  256, 1024 and 4096 on the machine below (1 thread, n = 100,000).
   XLA's thread pools cannot be sized per call, so at ``--threads T`` below the CPUs available
   the whole process is pinned to T CPUs (``sched_setaffinity``, before JAX is imported) and
   every arm runs on that many cores (at one thread XLA's multi-threaded Eigen is also turned
@@ -74,7 +83,7 @@ import eagle  # noqa: E402
 import hawk  # noqa: E402
 
 GROWTH, LYAPUNOV = 10.0, 0.91
-ARMS = ("eagle", "numba", "diffrax")
+ARMS = ("eagle", "numba", "diffrax", "diffrax_map")
 
 
 @hawk.func
@@ -91,35 +100,42 @@ class Arms:
         self.diffrax_ens = ens if args.diffrax_n >= ens.n else ode_peers.Ensemble(
             np.ascontiguousarray(ens.u0[:, :args.diffrax_n]),
             np.ascontiguousarray(ens.p[:, :args.diffrax_n]))
-        self.diffrax_fn = None
+        self.diffrax_fn = {}
 
-    def eagle(self) -> ode_peers.Solution:
+    def eagle(self) -> tuple[ode_peers.Solution, dict]:
         import eagle.ode
 
         a = self.args
-        sol = eagle.ode.solve(lorenz, self.ens.u0.copy(), (0.0, a.t1), p=self.ens.p,
+        sol = eagle.ode.solve(lorenz, self.ens.u0, (0.0, a.t1), p=self.ens.p,
                               method="dopri5", rtol=a.rtol, atol=a.atol,
                               max_steps=a.max_steps, threads=a.threads)
+        report = sol.report  # run() alone: its wall time less the one-time build
         return ode_peers.Solution(np.asarray(sol.u), np.asarray(sol.t),
                                   np.asarray(sol.accepted), np.asarray(sol.rejected),
-                                  np.asarray(sol.done))
+                                  np.asarray(sol.done)), dict(run_s=report.wall_s -
+                                                              report.build_s,
+                                                              build_s=report.build_s)
 
     def numba(self) -> ode_peers.Solution:
         a = self.args
         return ode_peers.solve_numba(self.ens, a.t1, a.rtol, a.atol, max_steps=a.max_steps)
 
-    def diffrax(self) -> ode_peers.Solution:
+    def diffrax(self, batch: int | None = None) -> ode_peers.Solution:
         a = self.args
-        if self.diffrax_fn is None:
-            self.diffrax_fn = ode_peers.make_diffrax(a.t1, a.rtol, a.atol,
-                                                     max_steps=a.max_steps)
-        return ode_peers.solve_diffrax(self.diffrax_fn, self.diffrax_ens)
+        if batch not in self.diffrax_fn:
+            self.diffrax_fn[batch] = ode_peers.make_diffrax(a.t1, a.rtol, a.atol,
+                                                            max_steps=a.max_steps, batch=batch)
+        return ode_peers.solve_diffrax(self.diffrax_fn[batch], self.diffrax_ens)
+
+    def diffrax_map(self) -> ode_peers.Solution:
+        return self.diffrax(self.args.diffrax_batch)
 
     def run(self, arm: str) -> tuple[ode_peers.Solution, dict]:
         cpu0, start = time.process_time(), time.perf_counter()
         sol = getattr(self, arm)()
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu0
-        return sol, dict(wall_s=wall, cpu_s=cpu)
+        sol, extra = sol if isinstance(sol, tuple) else (sol, {})
+        return sol, dict(wall_s=wall, cpu_s=cpu, **extra)
 
 
 def limit_cpus(threads: int) -> list[int] | None:
@@ -205,25 +221,36 @@ def report(results: dict) -> str:
            f"{m['cpus']} CPUs, numba {m['numba']}, jax {m.get('jax')}, diffrax "
            f"{m.get('diffrax')}, eagle {m['eagle']}, {m['date']}",
            ""]
-    header = (f"  {'arm':<8} {'n':>8} {'first call':>10} {'median s [min-max]':>24} "
+    header = (f"  {'arm':<13} {'n':>8} {'first call':>10} {'median s [min-max]':>24} "
               f"{'traj/s':>10} {'M att/s':>8} {'t/eagle':>8} {'accepted':>11} "
               f"{'rejected':>10} {'CPU share':>9}")
     out.append(header)
     base = arms.get("eagle")
+    rows = []
     for name, r in arms.items():
-        walls = [s["wall_s"] for s in r["samples"]]
+        if name == "eagle":  # run() alone, then the whole solve() call
+            rows.append(("eagle run()", r, [s["run_s"] for s in r["samples"]]))
+            rows.append(("eagle solve()", r, [s["wall_s"] for s in r["samples"]]))
+        else:
+            rows.append((name, r, [s["wall_s"] for s in r["samples"]]))
+    for name, r, walls in rows:
         med = float(np.median(walls))
-        per_traj = med / r["n"]
-        ratio = f"{per_traj / (base['median_s'] / base['n']):.2f}x" if base else "-"
+        ratio = f"{med / r['n'] / (base['median_s'] / base['n']):.2f}x" if base else "-"
         share = np.median([s["cpu_s"] / (s["wall_s"] * a["threads"]) for s in r["samples"]])
-        out.append(f"  {name:<8} {r['n']:>8,} {r['first_call_s']:>9.2f}s "
+        out.append(f"  {name:<13} {r['n']:>8,} {r['first_call_s']:>9.2f}s "
                    f"{med:>9.3f} [{min(walls):.3f}-{max(walls):.3f}] "
                    f"{r['n'] / med:>10.3g} {r['attempted'] / med / 1e6:>8.2f} "
                    f"{ratio:>8} {r['accepted']:>11,} {r['rejected']:>10,} {share:>9.2f}")
     c = results["checks"]
     out.append("")
-    out.append("t/eagle: the arm's time per trajectory over eagle's (>1: eagle faster); "
-               "CPU share: process CPU time / (wall x threads), median over rounds")
+    out.append("t/eagle: the arm's time per trajectory over eagle run()'s (>1: eagle faster); "
+               "CPU share: process CPU time / (wall x threads) of the whole call, median")
+    out.append(f"first call: compile (or load from cache) and run; eagle's build (compile or "
+               f"load) {arms['eagle']['build_s']:.2f} s of it" if base else
+               "first call: compile (or load from cache) and run")
+    if "diffrax_map" in arms:
+        out.append(f"diffrax_map: jax.lax.map over chunks of {a['diffrax_batch']} "
+                   f"trajectories, each chunk vmapped")
     out.append(f"end state vs DOP853 (rtol 1e-12) on {len(c['subset'])} trajectories, in "
                f"tolerances (bound {c['bound']:.0f}): " + ", ".join(
                    f"{k} {v:.1f}" for k, v in c["vs_dop853"].items()))
@@ -235,7 +262,7 @@ def report(results: dict) -> str:
                f"{sc['hairer']['accepted']} / {sc['hairer']['rejected']}")
     for arm in arms:
         s = sc[arm]
-        out.append(f"  {arm:<8} {s['accepted']} / {s['rejected']}: over scipy's accepted "
+        out.append(f"  {arm:<11} {s['accepted']} / {s['rejected']}: over scipy's accepted "
                    f"{s['accepted_over_scipy']:.3f}, rejected {s['rejected_over_scipy']:.3f}, "
                    f"attempted {s['attempted_over_scipy']:.3f}; trajectories whose counts differ "
                    f"from HairerRK45: {s['differ_from_hairer']}")
@@ -254,13 +281,15 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--max-steps", type=int, default=100_000)
     parser.add_argument("--diffrax-n", type=int, default=None,
                         help="run diffrax on the first N trajectories only (default: all)")
+    parser.add_argument("--diffrax-batch", type=int, default=256,
+                        help="diffrax_map's chunk of trajectories (default 256)")
     parser.add_argument("--subset", type=int, default=20,
                         help="trajectories checked against scipy (default 20)")
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
     parser.add_argument("--seed", type=int, default=2024)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
-    for name in ("n", "threads", "rounds", "max_steps", "subset"):
+    for name in ("n", "threads", "rounds", "max_steps", "subset", "diffrax_batch"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')}: expected a positive integer, got "
                          f"{getattr(args, name)}")
@@ -296,6 +325,7 @@ def main(argv=None) -> None:
     results = dict(meta=machine(), settings=dict(
         n=args.n, t1=args.t1, rtol=args.rtol, atol=args.atol, threads=args.threads,
         rounds=args.rounds, max_steps=args.max_steps, diffrax_n=args.diffrax_n,
+        diffrax_batch=args.diffrax_batch,
         seed=args.seed, xla_flags=os.environ.get("XLA_FLAGS"), pinned_cpus=pinned,
         distributions=dict(sigma="U(9, 11)", rho="U(20, 30)", beta="U(2.5, 3)",
                            u0="(1, 1, 1) + U(-0.1, 0.1)^3")), arms={})
@@ -314,13 +344,15 @@ def main(argv=None) -> None:
     results["checks"] = check(final, ens, args)
     for arm in args.arms:
         sol = final[arm]
-        walls = [s["wall_s"] for s in samples[arm]]
+        walls = [s.get("run_s", s["wall_s"]) for s in samples[arm]]
         results["arms"][arm] = dict(
             n=int(sol.u.shape[1]), first_call_s=first[arm]["wall_s"],
             first_call_cpu_s=first[arm]["cpu_s"], median_s=float(np.median(walls)),
             samples=samples[arm], accepted=int(sol.accepted.sum()),
             rejected=int(sol.rejected.sum()),
             attempted=int((sol.accepted + sol.rejected).sum()))
+        if "build_s" in first[arm]:
+            results["arms"][arm]["build_s"] = first[arm]["build_s"]
     meta = results["meta"]
     meta["loadavg_end"] = _loadavg()
     for module in ("scipy", "jax", "diffrax"):
