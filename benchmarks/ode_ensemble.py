@@ -51,7 +51,8 @@ Checks (before anything is printed; a failed check exits non-zero):
   per unit time (``GROWTH = 10`` is that margin) and Lorenz amplifies earlier errors by at most
   about ``exp(0.91 t)`` (0.91: its largest Lyapunov exponent at the classic parameters);
 - on every trajectory the arms agree with each other to twice that bound (each is within it of
-  the truth); the largest scaled difference is printed (in practice far below the bound);
+  the truth); the largest scaled difference is printed (in practice far below the bound), and
+  how many trajectories' accepted or rejected counts differ from the Numba peer's;
 - step counts on the subset: the Numba peer's accepted and rejected steps must equal those of
   ``ode_peers.HairerRK45`` (scipy's RK45 stages under Hairer's controller) trajectory by
   trajectory; for eagle the number of trajectories whose counts differ from it is printed;
@@ -187,8 +188,11 @@ def check(final: dict, ens: ode_peers.Ensemble, args: argparse.Namespace) -> dic
             continue
         k = sol.u.shape[1]
         diff = _scaled(sol.u, final["numba"].u[:, :k], rtol, atol)
-        out["cross"][f"{arm}-numba"] = dict(max=float(diff.max()),
-                                            median=float(np.median(diff)))
+        numba_sol = final["numba"]
+        out["cross"][f"{arm}-numba"] = dict(
+            max=float(diff.max()), median=float(np.median(diff)),
+            counts_differ=int(((sol.accepted != numba_sol.accepted[:k])
+                               | (sol.rejected != numba_sol.rejected[:k])).sum()))
         if diff.max() > 2 * bound:
             _fail(f"{arm} and numba differ by {diff.max():.3g} tolerances on trajectory "
                   f"{diff.argmax()} (bound {2 * bound:.3g})")
@@ -254,8 +258,10 @@ def report(results: dict) -> str:
     out.append(f"end state vs DOP853 (rtol 1e-12) on {len(c['subset'])} trajectories, in "
                f"tolerances (bound {c['bound']:.0f}): " + ", ".join(
                    f"{k} {v:.1f}" for k, v in c["vs_dop853"].items()))
-    out.append("arms vs the Numba peer on every trajectory, in tolerances: " + ", ".join(
-        f"{k} max {v['max']:.1f} (median {v['median']:.1f})" for k, v in c["cross"].items()))
+    out.append("arms vs the Numba peer on every trajectory: end states in tolerances, and the "
+               "trajectories whose step counts differ: " + ", ".join(
+                   f"{k} max {v['max']:.3g} (median {v['median']:.3g}), {v['counts_differ']:,}"
+                   for k, v in c["cross"].items()))
     sc = c["subset_counts"]
     out.append(f"steps on the subset: scipy RK45 (I-controller) {sc['scipy_rk45']['accepted']} "
                f"accepted / {sc['scipy_rk45']['rejected']} rejected; HairerRK45 "
