@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from eagle.cuda.emit import CONTROL_FIELDS, emit_cuda, slot_ctype
-from hawk.ir import Program
+from hawk.ir import Program, Role
 
 PRELUDE = r"""
 #include <math.h>
@@ -104,9 +104,18 @@ extern "C" void host_step({params}) {{
         values = [ctypes.c_longlong(flags.shape[0]), ctypes.c_void_p(control.ctypes.data),
                   ctypes.c_void_p(flags.ctypes.data)]
         for slot in self.program.slots:
-            param, component = slot.key
-            if slot.is_uniform:
+            param, component = slot.param.name, slot.component
+            if slot.field is not None:  # a Series' row count or row stride (in elements)
+                array = arrays[param]
+                value = array.shape[0] if slot.field == "rows" else \
+                    array.strides[0] // array.itemsize
+                values.append(ctypes.c_longlong(value))
+            elif slot.is_uniform:
                 values.append(_CTYPES[slot_ctype(slot)](uniforms[param].item()))
+            elif slot.param.role is Role.SERIES:  # element [0, k, 0]
+                array = arrays[param]
+                row = array if component is None else array[:, component]
+                values.append(ctypes.c_void_p(row.ctypes.data))
             else:
                 array = arrays[param]
                 row = array if component is None else array[component]

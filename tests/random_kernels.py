@@ -8,7 +8,8 @@ constant and loop-variable indices, ``hawk.length``, ``hawk.dot``, ``hawk.cross`
 ``@hawk.func`` helpers (a scalar one, possibly with an early return; one returning a tuple;
 one taking another func as an argument; one generic over the vector width, called at every
 width), ``for`` loops over constant ranges, plus a step counter that bounds how long a sample
-runs. The
+runs, and writes of ``Series`` rows (a scalar and a ``Vec3`` series) at drawn integer rows of an
+int64 counter (in and out of range), under drawn conditions and in loops. The
 expressions keep values finite (squashing functions, divisions by ``1 + |e|``), so backends are
 compared bit for bit without NaN payloads getting in the way. hawk reads a kernel's source from
 its file, so ``load`` writes the source into a module and imports it.
@@ -40,17 +41,21 @@ IMPORTS = """\
 import math
 
 import hawk
-from hawk import Mutable, Param, Scalar, Terminated, Vec2, Vec3, Vec4
+from hawk import Mutable, Param, Scalar, Series, Terminated, Vec2, Vec3, Vec4
 
 """
 
 HEADER = """\
 
-@hawk.kernel
+@hawk.kernel(dtypes={"row": "int64"})
 def random_kernel(a: Scalar, p: Param, limit: Param, terminated: Terminated,
                   s0: Mutable[Scalar], s1: Mutable[Scalar], count: Mutable[Scalar],
-                  q: Mutable[Vec3], q2: Mutable[Vec2], q4: Mutable[Vec4]):
+                  q: Mutable[Vec3], q2: Mutable[Vec2], q4: Mutable[Vec4],
+                  row: Mutable[Scalar], rec: Series[Scalar], recv: Series[Vec3]):
 """
+#: rows of ``rec`` (T = 25) and ``recv`` (T = 12) over the int64 counter ``row`` (which grows
+#: by 1 or 2 a step, so some rows are out of range: those writes are dropped)
+ROWS = ["row", "row // 2", "row - 3", "row % 7", "2 * row + 1", "(row if {} else row // 3)"]
 # Vector funcs generic over the width (``w``: a vector, ``s``: a scalar); each keeps |w| from
 # growing, so states stay finite over many steps.
 VECTOR_FUNC_BODIES = [
@@ -119,6 +124,34 @@ def _funcs(draw, exact: bool) -> str:
 
 
 @st.composite
+def _series_writes(draw, names: list[str], exact: bool) -> list[str]:
+    """Zero to three writes of Series rows: plain, under an ``if``, in both branches of an
+    ``if``/``else`` (a scalar and a vector series), or in a loop (``i`` added to the row)."""
+    def row() -> str:
+        return draw(st.sampled_from(ROWS)).format(draw(_condition(names, 0, exact)))
+
+    def expr() -> str:
+        return draw(_expression(names, 1, exact))
+
+    lines = []
+    for _ in range(draw(st.integers(0, 3))):
+        shape = draw(st.sampled_from(["plain", "if", "if-else", "loop"]))
+        if shape == "plain":
+            lines.append(f"rec[{row()}] = {expr()}")
+        elif shape == "if":
+            lines += [f"if {draw(_condition(names, 1, exact))}:", f"    rec[{row()}] = {expr()}"]
+        elif shape == "if-else":
+            lines += [f"if {draw(_condition(names, 1, exact))}:",
+                      f"    recv[{row()}] = hawk.vec3({expr()}, {expr()}, {expr()})",
+                      "else:", f"    rec[{row()}] = {expr()}"]
+        else:
+            lines += [f"for i in range({draw(st.integers(1, 3))}):",
+                      f"    rec[{row()} + i] = {expr()}"]
+    step = draw(st.sampled_from(["row += 1", "row += 1 if {} else 2"]))
+    return [*lines, step.format(draw(_condition(names, 0, exact)))]
+
+
+@st.composite
 def kernel_sources(draw, exact: bool = False) -> str:
     """The source of a module defining ``random_kernel`` (and the funcs it calls); ``exact``:
     correctly rounded operations only (for float32)."""
@@ -172,6 +205,7 @@ def kernel_sources(draw, exact: bool = False) -> str:
         body += [f"for i in range({draw(st.sampled_from(['4', '1, 4', '3, -1, -2']))}):",
                  f"    q4[i] = q4[i] * 0.5 + {squashed(1)} * 0.125"]
     feed = f"({draw(_expression(names, 2, exact))} + (u0 - u2) * u3)"
+    body += draw(_series_writes(names, exact))
     body += [f"s0 = {squash.format(feed, feed)}",
              f"s1 += 0.125 * {squash.format(*[draw(_expression(names, 2, exact))] * 2)}",
              "count += 1.0",
@@ -197,7 +231,8 @@ def bindings(n: int, seed: int, dtype=np.float64) -> dict:
                 count=np.zeros(n, dtype), q=rng.normal(0.0, 1.0, (3, n)).astype(dtype),
                 q2=rng.normal(0.0, 1.0, (2, n)).astype(dtype),
                 q4=rng.normal(0.0, 1.0, (4, n)).astype(dtype),
-                p=float(rng.uniform(-2.0, 2.0)), limit=40.0)
+                p=float(rng.uniform(-2.0, 2.0)), limit=40.0, row=np.zeros(n, np.int64),
+                rec=np.full((25, n), np.nan, dtype), recv=np.full((12, 3, n), np.nan, dtype))
 
 
 # -- kernels that draw random numbers (issue 14) -------------------------------------------------

@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 import eagle
+import hawk
+from hawk import Mutable, Param, Scalar, Series, Vec3
 from kernels import falling, oscillator
 
 
@@ -144,3 +146,57 @@ def test_dlpack_only_arrays_are_used_in_place():
     reference = good()
     eagle.simulate(oscillator, max_steps=5000, **reference)
     np.testing.assert_array_equal(x, reference["x"])
+
+
+@hawk.kernel
+def recorded(dt: Param, x: Mutable[Scalar], xs: Series[Scalar], ps: Series[Vec3]):
+    x += dt
+    xs[0] = x
+    ps[1] = hawk.vec3(x, x, x)
+
+
+def series_good(n=50):
+    return dict(dt=0.5, x=np.zeros(n), xs=np.full((4, n), np.nan),
+                ps=np.full((2, 3, n), np.nan))
+
+
+def read_only_rows(shape):
+    a = np.zeros(shape)
+    a.flags.writeable = False
+    return a
+
+
+SERIES_BAD = {
+    "a row of values, not rows": (dict(xs=np.zeros(50)),
+                                  r"'xs' \(Series\[Scalar\]\) must have shape \(T, n\)"),
+    "a vector series of the wrong width": (dict(ps=np.zeros((2, 2, 50))),
+                                           r"'ps' \(Series\[Vec3\]\) must have shape "
+                                           r"\(T, 3, n\).*got \(2, 2, 50\)"),
+    "rows of another sample count": (dict(xs=np.zeros((4, 49))), "disagree on the number"),
+    "read-only": (dict(xs=read_only_rows((4, 50))), "'xs' .*read-only"),
+    "bool rows": (dict(xs=np.zeros((4, 50), bool)), "'xs' .*bool array"),
+    "float16 rows": (dict(ps=np.zeros((2, 3, 50), np.float16)), "'ps' .*dtype float16"),
+    "complex rows": (dict(xs=np.zeros((4, 50), complex)), "'xs' .*dtype complex128"),
+    "a strided sample axis": (dict(xs=np.zeros((4, 100))[:, ::2]),
+                              "'xs' .*sample axis .*must be contiguous"),
+    "a number": (dict(xs=0.0), "'xs' .*must be a writable array of shape \\(T, n\\)"),
+    "aliased with the state": ("alias", "share memory"),
+}
+
+
+@pytest.mark.parametrize("case", list(SERIES_BAD))
+@pytest.mark.parametrize("entry", ["until_done", "simulate"])
+def test_bad_series_binding_is_refused_and_nothing_is_touched(entry, case):
+    change, words = SERIES_BAD[case]
+    b = series_good()
+    if change == "alias":
+        b["xs"] = b["x"].reshape(1, 50)
+    else:
+        b.update(change)
+    before = snapshot(b)
+    with pytest.raises((TypeError, ValueError), match=words):
+        if entry == "until_done":
+            eagle.until_done(eagle.deploy(recorded), max_steps=3, **b).run()
+        else:
+            eagle.simulate(recorded, max_steps=3, **b)
+    assert_untouched(b, before)

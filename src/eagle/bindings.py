@@ -23,14 +23,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hawk import CompileError, Kernel
-from hawk.ir import DType, OpKind, Parameter, Program, Role
+from hawk.ir import DType, OpKind, Parameter, Program, Role, Slot
 
 from . import backend as backends
 from .arrays import is_array_like
 from .errors import BindingTypeError, BindingValueError
 
 __all__ = ["Bound", "bind", "specialize", "check_max_steps", "check_steps_per_launch",
-           "check_seed"]
+           "check_seed", "series_field"]
 
 _DTYPE_NAMES = ("bool", "int32", "int64", "uint32", "uint64", "float32", "float64")
 _ARRAY_DTYPES = {np.dtype(t) for t in _DTYPE_NAMES}
@@ -43,7 +43,7 @@ class Bound:
 
     n: int
     device: str
-    arrays: dict[str, np.ndarray]  # per-sample parameters, (n,) or (width, n)
+    arrays: dict[str, np.ndarray]  # per-sample parameters, (n,) or (width, n); Series (T, ..., n)
     uniforms: dict[str, np.generic]  # Param values, typed
     flags: np.ndarray  # the Terminated array (the user's, or allocated here)
     dtypes: dict[str, DType] = field(default_factory=dict)
@@ -61,7 +61,17 @@ def _describe(p: Parameter) -> str:
 
 
 def _shape_text(p: Parameter) -> str:
+    if p.role is Role.SERIES:
+        return f"(T, {p.width}, n)" if p.is_vector else "(T, n)"
     return f"({p.width}, n)" if p.is_vector else "(n,)"
+
+
+def series_field(slot: Slot, array) -> np.int64:
+    """The value of a Series' ``rows`` or ``row_stride`` slot for the array bound to it: its
+    row count, or the elements from one row's start to the next (the first stride)."""
+    if slot.field == "rows":
+        return np.int64(array.shape[0])
+    return np.int64(array.strides[0] // array.dtype.itemsize)
 
 
 def check_max_steps(max_steps, name: str = "max_steps") -> int:
@@ -238,6 +248,9 @@ def _expected(p: Parameter) -> str:
         return "a writable bool array of shape (n,) (or omit it and eagle allocates one)"
     if p.role is Role.SCALAR:
         return f"an array of shape {_shape_text(p)} or a number that every sample shares"
+    if p.role is Role.SERIES:
+        return (f"a writable array of shape {_shape_text(p)} (any number of rows T >= 0, the "
+                "sample axis last and contiguous)")
     return f"a writable, contiguous array of shape {_shape_text(p)}"
 
 
@@ -338,10 +351,12 @@ def _sample_count(kernel: Kernel, arrays: dict[str, np.ndarray]) -> int:
             if array.ndim == 0:
                 raise BindingValueError(f"{p.name!r} ({_describe(p)}) is a 0-d array; pass "
                                         f"{_expected(p)}")
-            if not p.is_vector and array.ndim != 1:
+            if p.role is Role.SERIES:
+                _check_series_shape(p, array)
+            elif not p.is_vector and array.ndim != 1:
                 raise BindingValueError(f"{p.name!r} ({_describe(p)}) must have shape (n,), got "
                                         f"{tuple(array.shape)}")
-            if p.is_vector and (array.ndim != 2 or array.shape[0] != p.width):
+            elif p.is_vector and (array.ndim != 2 or array.shape[0] != p.width):
                 hint = (f"; vectors are stored SoA as {_shape_text(p)}: pass "
                         "np.ascontiguousarray(a.T)"
                         if array.ndim == 2 and array.shape[1] == p.width else "")
@@ -361,7 +376,45 @@ def _sample_count(kernel: Kernel, arrays: dict[str, np.ndarray]) -> int:
     return n
 
 
+def _check_series_shape(p: Parameter, array) -> None:
+    ndim = 3 if p.is_vector else 2
+    if array.ndim != ndim or (p.is_vector and array.shape[1] != p.width):
+        raise BindingValueError(f"{p.name!r} ({_describe(p)}) must have shape {_shape_text(p)}: "
+                                f"T rows of {'a vector' if p.is_vector else 'a value'} per "
+                                f"sample, got {tuple(array.shape)}")
+
+
+def _check_series(p: Parameter, array, original) -> None:
+    """A Series: writable, numeric, its elements apart by whole elements and its sample axis
+    contiguous (a slice of the sample axis is fine; rows and components may be strided)."""
+    if not array.flags.writeable:
+        raise BindingValueError(f"{p.name!r} ({_describe(p)}) is read-only; eagle writes its "
+                                "rows in place, so pass a writable array")
+    if array.dtype == np.bool_:
+        raise BindingTypeError(f"{p.name!r} ({_describe(p)}) is a bool array; a Series holds "
+                               "numbers")
+    itemsize = array.dtype.itemsize
+    strides = tuple(array.strides)
+    empty = any(size == 0 for size in array.shape)  # nothing to address (NumPy: strides 0)
+    if not empty and (any(stride % itemsize for stride in strides)
+                      or (array.shape[-1] > 1 and strides[-1] != itemsize)):
+        raise BindingValueError(f"{p.name!r} ({_describe(p)}) has strides {strides} (bytes); "
+                                f"its sample axis (the last) must be contiguous, "
+                                f"{itemsize} bytes apart: pass np.ascontiguousarray(...) and "
+                                "read the results from that array")
+
+
 def _check_array(p: Parameter, array: np.ndarray, n: int, original=None) -> np.ndarray:
+    if p.role is Role.SERIES:
+        expected = p.shape(n, array.shape[0])
+        if array.shape != expected:
+            raise BindingValueError(f"{p.name!r} ({_describe(p)}) must have shape "
+                                    f"{_shape_text(p).replace('n', str(n))}, got {array.shape}")
+        if array.dtype not in _ARRAY_DTYPES:
+            raise BindingTypeError(f"{p.name!r} ({_describe(p)}) has dtype {array.dtype}; use "
+                                   f"one of {', '.join(_DTYPE_NAMES[1:])}")
+        _check_series(p, array, original)
+        return array
     expected = p.shape(n)
     if array.shape != expected:
         hint = ""

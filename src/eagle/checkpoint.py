@@ -160,10 +160,11 @@ def _validate(path: Path, meta: dict, arrays: dict[str, np.ndarray], flags: np.n
         if array.dtype != np.dtype(dtypes[name]):
             raise CheckpointError(f"{path}: array {name!r} has dtype {array.dtype}, but field "
                                   f"'dtypes' says {dtypes[name]}")
-        if array.shape not in ((n,), (2, n), (3, n), (4, n)):  # a scalar or a Vec2/3/4
+        if not _per_sample_shape(array.shape, n):
             raise CheckpointError(f"{path}: array {name!r} has shape {array.shape}, but field "
                                   f"'n' says {n} samples: expected ({n},) or (k, {n}) for a "
-                                  "vector of k = 2, 3 or 4 components")
+                                  "vector of k = 2, 3 or 4 components, or (T, "
+                                  f"{n}) or (T, k, {n}) for a Series of T rows")
     missing = [k for k in dtypes if k not in arrays and k not in uniforms]
     if missing:
         raise CheckpointError(f"{path}: field 'dtypes' names {missing[0]!r}, which has neither "
@@ -171,6 +172,15 @@ def _validate(path: Path, meta: dict, arrays: dict[str, np.ndarray], flags: np.n
     if flags.dtype != np.bool_ or flags.shape != (n,):
         raise CheckpointError(f"{path}: the terminated flags must be a bool array of shape "
                               f"({n},) (field 'n'), got {flags.dtype} {flags.shape}")
+
+
+def _per_sample_shape(shape: tuple[int, ...], n: int) -> bool:
+    """A shape a per-sample array of ``n`` samples may have: ``(n,)``, ``(k, n)`` for a vector
+    of k = 2, 3 or 4 components, ``(T, n)`` or ``(T, k, n)`` for a Series of T rows (which
+    parameter is which, the kernel says when the runner is restored)."""
+    if not shape or shape[-1] != n:
+        return False
+    return len(shape) <= 2 or (len(shape) == 3 and shape[1] in (2, 3, 4))
 
 
 def _is_int(value, low: int, high: int) -> bool:

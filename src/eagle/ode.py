@@ -9,6 +9,7 @@ executor like any other.
 
 from __future__ import annotations
 
+import math
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -125,7 +126,8 @@ def _per_sample(name: str, value, xp, n: int, dtype, positive: bool = False):
 def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol=1e-6,
           dt=None, noise: Func | None = None, seed: int | None = None,
           event: Func | None = None, on_event: Func | None = None, direction: int = -1,
-          tstops=None, on_stop: Func | None = None, max_steps: int = 1_000_000,
+          tstops=None, on_stop: Func | None = None, max_step=math.inf,
+          max_steps: int = 1_000_000,
           threads: int | None = None, progress: bool = False) -> Solution:
     """Integrate ``u' = f(u, t, p)`` for every sample from ``t_span[0]`` to ``t_span[1]``.
 
@@ -141,6 +143,9 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
             (fixed steps of ``dt``), or ``"euler_maruyama"`` (the SDE ``du = f dt + noise dW``;
             needs ``noise``, ``dt`` and ``seed``).
         rtol, atol: the error tolerances of ``"dopri5"``, numbers or arrays ``(n,)``.
+        max_step: the longest step ``"dopri5"`` takes (default: no bound), a number or an
+            array ``(n,)``. Bound it below the shortest time between two events, or an event
+            pair inside one long step can go unseen.
         dt: the step of a fixed-step method, a number or an array ``(n,)``.
         noise: the SDE's diffusion, a ``@hawk.func`` ``g(u, t, p)`` shaped as ``u``.
         seed: the random numbers' seed for ``"euler_maruyama"``, an int in ``[0, 2**64)``.
@@ -186,6 +191,8 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                 raise ValueError(f"{name} needs method='dopri5' (got method={method!r})")
         if dt is None:
             raise ValueError(f"method={method!r} takes fixed steps: pass dt")
+        if max_step is not math.inf:
+            raise ValueError(f"max_step is for method='dopri5'; method={method!r} steps by dt")
         dt = _per_sample("dt", dt, xp, n, dtype, positive=True)
     elif dt is not None:
         raise ValueError("dt is for the fixed-step methods; method='dopri5' chooses its steps "
@@ -200,6 +207,7 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
     if adaptive:
         rtol = _per_sample("rtol", rtol, xp, n, dtype, positive=True)
         atol = _per_sample("atol", atol, xp, n, dtype, positive=True)
+        max_step = _per_sample("max_step", max_step, xp, n, dtype, positive=True)
         stop_first, stop_every = 0.0, 1.0
         if on_stop is not None and tstops is None:
             raise ValueError("on_stop needs tstops=(first, every): the times it is applied at")
@@ -216,7 +224,8 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                                         on_stop=on_stop)
         prepare = hawk_ode.dopri5_start_kernel(f, state, params)
         first_stop = xp.maximum(xp.ceil((t - stop_first) / stop_every), 0).astype(np.int64)
-        arrays.update(rtol=rtol, atol=atol, stop_first=stop_first, stop_every=stop_every,
+        arrays.update(rtol=rtol, atol=atol, max_step=max_step, stop_first=stop_first,
+                      stop_every=stop_every,
                       k1=xp.empty_like(u), h=xp.zeros(n, dtype=dtype),
                       c=xp.full(n, hawk_ode.C_START, dtype=dtype), accepted=zeros(),
                       rejected=zeros(), status=zeros(), events=zeros(), stops=first_stop)

@@ -12,6 +12,7 @@ from .annotations import (
     Out,
     Param,
     Scalar,
+    Series,
     Terminated,
     Vec2,
     Vec3,
@@ -41,7 +42,7 @@ except _metadata.PackageNotFoundError:  # a source tree that was never installed
 
 __all__ = [
     "kernel", "Kernel", "ProgramKernel", "CompileError", "IRError",
-    "Scalar", "Param", "Mutable", "Terminated", "Vec2", "Vec3", "Vec4", "Out",
+    "Scalar", "Param", "Mutable", "Terminated", "Vec2", "Vec3", "Vec4", "Out", "Series",
     "vec2", "vec3", "vec4", "dot", "length", "cross", "normalize", "maximum", "minimum",
     "total", "width", "func", "Func",
     "uniform", "normal", "exponential", "randint", "sample_index", "step",

@@ -1,9 +1,11 @@
 """The annotations a kernel's parameters are declared with, and hawk's vector helpers.
 
 ``Scalar``, ``Param``, ``Terminated`` and the vector types ``Vec2``, ``Vec3``, ``Vec4`` are used
-bare; ``Mutable[...]`` and ``Out[...]`` wrap ``Scalar`` or a vector type. A vector type's width
-is a property of the type (``Vec3.width == 3``): the frontend, the argument layout (one slot per
-component) and the bindings (an array of shape ``(width, n)``) all read it from there.
+bare; ``Mutable[...]``, ``Out[...]`` and ``Series[...]`` wrap ``Scalar`` or a vector type (a
+``Series`` is bound to ``(T, n)`` or ``(T, k, n)``: rows the body writes at computed indices).
+A vector type's width is a property of the type (``Vec3.width == 3``): the frontend, the
+argument layout (one slot per component) and the bindings (an array of shape ``(width, n)``)
+all read it from there.
 
 The helpers ``vec2``/``vec3``/``vec4``, ``dot``, ``length``, ``cross`` and ``normalize`` are
 understood inside a kernel and also work on NumPy arrays of shape ``(k, n)`` (SoA, one row per
@@ -19,7 +21,7 @@ import numpy as np
 from .ir import Role
 
 __all__ = ["Annotation", "Scalar", "Param", "Terminated", "Vec2", "Vec3", "Vec4", "Mutable",
-           "Out", "VECTOR_TYPES", "vec2", "vec3", "vec4", "dot", "length", "cross",
+           "Out", "Series", "VECTOR_TYPES", "vec2", "vec3", "vec4", "dot", "length", "cross",
            "normalize", "maximum", "minimum", "total", "width"]  # fmt: skip
 
 
@@ -77,6 +79,9 @@ Vec3 = _Vec(Role.SCALAR, 3)
 Vec4 = _Vec(Role.SCALAR, 4)
 Mutable = _Wrapper(Role.MUTABLE)
 Out = _Wrapper(Role.OUT)
+#: A per-sample output with rows: ``Series[Scalar]`` is bound to an array of shape ``(T, n)``,
+#: ``Series[Vec3]`` to ``(T, 3, n)``; the body writes rows (``s[row] = value``) and never reads.
+Series = _Wrapper(Role.SERIES)
 
 #: the vector types by width
 VECTOR_TYPES = {2: Vec2, 3: Vec3, 4: Vec4}

@@ -26,7 +26,18 @@ import numpy as np
 from . import annotations as hawk_annotations
 from . import draws, integers
 from .errors import CompileError
-from .ir import BIT_OPS, MATH_FUNCTIONS, DType, Op, OpKind, Parameter, Program, Role, Store
+from .ir import (
+    BIT_OPS,
+    MATH_FUNCTIONS,
+    DType,
+    Op,
+    OpKind,
+    Parameter,
+    Program,
+    Role,
+    RowStore,
+    Store,
+)
 from .passes import attr_key
 from .source import KernelSource
 from .typing_rules import WEAK_DEFAULTS, literal_dtype, promote
@@ -80,6 +91,23 @@ class Ref:
 
 
 @dataclass(frozen=True)
+class SeriesValue:
+    """A ``Series`` parameter named in the body: it is written a row at a time
+    (``s[row] = value``), never read."""
+
+    param: Parameter
+
+    @property
+    def annotation(self) -> str:
+        return f"Series[{f'Vec{self.param.width}' if self.param.is_vector else 'Scalar'}]"
+
+    def write_only(self) -> str:
+        name = self.param.name
+        return (f"{name!r} is a {self.annotation}, which the step writes and never reads: write "
+                f"a row with `{name}[row] = value` (keep the value in a local to use it again)")
+
+
+@dataclass(frozen=True)
 class Undefined:
     """A name with no value on some path; reading it is an error that says why."""
 
@@ -98,6 +126,8 @@ def describe(value) -> str:
         return type(value.value).__name__
     if isinstance(value, tuple):
         return f"a tuple of {len(value)} values"
+    if isinstance(value, SeriesValue):
+        return f"the {value.annotation} {value.param.name!r}"
     if hasattr(value, "description"):  # a hawk func named in the body (hawk.inline.FuncRef)
         return value.description
     return "a function" if isinstance(value, Ref) and value.kind == "function" else "a module"
@@ -172,6 +202,10 @@ class Lowering:
         self.param_list = params
         self.options = options
         self.ops: list[Op] = []
+        self.row_stores: list[RowStore] = []
+        # the conditions of the `if`s around the statement being lowered, with the branch
+        # taken (True: the body, False: the else), for the guard of a Series write there
+        self.guards: list[tuple[S, bool]] = []
         self._interned: dict[tuple, int] = {}
         self.env: dict[str, object] = {}
         self.initial: dict[str, object] = {}
@@ -215,6 +249,8 @@ class Lowering:
             return Undefined(f"Out parameter {p.name!r} is write-only: assign it before reading it")
         if p.role is Role.TERMINATED:
             return self.const(False, DType.BOOL)
+        if p.role is Role.SERIES:
+            return SeriesValue(p)
         if p.is_vector:
             return V(tuple(self.emit(OpKind.LOAD, p.dtype, attr=(p.name, k))
                            for k in range(p.width)))
@@ -286,6 +322,13 @@ class Lowering:
             base = target.value
             if not isinstance(base, ast.Name):
                 raise self.error("only a component of a named vector can be assigned", target)
+            series = self.env.get(base.id)
+            if isinstance(series, SeriesValue):
+                if isinstance(target, ast.Attribute):
+                    raise self.error(f"{series.param.name!r} is a {series.annotation}: write a "
+                                     f"whole row, `{series.param.name}[row] = value`", target)
+                self.row_store(series.param, target, value)
+                return
             vector = self.load_name(base)
             if not isinstance(vector, V):
                 raise self.error(f"{base.id!r} is {describe(vector)}, not a vector: it has no "
@@ -305,6 +348,10 @@ class Lowering:
 
     def check_store(self, param: Parameter, value, node: ast.AST):
         """A value that may be written back to ``param``: the right shape and a compatible type."""
+        if param.role is Role.SERIES:
+            series = SeriesValue(param)
+            raise self.error(f"cannot assign to {param.name!r}: it is a {series.annotation}, "
+                             f"written a row at a time: `{param.name}[row] = value`", node)
         if not param.role.written:
             wrapped = f"Vec{param.width}" if param.is_vector else "Scalar"
             hint = ("declare it Mutable[" + wrapped + "] to update it"
@@ -318,6 +365,13 @@ class Lowering:
                 raise self.error(f"{param.name!r} (Terminated) must be assigned a bool, e.g. "
                                  f"`{param.name} = t >= t_end`; got {describe(value)}", node)
             return self.cast(value, DType.BOOL)
+        return self.storable(param, value, node)
+
+    def storable(self, param: Parameter, value, node: ast.AST):
+        """``value`` as a Mutable, Out or Series value of ``param`` is stored: of its width,
+        and of a type that converts to its dtype (no bool, no float into an integer)."""
+        if isinstance(value, Ref | SeriesValue):
+            raise self.error(f"cannot store {describe(value)} into {param.name!r}", node)
         width = value.width if isinstance(value, V) else 1
         if param.width != width:
             kind = f"Vec{param.width}" if param.is_vector else "Scalar"
@@ -331,6 +385,41 @@ class Lowering:
         if isinstance(value, Lit):
             return self.cast(value, param.dtype)
         return value
+
+    def row_store(self, param: Parameter, target: ast.Subscript, value) -> None:
+        """``s[row] = value``: a ``RowStore`` per component, guarded by the path's condition."""
+        if isinstance(value, tuple):
+            raise self.error("a tuple can only be unpacked into as many names "
+                             "(e.g. `a, b = b, a`)", target)
+        annotation = SeriesValue(param).annotation
+        if isinstance(target.slice, ast.Slice | ast.Tuple):
+            raise self.error(f"a row of {param.name!r} ({annotation}) is written at one integer "
+                             f"index, `{param.name}[row] = value`, not "
+                             f"`{ast.unparse(target)}`", target)
+        row = self.expr(target.slice)
+        if not isinstance(row, S | Lit) or not self.dtype_of(row).is_integer:
+            raise self.error(f"the row written of {param.name!r} ({annotation}) must be an "
+                             f"integer (e.g. `hawk.step() // 4`), not {describe(row)}",
+                             target.slice)
+        row = self.cast(row, DType.INT64)
+        value = self.storable(param, value, target)
+        guard = self.path_guard()
+        comps = value.comps if isinstance(value, V) else (value,)
+        for k, c in enumerate(comps):
+            self.row_stores.append(RowStore(
+                param.name, k if param.is_vector else None, row.id,
+                self.cast(c, param.dtype).id, None if guard is None else guard.id))
+
+    def path_guard(self) -> S | None:
+        """The condition under which the statement being lowered runs (the ``and`` of the
+        enclosing ``if``s' conditions, negated in an ``else``), or None outside every ``if``.
+        Made only where a Series is written, so other kernels' IR is as before."""
+        guard = None
+        for condition, taken in self.guards:
+            term = condition if taken else self.emit(OpKind.NOT, DType.BOOL, (condition.id,))
+            guard = term if guard is None else self.emit(OpKind.AND, DType.BOOL,
+                                                         (guard.id, term.id))
+        return guard
 
     def augassign_statement(self, node: ast.AugAssign) -> None:
         load = ast.copy_location(
@@ -346,11 +435,14 @@ class Lowering:
                 self.statement(stmt)
             return
         before = dict(self.env)
+        self.guards.append((condition, True))
         for stmt in node.body:
             self.statement(stmt)
         then_env, self.env = self.env, dict(before)
+        self.guards[-1] = (condition, False)
         for stmt in node.orelse:
             self.statement(stmt)
+        self.guards.pop()
         else_env = self.env
         self.node = node
         merged = {}
@@ -392,6 +484,8 @@ class Lowering:
             value = self.env[node.id]
             if isinstance(value, Undefined):
                 raise self.error(value.reason, node)
+            if isinstance(value, SeriesValue):
+                raise self.error(value.write_only(), node)
             return value
         if node.id in self.src.names:
             return self.global_value(node.id, self.src.names[node.id], node)
@@ -848,6 +942,7 @@ class Lowering:
             stores=tuple(stores),
             terminated=terminated,
             options=self.options,
+            row_stores=tuple(self.row_stores),
         )
 
 

@@ -25,6 +25,8 @@ reached through (a traceback's frames) and points at the func's own line:
   change the caller's array and a hawk value never changes under its caller. Rebinding a
   parameter (``y = y + h * f(y)``) is fine: in Python too the caller's value stays as it was;
 - no recursion (a func is inlined, so it must not reach itself again);
+- a func cannot write a ``Series`` (it has no Series parameter, and passing one is an error):
+  it returns the value, and the kernel writes the row;
 - only ``@hawk.func`` functions are called: a plain Python function is an error that says where
   it is defined and how to fix it;
 - ``range(...)`` takes compile-time ints, and a loop runs at most ``MAX_UNROLL`` iterations;
@@ -42,7 +44,7 @@ import types
 from dataclasses import dataclass
 
 from .errors import CompileError, Loc
-from .frontend import _HELPERS, Lit, Lowering, Ref, V, describe
+from .frontend import _HELPERS, Lit, Lowering, Ref, SeriesValue, V, describe
 from .source import KernelSource
 
 __all__ = ["Func", "func", "FuncRef", "InliningLowering", "MAX_UNROLL"]
@@ -283,6 +285,13 @@ class InliningLowering(Lowering):
         if isinstance(target, ast.Attribute | ast.Subscript) and isinstance(target.value,
                                                                              ast.Name):
             self.in_place(target.value.id, target, f"`{ast.unparse(target)} = ...`")
+            if self.frames and target.value.id not in self.env:
+                name, func = target.value.id, self.frames[-1].func.name
+                raise self.error(
+                    f"the hawk func {func!r} cannot write `{ast.unparse(target)}`: a func has "
+                    f"no side effects and no Series parameter, so it cannot write a Series row; "
+                    f"return the value and write it in the kernel (`{name}[row] = "
+                    f"{func}(...)`)", target)
         if isinstance(target, ast.Name) and isinstance(value, tuple):
             self.bind(target.id, value, target)  # a tuple is a value too: `state = (x, v)`
         else:
@@ -366,6 +375,15 @@ class InliningLowering(Lowering):
                              "inlined, so recursion cannot be compiled; write it as a loop "
                              "over a constant range", node,
                              ((f"{target.name!r} is defined here:", target.definition),))
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            series = self.env.get(arg.id) if isinstance(arg, ast.Name) else None
+            if isinstance(series, SeriesValue):
+                name = series.param.name
+                raise self.error(
+                    f"{name!r} ({series.annotation}) cannot be passed to the hawk func "
+                    f"{target.name!r}: a func cannot write a Series (it has no Series "
+                    f"parameter); return the value from {target.name!r} and write it in the "
+                    f"kernel: `{name}[row] = {target.name}(...)`", arg)
         args = [self.tuple_or_expr(a) for a in node.args]
         kwargs = {}
         for keyword in node.keywords:

@@ -14,8 +14,10 @@ backend would otherwise have to understand:
 
 What a step means, for one sample that is not yet terminated: evaluate the ops in order, where
 ``LOAD`` reads a parameter's value at the start of the step; then write each ``Store`` back
-(``accumulate`` kernels add into ``Out`` buffers instead), and set the terminated flag to the
-value named by ``Program.terminated``. A terminated sample is left untouched. The NumPy reference
+(``accumulate`` kernels add into ``Out`` buffers instead), do the ``RowStore`` writes into
+``Series`` arrays in order (one whose guard is false or whose row is outside ``[0, T)`` is not
+done; they always overwrite), and set the terminated flag to the value named by
+``Program.terminated``. A terminated sample is left untouched. The NumPy reference
 executor (``hawk.reference``) is the executable definition of this paragraph.
 """
 
@@ -30,7 +32,8 @@ import numpy as np
 
 from .errors import Loc
 
-__all__ = ["DType", "Role", "OpKind", "Op", "Parameter", "Slot", "slots", "Store", "Program",
+__all__ = ["DType", "Role", "OpKind", "Op", "Parameter", "Slot", "slots", "Store", "RowStore",
+           "Program", "SERIES_FIELDS",
            "MATH_FUNCTIONS", "COUNTER_OPS", "COUNTER_ARGUMENTS", "BIT_OPS"]
 
 
@@ -81,6 +84,7 @@ class Role(Enum):
     MUTABLE = "Mutable"  # per-sample state, read at step start, written at step end
     TERMINATED = "Terminated"  # per-sample done flag
     OUT = "Out"  # per-sample output, write-only
+    SERIES = "Series"  # per-sample rows (T, n) or (T, k, n), written at computed rows only
 
     @property
     def per_sample(self) -> bool:
@@ -88,7 +92,7 @@ class Role(Enum):
 
     @property
     def written(self) -> bool:
-        return self in (Role.MUTABLE, Role.TERMINATED, Role.OUT)
+        return self in (Role.MUTABLE, Role.TERMINATED, Role.OUT, Role.SERIES)
 
 
 class OpKind(Enum):
@@ -203,11 +207,13 @@ class Parameter:
     def is_vector(self) -> bool:
         return self.width > 1
 
-    def shape(self, n: int) -> tuple[int, ...]:
-        """The array shape this parameter is bound to for ``n`` samples (vectors are SoA)."""
+    def shape(self, n: int, rows: int = 0) -> tuple[int, ...]:
+        """The array shape this parameter is bound to for ``n`` samples (vectors are SoA);
+        a ``Series`` has ``rows`` rows in front: ``(rows, n)`` or ``(rows, width, n)``."""
         if self.role is Role.PARAM:
             return ()
-        return (self.width, n) if self.is_vector else (n,)
+        sample = (self.width, n) if self.is_vector else (n,)
+        return (rows, *sample) if self.role is Role.SERIES else sample
 
     def __str__(self) -> str:
         kind = f"Vec{self.width}" if self.is_vector else "Scalar"
@@ -220,10 +226,19 @@ class Parameter:
         return f"{self.name}: {annotation} {self.dtype.value}"
 
 
+#: The extra arguments of a ``Series`` parameter, after its component arrays: its row count
+#: ``T`` and the elements between the starts of two rows (the arrays' first stride, in
+#: elements), both int64 and passed by value. A GPU thread needs them to address ``row``
+#: of its sample (``p[row * row_stride + i]``); the CPU's arrays carry their own strides, so
+#: it reads only the row count.
+SERIES_FIELDS = ("rows", "row_stride")
+
+
 @dataclass(frozen=True)
 class Slot:
     """One argument of a compiled kernel after the terminated flags: a ``Param``'s value, or
-    the array of one per-sample parameter, or one component row of a vector parameter.
+    the array of one per-sample parameter, or one component row of a vector parameter, or one
+    of a ``Series``' ``SERIES_FIELDS``.
 
     This is the kernel's argument layout, defined here once: every emitter, backend, artifact
     sidecar and loader reads it, so they cannot disagree on the order or the names.
@@ -232,28 +247,40 @@ class Slot:
         param: the ``Parameter`` the argument belongs to.
         component: the vector component (0 for ``x``), or None for a scalar parameter or a
             ``Param``.
+        field: None for the parameter's value or array; one of ``SERIES_FIELDS`` for a
+            ``Series``' row count or row stride.
     """
 
     param: Parameter
     component: int | None  # the vector component, or None for a scalar parameter or a Param
+    field: str | None = None  # a Series' "rows" or "row_stride"; None for the value itself
 
     @property
     def name(self) -> str:
         """The generated code's name for this argument, ``p_x``, or ``p_x_0`` for a component
         (prefixed, so that no parameter can shadow a name of the generated loop or a C++
-        keyword)."""
+        keyword); ``rows_x`` and ``row_stride_x`` for a Series' fields."""
+        if self.field is not None:
+            return f"{self.field}_{self.param.name}"
         base = f"p_{self.param.name}"
         return base if self.component is None else f"{base}_{self.component}"
 
     @property
-    def key(self) -> tuple[str, int | None]:
-        """``(parameter name, component)``, as ``LOAD`` ops and stores name a value."""
-        return self.param.name, self.component
+    def key(self) -> tuple[str, int | str | None]:
+        """``(parameter name, component)``, as ``LOAD`` ops and stores name a value;
+        ``(parameter name, field)`` for a Series' field."""
+        return self.param.name, self.component if self.field is None else self.field
 
     @property
     def is_uniform(self) -> bool:
-        """A ``Param``: passed by value, the same for every sample."""
-        return self.param.role is Role.PARAM
+        """A ``Param`` or a Series' field: passed by value, the same for every sample."""
+        return self.field is not None or self.param.role is Role.PARAM
+
+    @property
+    def dtype(self) -> DType:
+        """The element type of the argument (int64 for a Series' field, else the
+        parameter's)."""
+        return DType.INT64 if self.field is not None else self.param.dtype
 
 
 #: What a launch of a program that reads counters (``Program.counters``) takes after its slots,
@@ -267,13 +294,16 @@ def slots(params: tuple[Parameter, ...]) -> tuple[Slot, ...]:
     """The argument layout of a kernel with ``params``, in parameter order: one slot per
     ``Param`` and per scalar per-sample parameter, one per component of a vector parameter.
     The ``Terminated`` flag is not a slot: every backend passes the flags array itself, before
-    the slots, whether or not the kernel declares it."""
+    the slots, whether or not the kernel declares it. A ``Series`` has its component arrays,
+    then its ``SERIES_FIELDS``."""
     out = []
     for p in params:
         if p.role is Role.TERMINATED:
             continue
         components = range(p.width) if p.is_vector and p.role is not Role.PARAM else [None]
         out += [Slot(p, k) for k in components]
+        if p.role is Role.SERIES:
+            out += [Slot(p, None, field) for field in SERIES_FIELDS]
     return tuple(out)
 
 
@@ -284,6 +314,31 @@ class Store:
     param: str
     component: int | None
     value: int
+
+
+@dataclass(frozen=True)
+class RowStore:
+    """At the end of a step, write value ``value`` to row ``row`` of component ``component``
+    of the ``Series`` ``param``, if ``guard`` holds (None: always) and ``0 <= row < T``.
+
+    Attributes:
+        param: the Series parameter's name.
+        component: the vector component, or None for a ``Series[Scalar]``.
+        row: the op giving the row (int64).
+        value: the op giving the value (of the parameter's dtype).
+        guard: the op giving the condition of the path the write is on (bool), or None.
+    """
+
+    param: str
+    component: int | None
+    row: int
+    value: int
+    guard: int | None = None
+
+    def __str__(self) -> str:
+        comp = "" if self.component is None else f"[{self.component}]"
+        guard = "" if self.guard is None else f" if %{self.guard}"
+        return f"row {self.param}{comp}[%{self.row}] <- %{self.value}{guard}"
 
 
 @dataclass(frozen=True)
@@ -300,6 +355,9 @@ class Program:
             kernel never sets it.
         options: the kernel's options as sorted ``(name, value)`` pairs (e.g.
             ``("accumulate", True)``).
+        row_stores: the ``Series`` writes of the step (``RowStore``), in program order: at
+            the end of a live sample's step they are done in this order, so a later write to
+            the same row wins.
     """
 
     name: str
@@ -308,6 +366,7 @@ class Program:
     stores: tuple[Store, ...]
     terminated: int | None  # the new flag's value, or None if the kernel never sets it
     options: tuple[tuple[str, object], ...] = ()
+    row_stores: tuple[RowStore, ...] = ()
 
     def param(self, name: str) -> Parameter:
         for p in self.params:
@@ -347,6 +406,7 @@ class Program:
         for s in self.stores:
             comp = "" if s.component is None else f"[{s.component}]"
             lines.append(f"  store {s.param}{comp} <- %{s.value}")
+        lines += [f"  {r}" for r in self.row_stores]
         if self.terminated is not None:
             lines.append(f"  terminated <- %{self.terminated}")
         return "\n".join(lines)

@@ -7,7 +7,8 @@ branch-free, loop-free body does not need):
 
 - ``check``: the IR's rules, checked so a malformed program fails here, naming the op and the
   rule, instead of miscompiling in an emitter or being read wrongly by a reader of the IR;
-- ``eliminate_dead_code``: drop ops that feed no store and not the terminated flag;
+- ``eliminate_dead_code``: drop ops that feed no store, no Series write (its row, value or
+  guard) and not the terminated flag;
 - ``eliminate_common_subexpressions``: merge ops that compute the same value.
 
 Every pass takes a ``Program`` and returns one, so passes compose and the list is data.
@@ -32,7 +33,18 @@ from enum import Enum
 from typing import NamedTuple
 
 from .errors import IRError
-from .ir import BIT_OPS, COMPARISONS, MATH_FUNCTIONS, DType, Op, OpKind, Program, Role, Store
+from .ir import (
+    BIT_OPS,
+    COMPARISONS,
+    MATH_FUNCTIONS,
+    DType,
+    Op,
+    OpKind,
+    Program,
+    Role,
+    RowStore,
+    Store,
+)
 from .philox import DISTRIBUTIONS
 
 __all__ = ["check", "eliminate_dead_code", "eliminate_common_subexpressions", "Stage",
@@ -161,7 +173,7 @@ def _load_rule(program: Program, op: Op) -> str | None:
         param = program.param(name)
     except KeyError:
         return f"loads {name!r}, which is not a parameter"
-    if param.role in (Role.OUT, Role.TERMINATED):
+    if param.role in (Role.OUT, Role.TERMINATED, Role.SERIES):
         return f"loads {name!r}, which is {param.role.value}: a step never reads it"
     if rule := _component_rule(param.width, component):
         return f"loads {name!r}: {rule}"
@@ -207,6 +219,9 @@ def check(program: Program) -> Program:
         if rule := _store_rule(program, store, dtypes, written):
             raise _fail(program, f"store {k} ({store.param} <- %{store.value})", rule)
         written.add((store.param, store.component))
+    for k, row_store in enumerate(program.row_stores):
+        if rule := _row_store_rule(program, row_store, dtypes):
+            raise _fail(program, f"row store {k} ({row_store})", rule)
     if program.terminated is not None:
         flag = program.terminated
         if not (type(flag) is int and 0 <= flag < len(dtypes)):
@@ -240,11 +255,36 @@ def _store_rule(program: Program, store: Store, dtypes: list[DType], written: se
     return None
 
 
+def _row_store_rule(program: Program, store: RowStore, dtypes: list[DType]) -> str | None:
+    try:
+        param = program.param(store.param)
+    except KeyError:
+        return f"{store.param!r} is not a parameter"
+    if param.role is not Role.SERIES:
+        return f"{store.param!r} is {param.role.value}, not a Series: it has no rows to write"
+    if rule := _component_rule(param.width, store.component):
+        return rule
+    ops = {"row": store.row, "value": store.value, "guard": store.guard}
+    for what, index in ops.items():
+        if index is None and what == "guard":
+            continue
+        if not (type(index) is int and 0 <= index < len(dtypes)):
+            return f"its {what} %{index} does not refer to an op"
+    if dtypes[store.row] is not DType.INT64:
+        return f"its row must be an int64 op, got {dtypes[store.row].value}"
+    if dtypes[store.value] is not param.dtype:
+        return f"writes {dtypes[store.value].value} into a {param.dtype.value} Series"
+    if store.guard is not None and dtypes[store.guard] is not DType.BOOL:
+        return f"its guard must be a bool op, got {dtypes[store.guard].value}"
+    return None
+
+
 # -- dead code and common subexpressions ---------------------------------------------------------
 
 
 def _rebuilt(program: Program, ops: list[Op], new_index: list[int]) -> Program:
-    """``program`` with ``ops``, its stores and flag renumbered by ``new_index`` (old -> new)."""
+    """``program`` with ``ops``, its stores, Series writes and flag renumbered by ``new_index``
+    (old -> new)."""
     flag = program.terminated
     return Program(
         name=program.name,
@@ -253,16 +293,22 @@ def _rebuilt(program: Program, ops: list[Op], new_index: list[int]) -> Program:
         stores=tuple(Store(s.param, s.component, new_index[s.value]) for s in program.stores),
         terminated=None if flag is None else new_index[flag],
         options=program.options,
+        row_stores=tuple(
+            RowStore(r.param, r.component, new_index[r.row], new_index[r.value],
+                     None if r.guard is None else new_index[r.guard])
+            for r in program.row_stores),
     )
 
 
 def eliminate_dead_code(program: Program) -> Program:
-    """``program`` without the ops that feed no store and not the terminated flag.
+    """``program`` without the ops that feed no store, no Series write and not the terminated
+    flag (a Series write's row, value and guard are all roots).
 
     One sweep from the last op back suffices: an op's args are always earlier ops.
     """
     live = [False] * len(program.ops)
-    for root in [s.value for s in program.stores] + [program.terminated]:
+    rows = [i for r in program.row_stores for i in (r.row, r.value, r.guard)]
+    for root in [s.value for s in program.stores] + [program.terminated] + rows:
         if root is not None:
             live[root] = True
     for index in reversed(range(len(program.ops))):

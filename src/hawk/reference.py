@@ -151,7 +151,8 @@ def step(program: Program, arrays: Mapping[str, np.ndarray], terminated: np.ndar
     """Advance every live sample of ``arrays`` by one step, in place; return how many were live.
 
     ``program`` is the IR to run (``kernel.specialize(dtypes)``). ``arrays`` maps each
-    parameter name to its NumPy array (``(n,)`` or ``(k, n)``) or, for a ``Param``, a scalar.
+    parameter name to its NumPy array (``(n,)`` or ``(k, n)``; a ``Series`` ``(T, n)`` or
+    ``(T, k, n)``) or, for a ``Param``, a scalar.
     ``terminated`` is the flag array (taken from ``arrays`` when None). A program that draws
     needs ``seed``; sample ``i`` of the arrays is the run's sample ``first_sample + i``, and
     the live samples take their step number ``step_number`` (the steps they took before this
@@ -175,9 +176,27 @@ def step(program: Program, arrays: Mapping[str, np.ndarray], terminated: np.ndar
             target[alive] += new[alive]
         else:
             target[alive] = new[alive]
+    for row_store in program.row_stores:
+        _write_rows(program, row_store, arrays, values, alive)
     if terminated is not None and program.terminated is not None:
         terminated[alive] = values[program.terminated][alive]
     return int(np.count_nonzero(alive))
+
+
+def _write_rows(program: Program, row_store, arrays, values, alive: np.ndarray) -> None:
+    """One ``RowStore``: each live sample on the write's path whose row is in ``[0, T)``
+    overwrites that row of its column (``accumulate`` does not apply). A sample writes at most
+    one row per ``RowStore``, and samples own their columns, so the stores' order is the only
+    order that matters: a later write to the same row wins."""
+    target = arrays[row_store.param]  # (T, n) or (T, k, n)
+    if row_store.component is not None:
+        target = target[:, row_store.component]
+    rows = values[row_store.row]
+    done = alive & (rows >= 0) & (rows < target.shape[0])
+    if row_store.guard is not None:
+        done &= values[row_store.guard]
+    samples = np.flatnonzero(done)
+    target[rows[samples], samples] = values[row_store.value][samples].astype(target.dtype)
 
 
 def run(program: Program, arrays: Mapping[str, np.ndarray], max_steps: int, *,

@@ -39,10 +39,11 @@ from pathlib import Path
 
 import numpy as np
 
-from hawk.ir import Program
+from hawk.ir import Program, Role
 
 from .. import cache
 from ..arrays import as_host_array
+from ..bindings import series_field
 from ..interrupts import deferred_interrupts
 from ..threads import get_num_threads
 from .emit import emit_launch, shape_for
@@ -110,9 +111,14 @@ def launch_arguments(program: Program, bound) -> tuple:
     program that reads counters: then its seed and first sample; ``launch`` adds the step)."""
     values = [bound.flags]
     for slot in program.slots:
-        name, component = slot.key
-        if slot.is_uniform:
+        name, component = slot.param.name, slot.component
+        if slot.field is not None:  # a Series' row count or row stride
+            values.append(series_field(slot, bound.arrays[name]))
+        elif slot.is_uniform:
             values.append(bound.uniforms[name])
+        elif slot.param.role is Role.SERIES:  # (T, n), or component k of (T, k, n)
+            array = bound.arrays[name]
+            values.append(array if component is None else array[:, component])
         else:
             array = bound.arrays[name]
             values.append(array if component is None else array[component])
@@ -293,8 +299,13 @@ def _program_signature(program: Program):
 
     types = [array(np.dtype(bool))]
     for slot in program.slots:
-        dtype = slot.param.dtype.numpy
-        types.append(numba.from_dtype(dtype) if slot.is_uniform else array(dtype))
+        dtype = slot.dtype.numpy
+        if slot.param.role is Role.SERIES and not slot.is_uniform:
+            # (T, n) as allocated; a vector's component (T, n) view of (T, k, n) is strided
+            layout = "A" if slot.component is not None else "C"
+            types.append(numba.types.Array(numba.from_dtype(dtype), 2, layout))
+        else:
+            types.append(numba.from_dtype(dtype) if slot.is_uniform else array(dtype))
     if program.counters:  # seed, first_sample, first_step
         types += [numba.uint64, numba.int64, numba.int64]
     return (numba.int64, numba.int64, numba.int64, *types)

@@ -355,6 +355,7 @@ class _Layout:
         used = {a for i, op in enumerate(p.ops)
                 if i not in self.invariant and op.kind is not OpKind.LOAD for a in op.args}
         used |= {s.value for s in p.stores}
+        used |= {i for r in p.row_stores for i in (r.row, r.value, r.guard) if i is not None}
         if p.terminated is not None:
             used.add(p.terminated)
         self.sample_ops = sorted(i for i in used
@@ -392,11 +393,23 @@ class _Layout:
     def visit_counters(self) -> list[str]:
         """A visit's extra arguments in a program that reads counters (draws): the seed, the
         global index of sample 0, the step number of the visit's first step and the lanes'
-        samples."""
-        return ["seed", "first_sample", "step0", "idx"] if self.program.counters else []
+        samples; in a program that writes Series rows, its Series arrays first (and the
+        lanes' samples, the column a lane writes)."""
+        series = [slot.name for slot in self.series_slots()]
+        if self.program.counters:
+            return [*series, "seed", "first_sample", "step0", "idx"]
+        return [*series, "idx"] if series else []
+
+    def series_slots(self) -> list:
+        """The Series' component arrays (their row counts are among the uniforms)."""
+        return [slot for slot in self.program.slots
+                if slot.param.role is Role.SERIES and not slot.is_uniform]
 
     def uniforms(self) -> list[str]:
-        return [slot.name for slot in self.program.slots if slot.is_uniform]
+        """The values every lane shares: ``Param`` values and Series' row counts (a Numba
+        array knows its own strides, so a Series' row stride is not passed on)."""
+        return [slot.name for slot in self.program.slots
+                if slot.is_uniform and slot.field != "row_stride"]
 
     def allocations(self) -> list[str]:
         """A thread's scratch: both sides' buffers and the lane arrays, a block of lanes each."""
@@ -423,6 +436,15 @@ class _Layout:
         assignments, names = walk(p, self.renderer, self.value, suffix=f"_{k}",
                                   known=self.known)
         lines = [f"{a.name} = {a.expression}" for a in assignments]
+        # Series rows first (a row or value may be a loaded state value, which the stores
+        # below replace): written by a live lane, on the write's path, at a row in [0, T).
+        for r in p.row_stores:
+            slot = self.slots[(r.param, r.component)]
+            row = names[r.row]
+            guard = "" if r.guard is None else f" and {names[r.guard]}"
+            rows = self.slots[(r.param, "rows")].name
+            lines += [f"if alive{guard} and {row} >= 0 and {row} < {rows}:",
+                      f"    {slot.name}[{row}, idx[i]] = {names[r.value]}"]
         for store in p.stores:
             key = (store.param, store.component)
             local, value = self.local(key), names[store.value]
@@ -550,8 +572,9 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
     shape = layout.shape
     a, b = layout.buffers("a"), layout.buffers("b")
     src, dst = layout.buffers("src"), layout.buffers("dst")
-    counters = ["seed", "first_sample", "first_step + d", "idx"] if layout.program.counters \
-        else []
+    series = [slot.name for slot in layout.series_slots()]
+    counters = [*series, "seed", "first_sample", "first_step + d", "idx"] \
+        if layout.program.counters else ([*series, "idx"] if series else [])
 
     def visit(name: str, source: list[str], target: list[str]) -> str:
         arguments = ["mp", *source, *layout.lanes(), *layout.uniforms(), *target, *counters]

@@ -43,6 +43,15 @@ def _ptx_header(ptx: bytes) -> dict:
                 ptx_target=target.group(1).rstrip(",") if target else None)
 
 
+def _layout(p: Parameter) -> str:
+    if p.role is Role.PARAM:
+        return "scalar"
+    if p.role is Role.SERIES:  # sample i of row r: p[r * row_stride + i]
+        rows = f"(T, {p.width}, n)" if p.is_vector else "(T, n)"
+        return f"{rows} rows, the sample axis contiguous"
+    return f"({p.width}, n) SoA" if p.is_vector else "(n,)"
+
+
 def sidecar(program: Program, target: str, arch: str | None, fmad: bool, data: bytes,
             native_isa: str | None = None) -> dict:
     """The metadata written beside an artifact of ``program`` whose bytes are ``data``."""
@@ -54,8 +63,11 @@ def sidecar(program: Program, target: str, arch: str | None, fmad: bool, data: b
                  {"name": "control", "kind": "control", "ctype": "EagleControl*"},
                  {"name": "flags", "kind": "terminated", "ctype": "bool*"}]
     for slot in program.slots:
-        arguments.append({"name": slot.name, "kind": "parameter", "parameter": slot.param.name,
-                          "component": slot.component, "ctype": slot_ctype(slot)})
+        argument = {"name": slot.name, "kind": "parameter", "parameter": slot.param.name,
+                    "component": slot.component, "ctype": slot_ctype(slot)}
+        if slot.field is not None:  # a Series' row count, or its row stride in elements
+            argument["field"] = slot.field
+        arguments.append(argument)
     meta = {
         "format": FORMAT,
         "kernel": program.name,
@@ -70,8 +82,7 @@ def sidecar(program: Program, target: str, arch: str | None, fmad: bool, data: b
         "options": dict(program.options),
         "parameters": [{"name": p.name, "role": p.role.value, "dtype": p.dtype.value,
                         "width": p.width,
-                        "layout": "scalar" if p.role is Role.PARAM else
-                        (f"({p.width}, n) SoA" if p.is_vector else "(n,)")}
+                        "layout": _layout(p)}
                        for p in program.params],
         "arguments": arguments,
         "control_fields": list(CONTROL_FIELDS),

@@ -33,9 +33,9 @@ import time
 
 import numpy as np
 
-from hawk.ir import Program, Slot
+from hawk.ir import Program, Role, Slot
 
-from ..bindings import Bound
+from ..bindings import Bound, series_field
 from .driver import activate, call, device_info, driver
 from .emit import (
     BLOCK_SIZE,
@@ -99,10 +99,18 @@ def step_arguments(slots: tuple[Slot, ...], bound: Bound, control: DeviceBuffer,
     (the step number is the control block's ``steps``)."""
     types, values = ["long long", "ptr", "ptr"], [bound.n, control.ptr, bound.flags.ptr]
     for slot in slots:
-        name, component = slot.key
-        if slot.is_uniform:
+        name, component = slot.param.name, slot.component
+        if slot.field is not None:  # a Series' row count or row stride (in elements)
+            types.append(slot_ctype(slot))
+            values.append(int(series_field(slot, bound.arrays[name])))
+        elif slot.is_uniform:
             types.append(slot_ctype(slot))
             values.append(bound.uniforms[name].item())
+        elif slot.param.role is Role.SERIES:  # (T, n), or component k of (T, k, n)
+            array = bound.arrays[name]
+            types.append("ptr")
+            values.append(array.ptr if component is None
+                          else array.ptr + component * array.strides[1])
         else:
             array = bound.arrays[name]
             types.append("ptr")

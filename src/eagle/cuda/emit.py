@@ -359,9 +359,9 @@ class CudaRenderer(ExpressionRenderer):
 
 
 def slot_ctype(slot: Slot) -> str:
-    """The C type of a kernel argument: a value for a ``Param``, a pointer for an array
-    (``const`` for a read-only input)."""
-    ctype = _C_TYPES[slot.param.dtype]
+    """The C type of a kernel argument: a value for a ``Param`` or a Series' row count and
+    row stride, a pointer for an array (``const`` for a read-only input)."""
+    ctype = _C_TYPES[slot.dtype]
     if slot.is_uniform:
         return ctype
     qualifier = "const " if slot.param.role is Role.SCALAR else ""
@@ -395,6 +395,15 @@ def _step_body(program: Program) -> list[str]:
     assignments, names = walk(program, CudaRenderer(), local.__getitem__,
                               known={i: names[i] for i in invariant})
     lines += [f"    const {_C_TYPES[a.op.dtype]} {a.name} = {a.expression};" for a in assignments]
+    # Series rows before the stores, which replace the loaded state values a row or value may
+    # be: sample i's element of row r is p[r * row_stride + i] (the sample axis contiguous).
+    for r in program.row_stores:
+        array = slots[(r.param, r.component)].name
+        rows, stride = (slots[(r.param, field)].name for field in ("rows", "row_stride"))
+        row = names[r.row]
+        guard = "" if r.guard is None else f"{names[r.guard]} && "
+        lines.append(f"    if ({guard}{row} >= 0 && {row} < {rows}) "
+                     f"{array}[{row} * {stride} + i] = {names[r.value]};")
     outputs = {(s.param, s.component) for s in program.stores
                if program.param(s.param).role is Role.OUT}
     for store in program.stores:

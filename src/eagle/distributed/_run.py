@@ -66,8 +66,9 @@ class ClusterResult:
 
     Attributes:
         arrays: the final state of every written parameter (``Mutable``, ``Out``,
-            ``Terminated``) as a dask array whose blocks are the chunks' results, held on the
-            workers (empty with ``keep=False``). Computing one brings it to the client.
+            ``Series``, ``Terminated``) as a dask array whose blocks are the chunks' results,
+            held on the workers (empty with ``keep=False``). Computing one brings it to the
+            client.
         reduced: the per-chunk values of ``reduce=`` in sample order (None without it).
         report: the merged ``DistributedReport``.
 
@@ -280,11 +281,11 @@ def _probe(init, kernel: hawk.Kernel, bindings: dict) -> dict:
         if name in bindings:
             raise BindingTypeError(f"{name!r} is both bound and made by init; choose one")
         value = np.asarray(value)
-        want = (3, 1) if params[name].is_vector else (1,)
-        if value.shape != want:
+        lead = _lead(params[name], value.shape)
+        if value.shape != (*lead, 1):
             raise BindingValueError(f"init(0, 1) made {name!r} of shape {value.shape}; "
                                     f"init(lo, hi) must make shape "
-                                    f"{'(3, hi - lo)' if len(want) == 2 else '(hi - lo,)'}")
+                                    f"{(*lead, 'hi - lo')}".replace("'", ""))
         probe[name] = value
     return probe
 
@@ -299,10 +300,10 @@ def _sample_count(kernel: hawk.Kernel, bindings: dict, n, init) -> int:
         if p is None or p.role is Role.PARAM or not _is_array(value):
             continue
         shape = tuple(value.shape)
-        if (p.is_vector and (len(shape) != 2 or shape[0] != 3)) or \
-                (not p.is_vector and len(shape) != 1):
+        lead = _lead(p, shape)
+        if len(shape) != len(lead) + 1 or shape[:-1] != lead:
             raise BindingValueError(f"{name!r} must have shape "
-                                    f"{'(3, n)' if p.is_vector else '(n,)'}, got {shape}")
+                                    f"{(*lead, 'n')}".replace("'", "") + f", got {shape}")
         counts[name] = shape[-1]
     if n is not None:
         if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
@@ -316,6 +317,15 @@ def _sample_count(kernel: hawk.Kernel, bindings: dict, n, init) -> int:
         raise BindingValueError("no per-sample array is bound, so pass n_samples= (the "
                                 "number of samples)" + (" for init to make" if init else ""))
     return next(iter(counts.values()))
+
+
+def _lead(p, shape: tuple) -> tuple:
+    """The axes before the sample axis that parameter ``p`` takes: ``(k,)`` for a vector, a
+    Series' rows (``T`` read from ``shape``) and ``k`` for a vector Series, else none."""
+    lead = (p.width,) if p.is_vector else ()
+    if p.role is Role.SERIES:
+        lead = (shape[0] if shape else 0, *lead)
+    return lead
 
 
 def _standins(kernel: hawk.Kernel, bindings: dict) -> dict:
@@ -385,7 +395,7 @@ def _pieces(arrays: dict, bounds) -> list[dict]:
     blocks = {}
     for name, value in arrays.items():
         if _is_dask(value):
-            axes = {value.ndim - 1: sizes, **({0: -1} if value.ndim == 2 else {})}
+            axes = {value.ndim - 1: sizes, **{axis: -1 for axis in range(value.ndim - 1)}}
             blocks[name] = value.rechunk(axes).to_delayed().reshape(-1)
     out = []
     for index, (lo, hi) in enumerate(bounds):
@@ -536,7 +546,7 @@ def _lazy_arrays(mains: list, bounds, written, params, bound) -> dict:
     arrays = {}
     for name in written:
         dtype = bound.arrays[name].dtype
-        lead = (3,) if params[name].is_vector else ()
+        lead = tuple(bound.arrays[name].shape[:-1])  # (k,) for a vector, (T, ...) for a Series
         arrays[name] = da.concatenate(
             [da.from_delayed(delayed(_part, pure=True)(future, name), (*lead, hi - lo), dtype)
              for future, (lo, hi) in zip(mains, bounds, strict=True)], axis=-1)

@@ -1,13 +1,14 @@
 """Locating a continuous event ``g(u, t, p) = 0`` inside a step, on the step's interpolant.
 
-A step from ``t`` to ``t + h`` has an event when ``g`` changes sign in the direction asked for.
-The crossing is then bracketed in ``theta`` (the fraction of the step) and narrowed by the
-Illinois method (regula falsi that halves the stale end's value when the same end moves twice;
-Dowell and Jarratt 1971): it keeps the bracket, converges superlinearly on a smooth ``g``, and
-needs no derivative. The loop is unrolled (a hawk loop has a constant count), and stops changing
-once the bracket is narrower than the tolerance in time. The returned ``theta`` is the bracket's
-far end, where the event has happened: the state there is past the event by at most the
-tolerance, never before it.
+A step from ``t`` to ``t + h`` has an event when ``g`` changes sign in the direction asked for,
+between its ends or between points inside it (``first_crossing``: the step is cut into equal
+parts, as DifferentialEquations.jl's ``interp_points`` does). The crossing is then bracketed in
+``theta`` (the fraction of the step) and narrowed by the Illinois method (regula falsi that
+halves the stale end's value when the same end moves twice; Dowell and Jarratt 1971): it keeps
+the bracket, converges superlinearly on a smooth ``g``, and needs no derivative. The loop is
+unrolled (a hawk loop has a constant count), and stops changing once the bracket is narrower
+than the tolerance in time. The returned ``theta`` is the bracket's far end, where the event
+has happened: the state there is past the event by at most the tolerance, never before it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import hawk
 
 from .dopri5 import dense_value
 
-__all__ = ["crossed", "locate"]
+__all__ = ["crossed", "first_crossing", "locate"]
 
 
 @hawk.func
@@ -35,13 +36,34 @@ def crossed(g_old, g_new, direction):
 
 
 @hawk.func
-def locate(g, u, t, h, q, p, sign, g_old, g_new, tol, iterations):
-    """The ``theta`` in ``(0, 1]`` where ``sign * g`` on the interpolant ``dense_value(u, h, q,
-    theta)`` first reaches zero or below, to ``tol`` in time, given its values ``g_old > 0`` at
-    ``theta = 0`` and ``g_new <= 0`` at ``theta = 1`` (both already multiplied by ``sign``).
-    At most ``iterations`` (a compile-time int) evaluations of ``g``."""
-    lo, hi = 0.0, 1.0
-    f_lo, f_hi = g_old, g_new
+def first_crossing(g, u, t, h, q, p, g_old, g_new, direction, samples):
+    """The first of ``samples`` equal parts of a step (a compile-time int) in which ``g``, on
+    the interpolant, crosses zero in ``direction``: ``(hit, sign, lo, hi, f_lo, f_hi)``, the
+    part's ends as fractions of the step and ``sign * g`` there (``f_lo > 0 >= f_hi`` when
+    ``hit``). Looking inside the step finds a pair of crossings that its ends do not show
+    (a ball that bounces and lands again within one step), as long as the parts are shorter
+    than the time between them."""
+    hit, sign, lo, hi, f_lo, f_hi = False, 1.0, 0.0, 1.0, 1.0, -1.0
+    g_a = g_old
+    for j in range(samples):
+        theta = (j + 1) / samples
+        if j + 1 == samples:
+            g_b = g_new
+        else:
+            g_b = g(dense_value(u, h, q, theta), t + theta * h, p)
+        here, s = crossed(g_a, g_b, direction)
+        if here and not hit:
+            hit, sign, lo, hi, f_lo, f_hi = True, s, j / samples, theta, s * g_a, s * g_b
+        g_a = g_b
+    return hit, sign, lo, hi, f_lo, f_hi
+
+
+@hawk.func
+def locate(g, u, t, h, q, p, sign, lo, hi, f_lo, f_hi, tol, iterations):
+    """The ``theta`` in ``(lo, hi]`` where ``sign * g`` on the interpolant ``dense_value(u, h,
+    q, theta)`` first reaches zero or below, to ``tol`` in time, given its values ``f_lo > 0``
+    at ``lo`` and ``f_hi <= 0`` at ``hi`` (both already multiplied by ``sign``). At most
+    ``iterations`` (a compile-time int) evaluations of ``g``."""
     side = 0.0
     for _ in range(iterations):
         active = (hi - lo) * h > tol and f_hi < 0.0

@@ -28,7 +28,7 @@ from .dopri5 import (
     dopri5_start,
     error_norm,
 )
-from .events import crossed, locate
+from .events import first_crossing, locate
 from .fixed import euler, euler_maruyama, rk4
 
 __all__ = ["dopri5_kernel", "dopri5_start_kernel", "fixed_step_kernel", "sde_kernel",
@@ -74,7 +74,7 @@ def _check_func(name: str, value, required: bool = True) -> None:
 @functools.cache
 def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = None,
                   on_event: Func | None = None, direction: int = -1, event_tol: float = 1e-12,
-                  event_iterations: int = 24, tstops: bool = False,
+                  event_iterations: int = 12, event_samples: int = 4, tstops: bool = False,
                   on_stop: Func | None = None) -> hawk.Kernel:
     """The adaptive Dormand-Prince 5(4) ensemble kernel of ``u' = f(u, t, p)``.
 
@@ -91,12 +91,17 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         direction: ``-1`` (default) for ``g`` falling through zero, ``1`` rising, ``0`` both.
         event_tol: how closely the event's time is located (absolute, in time).
         event_iterations: at most this many evaluations of ``g`` to locate an event.
+        event_samples: the step is cut into this many parts, and ``g`` is looked at on the
+            interpolant at their ends, so that two crossings within one step are seen (a step
+            longer than the time between them can still miss both: bound it with
+            ``max_step``).
         tstops: steps land exactly on the times ``stop_first + k * stop_every``.
         on_stop: a ``@hawk.func`` ``(u, t, p) -> u`` applied at each of those times (a kick);
             implies ``tstops``.
 
     The kernel's parameters, to bind (``eagle.ode.solve`` does it): ``p``; ``t_end``, ``rtol``,
-    ``atol`` (``Scalar``: per sample or one number); ``stop_first``, ``stop_every`` (``Param``,
+    ``atol``, ``max_step`` (``Scalar``: per sample or one number; ``max_step`` bounds every
+    step, ``inf`` for no bound); ``stop_first``, ``stop_every`` (``Param``,
     read only with ``tstops``); the state ``u`` and ``k1`` (``f(u, t, p)``), ``t``, ``h`` (the
     next step's size), ``c`` (the controller's memory): all set by ``dopri5_start_kernel`` and
     ``C_START``; and the int64 counts ``accepted``, ``rejected``, ``status``
@@ -114,6 +119,8 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         raise ValueError(f"direction must be -1, 0 or 1, got {direction!r}")
     if not (isinstance(event_iterations, int) and 1 <= event_iterations <= 64):
         raise ValueError(f"event_iterations must be an int in [1, 64], got {event_iterations!r}")
+    if not (isinstance(event_samples, int) and 1 <= event_samples <= 64):
+        raise ValueError(f"event_samples must be an int in [1, 64], got {event_samples!r}")
     if not event_tol > 0.0:
         raise ValueError(f"event_tol must be a positive time, got {event_tol!r}")
     has_event = event is not None
@@ -126,13 +133,14 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
     State = state
 
     @hawk.kernel(dtypes=dict.fromkeys(_COUNTS, "int64"))
-    def dopri5(p: params, t_end: Scalar, rtol: Scalar, atol: Scalar, stop_first: Param,
+    def dopri5(p: params, t_end: Scalar, rtol: Scalar, atol: Scalar, max_step: Scalar,
+               stop_first: Param,
                stop_every: Param, terminated: Terminated, u: Mutable[State], k1: Mutable[State],
                t: Mutable[Scalar], h: Mutable[Scalar], c: Mutable[Scalar],
                accepted: Mutable[Scalar], rejected: Mutable[Scalar], status: Mutable[Scalar],
                events: Mutable[Scalar], stops: Mutable[Scalar]):
         # the step: h, or shorter to land on t_end or on the next stop exactly
-        h_step = hawk.minimum(h, t_end - t)
+        h_step = hawk.minimum(hawk.minimum(h, max_step), t_end - t)
         at_stop = False
         if has_stops:
             t_stop = stop_first + stops * stop_every
@@ -147,14 +155,16 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         ok, h_next, c_next = dopri5_control(error_norm(err, u, u_new, rtol, atol), h_step, c)
         if ok and h_step < h:  # a shortened step does not shrink the next one
             h_next = hawk.maximum(h_next, h)
+        h_next = hawk.minimum(h_next, max_step)
         hit = False
         if has_event:
-            g_old = event(u, t, p)
-            hit, sign = crossed(g_old, event(u_new, t_new, p), direction)
-            hit = hit and ok
             q = dense_coefficients(k1, k3, k4, k5, k6, k7)
-            theta = locate(event, u, t, h_step, q, p, sign, sign * g_old,
-                           sign * event(u_new, t_new, p), event_tol, event_iterations)
+            hit, sign, lo, hi, f_lo, f_hi = first_crossing(
+                event, u, t, h_step, q, p, event(u, t, p), event(u_new, t_new, p), direction,
+                event_samples)
+            hit = hit and ok
+            theta = locate(event, u, t, h_step, q, p, sign, lo, hi, f_lo, f_hi, event_tol,
+                           event_iterations)
             t_event = t + theta * h_step
             u_event = dense_value(u, h_step, q, theta)
         failed = not h_next > SMALLEST_STEP * abs(t)

@@ -1,0 +1,362 @@
+"""The integrators of ``hawk.ode`` and ``eagle.ode.solve``: accuracy on problems with known
+solutions (the error falls at each method's order), agreement with SciPy (end states against
+DOP853 at rtol 1e-13; accepted steps against RK45, the same Dormand-Prince pair, within 20%),
+events located in time, fixed stops, SDE statistics, bit-exactness against the reference
+executor on every backend, and errors for bad input.
+
+Every test here fails on the code before ``hawk.ode`` existed (there was nothing to import).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import eagle
+import eagle.ode
+import hawk
+from backends import target  # noqa: F401  (the fixture)
+from differential import assert_bitwise_equal, reference_run
+from hawk import ode
+from ode_models import (
+    G,
+    bounce,
+    decay,
+    falling_with_drag,
+    free_fall,
+    harmonic,
+    height,
+    kepler,
+    kick,
+    lorenz,
+    ornstein_uhlenbeck_drift,
+    ornstein_uhlenbeck_noise,
+    square,
+    still,
+    van_der_pol,
+)
+
+integrate = pytest.importorskip("scipy.integrate")
+
+#: DOP853 at this tolerance is the reference solution
+REFERENCE_TOL = 1e-13
+#: an end state agrees with the reference within this many times its own tolerance
+#: (atol + rtol |u|): the global error of a step-by-step error control grows with the number of
+#: steps and with the problem's sensitivity; 10 covers Lorenz to t = 2 and Van der Pol (mu = 10)
+#: over one cycle, where SciPy's RK45 needs the same factor (measured: both within 5)
+TOLERANCE_FACTOR = 10.0
+
+
+def reference(fun, u0, t_end, **options):
+    return integrate.solve_ivp(fun, (0.0, t_end), u0, method="DOP853", rtol=REFERENCE_TOL,
+                               atol=REFERENCE_TOL, **options)
+
+
+def observed_order(errors, sizes):
+    """The slope of log(error) against log(size), fitted."""
+    return np.polyfit(np.log(sizes), np.log(errors), 1)[0]
+
+
+# -- fixed steps ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method, order", [("euler", 1), ("rk4", 4)])
+def test_fixed_step_error_falls_at_the_methods_order(method, order):
+    omega = np.array([1.0, 1.5, 2.0])
+    u0 = np.stack([np.ones(3), np.zeros(3)])
+    steps = np.array([0.02, 0.01, 0.005])
+    errors = []
+    for dt in steps:
+        sol = eagle.ode.solve(harmonic, u0, (0.0, 2.0), p=omega, method=method, dt=dt)
+        assert np.all(sol.t == 2.0) and np.all(sol.status == 1)
+        assert np.all(sol.accepted == round(2.0 / dt))
+        exact = np.stack([np.cos(2.0 * omega), -omega * np.sin(2.0 * omega)])
+        errors.append(np.abs(sol.u - exact).max())
+    assert observed_order(errors, steps) == pytest.approx(order, abs=0.15)
+
+
+def test_a_fixed_step_that_does_not_divide_the_span_lands_on_t_end():
+    sol = eagle.ode.solve(decay, np.ones(2), (0.0, 1.0), p=1.0, method="rk4",
+                          dt=np.array([0.3, 0.1]))
+    assert np.all(sol.t == 1.0)
+    assert sol.accepted.tolist() == [4, 10]  # 0.3 * 3 + 0.1, and ten steps of 0.1
+    assert np.allclose(sol.u, math.exp(-1.0), rtol=1e-4)
+
+
+# -- the adaptive pair ---------------------------------------------------------------------------
+
+
+def test_dopri5_global_error_falls_at_fifth_order_in_the_steps_it_takes():
+    omega = np.array([1.0, 2.0, 3.0])
+    u0 = np.stack([np.ones(3), np.zeros(3)])
+    exact = np.stack([np.cos(10.0 * omega), -omega * np.sin(10.0 * omega)])
+    errors, steps = [], []
+    for tol in (1e-5, 1e-7, 1e-9, 1e-11):
+        sol = eagle.ode.solve(harmonic, u0, (0.0, 10.0), p=omega, rtol=tol, atol=tol)
+        assert np.all(sol.status == ode.STATUS_DONE) and np.all(sol.t == 10.0)
+        errors.append(np.abs(sol.u - exact).max())
+        steps.append(sol.accepted.mean())
+    assert observed_order(errors, steps) == pytest.approx(-5.0, abs=0.6)
+    assert errors[-1] < 1e-9 < errors[0]
+
+
+def test_dopri5_scalar_state_decays_within_its_tolerance():
+    k = np.linspace(0.5, 3.0, 6)
+    for tol in (1e-6, 1e-10):
+        sol = eagle.ode.solve(decay, np.ones(6), (0.0, 3.0), p=k, rtol=tol, atol=tol)
+        exact = np.exp(-3.0 * k)
+        assert np.all(np.abs(sol.u - exact) <= TOLERANCE_FACTOR * tol * (1.0 + exact))
+
+
+def test_kepler_orbit_closes_and_keeps_its_energy_better_at_a_finer_tolerance():
+    e = np.array([0.0, 0.3, 0.6])  # eccentricities; a = 1, mu = 1: period 2 pi
+    u0 = np.stack([1.0 - e, np.zeros(3), np.zeros(3), np.sqrt((1.0 + e) / (1.0 - e))])
+
+    def energy(u):
+        return 0.5 * (u[2] ** 2 + u[3] ** 2) - 1.0 / np.hypot(u[0], u[1])
+
+    drifts, misses = [], []
+    for tol in (1e-7, 1e-10):
+        sol = eagle.ode.solve(kepler, u0, (0.0, 2.0 * math.pi), p=1.0, rtol=tol, atol=tol)
+        drifts.append(np.abs(energy(sol.u) - energy(u0)).max())
+        misses.append(np.abs(sol.u - u0).max())  # back where it started after one period
+    assert misses[1] < 1e-7 and drifts[1] < 1e-8
+    assert misses[1] < misses[0] / 100 and drifts[1] < drifts[0] / 100
+
+
+def lorenz_case(n=6, seed=7):
+    rng = np.random.default_rng(seed)
+    p = np.stack([rng.uniform(9, 11, n), rng.uniform(20, 30, n), rng.uniform(2.5, 3, n)])
+    u0 = 1.0 + 0.1 * rng.normal(size=(3, n))
+    return p, u0
+
+
+def lorenz_rhs(q):
+    return lambda t, y: [q[0] * (y[1] - y[0]), y[0] * (q[1] - y[2]) - y[1],
+                         y[0] * y[1] - q[2] * y[2]]
+
+
+def van_der_pol_rhs(mu):
+    return lambda t, y: [y[1], mu * (1.0 - y[0] ** 2) * y[1] - y[0]]
+
+
+CASES = {
+    # name: (f, u0, p, t_end, the SciPy right-hand side of sample i)
+    "lorenz": (lorenz, *reversed(lorenz_case()), 2.0, lambda p, i: lorenz_rhs(p[:, i])),
+    "van-der-pol-mu-10": (van_der_pol, np.array([[2.0, 1.0, -0.5], [0.0, 0.5, 1.0]]),
+                          np.full(3, 10.0), 20.0, lambda p, i: van_der_pol_rhs(p[i])),
+}
+
+
+@pytest.mark.parametrize("tol", [1e-6, 1e-9])
+@pytest.mark.parametrize("case", list(CASES))
+def test_end_states_and_step_counts_agree_with_scipy(case, tol):
+    f, u0, p, t_end, rhs = CASES[case]
+    sol = eagle.ode.solve(f, u0, (0.0, t_end), p=p, rtol=tol, atol=tol)
+    assert np.all(sol.status == ode.STATUS_DONE)
+    for i in range(u0.shape[1]):
+        exact = reference(rhs(p, i), u0[:, i], t_end).y[:, -1]
+        scale = tol + tol * np.abs(exact)
+        assert np.all(np.abs(sol.u[:, i] - exact) <= TOLERANCE_FACTOR * scale), i
+        rk45 = integrate.solve_ivp(rhs(p, i), (0.0, t_end), u0[:, i], method="RK45",
+                                   rtol=tol, atol=tol)
+        scipy_accepted = rk45.t.size - 1
+        scipy_attempts = (rk45.nfev - 2) // 6  # 2 for the initial step, 6 per attempt (FSAL)
+        assert sol.accepted[i] == pytest.approx(scipy_accepted, rel=0.2)
+        assert sol.accepted[i] + sol.rejected[i] == pytest.approx(scipy_attempts, rel=0.2)
+
+
+# -- events and stops ----------------------------------------------------------------------------
+
+
+def test_a_falling_ball_with_drag_stops_at_ground_contact():
+    drag = np.array([0.0, 0.05, 0.5, 2.0])
+    h0 = np.array([10.0, 20.0, 5.0, 1.0])
+    u0 = np.stack([h0, np.zeros(4)])
+    sol = eagle.ode.solve(falling_with_drag, u0, (0.0, 100.0), p=drag, rtol=1e-10, atol=1e-10,
+                          event=height)
+    assert np.all(sol.status == ode.STATUS_EVENT) and np.all(sol.events == 1)
+    for i in range(4):
+        def ground(t, y):
+            return y[0]
+        ground.terminal, ground.direction = True, -1
+        fun = (lambda d: lambda t, y: [y[1], -G - d * y[1] * abs(y[1])])(drag[i])
+        t_contact = reference(fun, u0[:, i], 100.0, events=ground).t_events[0][0]
+        assert abs(sol.t[i] - t_contact) < 1e-9
+        assert -1e-9 < sol.u[0, i] <= 0.0  # at the ground, never above it
+    assert sol.t[0] == pytest.approx(math.sqrt(2.0 * 10.0 / G), rel=1e-12)
+
+
+def analytic_bounces(h0, restitution, t_end):
+    """Bounce times and the state at t_end of a ball dropped from h0 without drag (the bounces
+    accumulate at a finite time: t_end must come before it)."""
+    t, v, times = math.sqrt(2.0 * h0 / G), math.sqrt(2.0 * G * h0), []
+    while t <= t_end and len(times) < 100:
+        times.append(t)
+        v *= restitution
+        t_next = t + 2.0 * v / G
+        if t_next > t_end:
+            break
+        t = t_next
+    s = t_end - times[-1]
+    return times, (v * s - 0.5 * G * s * s, v - G * s)
+
+
+def test_bounce_times_match_the_analytic_ones():
+    h0, restitution, t_end = np.array([10.0, 5.0, 2.0]), 0.9, 6.0
+    u0 = np.stack([h0, np.zeros(3)])
+    expected = [analytic_bounces(h, restitution, 12.0)[0] for h in h0]
+    for k in range(1, 5):  # the k-th bounce's time, from a run that ends 1 ms after it
+        ends = np.array([times[k - 1] + 1e-3 for times in expected])
+        sol = eagle.ode.solve(free_fall, u0, (0.0, ends), p=restitution, rtol=1e-10,
+                              atol=1e-10, event=height, on_event=bounce, max_step=0.25)
+        assert sol.events.tolist() == [k] * 3
+        y, v = sol.u
+        since = (-v + np.sqrt(v * v + 2.0 * G * y)) / G  # y = v s + G s**2 / 2 since it
+        bounced_at = ends - since
+        assert np.all(np.abs(bounced_at - [times[k - 1] for times in expected]) < 1e-8)
+    sol = eagle.ode.solve(free_fall, u0, (0.0, t_end), p=restitution, rtol=1e-10, atol=1e-10,
+                          event=height, on_event=bounce, max_step=0.25)
+    for i, h in enumerate(h0):
+        times, (y, v) = analytic_bounces(h, restitution, t_end)
+        assert sol.events[i] == len(times)
+        assert sol.u[0, i] == pytest.approx(y, abs=1e-7)
+        assert sol.u[1, i] == pytest.approx(v, abs=1e-7)
+
+
+def test_stops_land_exactly_and_apply_their_kick():
+    sol = eagle.ode.solve(still, np.zeros((2, 3)), (0.0, np.array([1.0, 2.5, 10.0])),
+                          p=np.array([1.0, 2.0, 0.5]), tstops=(0.25, 0.5), on_stop=kick)
+    kicks = np.array([2, 5, 20])  # stops at 0.25, 0.75, ... up to t_end
+    assert np.all(sol.u == kicks * np.array([1.0, 2.0, 0.5]))
+    assert np.all(sol.t == [1.0, 2.5, 10.0])
+
+
+# -- SDEs ----------------------------------------------------------------------------------------
+
+
+def test_euler_maruyama_ornstein_uhlenbeck_statistics():
+    n, theta, mu, sigma, t_end, dt = 40_000, 1.0, 0.5, 0.5, 1.0, 2e-3
+    sol = eagle.ode.solve(ornstein_uhlenbeck_drift, np.full(n, 2.0), (0.0, t_end),
+                          p=(theta, mu, sigma), method="euler_maruyama", dt=dt,
+                          noise=ornstein_uhlenbeck_noise, seed=12)
+    decay_ = (1.0 - theta * dt) ** round(t_end / dt)  # the scheme's own mean decay
+    mean = mu + (2.0 - mu) * decay_
+    variance = sigma**2 * dt * (1.0 - decay_**2) / (1.0 - (1.0 - theta * dt) ** 2)
+    standard_error = math.sqrt(variance / n)
+    assert abs(sol.u.mean() - mean) < 4.0 * standard_error
+    assert sol.u.var() == pytest.approx(variance, rel=4.0 * math.sqrt(2.0 / n))
+    again = eagle.ode.solve(ornstein_uhlenbeck_drift, np.full(n, 2.0), (0.0, t_end),
+                            p=(theta, mu, sigma), method="euler_maruyama", dt=dt,
+                            noise=ornstein_uhlenbeck_noise, seed=12, threads=1)
+    assert np.array_equal(sol.u, again.u)  # the same seed: the same paths, bit for bit
+
+
+# -- bit for bit against the reference executor, on every backend -------------------------------
+
+
+def dopri5_bindings(kernel_f, u0, p, t_end, tol):
+    n = u0.shape[-1]
+    prepare = ode.dopri5_start_kernel(kernel_f, hawk.Vec2, hawk.Scalar)
+    arrays = dict(p=p, t_end=np.full(n, t_end), rtol=np.full(n, tol), atol=np.full(n, tol),
+                  max_step=np.full(n, 0.25), stop_first=0.0, stop_every=1.0, u=u0.copy(),
+                  k1=np.zeros_like(u0), t=np.zeros(n), h=np.zeros(n),
+                  c=np.full(n, ode.C_START), **{k: np.zeros(n, np.int64) for k in
+                                                ("accepted", "rejected", "status", "events",
+                                                 "stops")})
+    first, _ = reference_run(prepare, dict(p=p, t_end=arrays["t_end"], rtol=arrays["rtol"],
+                                           atol=arrays["atol"], u=u0, t=arrays["t"],
+                                           k1=arrays["k1"], h=arrays["h"]), 1)
+    arrays.update(k1=first["k1"], h=first["h"])
+    return arrays
+
+
+@pytest.mark.parametrize("steps_per_launch", [3, None])
+def test_the_bouncing_kernel_equals_the_reference(target, steps_per_launch):  # noqa: F811
+    if not target.target.exact_math:
+        pytest.skip(f"{target.target.name}'s pow differs from the C library's by ulps: the "
+                    "step sizes follow")
+    n = 37
+    rng = np.random.default_rng(3)
+    kernel = ode.dopri5_kernel(free_fall, hawk.Vec2, hawk.Scalar, event=height,
+                               on_event=bounce)
+    bindings = dopri5_bindings(free_fall, np.stack([rng.uniform(1, 10, n), np.zeros(n)]),
+                               rng.uniform(0.5, 0.95, n), 4.0, 1e-8)
+    expected, expected_steps = reference_run(kernel, bindings, 400)
+    arrays = target.put(bindings)
+    report = eagle.until_done(eagle.deploy(kernel, target.target.device), max_steps=400,
+                              steps_per_launch=steps_per_launch, **arrays).run()
+    actual = target.get(arrays)
+    assert report.steps == expected_steps
+    assert_bitwise_equal({k: actual[k] for k in expected if k in actual},
+                         {k: expected[k] for k in expected if k in actual})
+    assert np.all(expected["events"] >= 1)
+
+
+def test_the_ode_kernels_compile_to_cuda():
+    nvrtc = pytest.importorskip("eagle.cuda.nvrtc")
+    from eagle.cuda.emit import emit_cuda
+
+    for kernel in (ode.dopri5_kernel(lorenz, hawk.Vec3, hawk.Vec3),
+                   ode.dopri5_kernel(free_fall, hawk.Vec2, hawk.Scalar, event=height,
+                                     on_event=bounce, tstops=True, on_stop=bounce),
+                   ode.sde_kernel(ornstein_uhlenbeck_drift, ornstein_uhlenbeck_noise,
+                                  hawk.Scalar, hawk.Vec3)):
+        try:
+            cubin = nvrtc.compile_source(emit_cuda(kernel.program), "sm_90")
+        except eagle.BackendUnavailable as exc:  # no NVRTC library here
+            pytest.skip(str(exc))
+        assert len(cubin) > 1000
+
+
+# -- bad input -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("change, error, message", [
+    (dict(f=len), TypeError, "f must be a @hawk.func"),
+    (dict(u0=[1.0, 2.0]), TypeError, "u0 must be a NumPy or CuPy array"),
+    (dict(u0=np.ones((5, 3))), ValueError, r"u0 must have shape \(n,\)"),
+    (dict(t_span=(1.0,)), ValueError, "t_span must be a pair"),
+    (dict(t_span=(1.0, 0.0)), ValueError, "t_end must be greater than t0"),
+    (dict(p=np.ones(4)), ValueError, r"p must be a number, an array of shape \(3,\)"),
+    (dict(method="rk45"), ValueError, "method must be one of"),
+    (dict(method="rk4"), ValueError, "takes fixed steps: pass dt"),
+    (dict(dt=0.1), ValueError, "dt is for the fixed-step methods"),
+    (dict(rtol=-1.0), ValueError, "rtol must be positive"),
+    (dict(atol=np.zeros(3)), ValueError, "atol must be positive for every sample"),
+    (dict(event=height, method="rk4", dt=0.1), ValueError, "event needs method='dopri5'"),
+    (dict(on_event=bounce), TypeError, "on_event needs an event"),
+    (dict(tstops=(0.0, -1.0)), ValueError, "every must be positive"),
+    (dict(on_stop=kick), ValueError, "on_stop needs tstops"),
+    (dict(method="euler_maruyama", dt=0.1), ValueError, "noise"),
+    (dict(max_steps=0), ValueError, "max_steps must be an int >= 1"),
+])
+def test_bad_input_is_refused_before_anything_runs(change, error, message):
+    u0 = np.ones((2, 3))
+    args = dict(f=harmonic, u0=u0, t_span=(0.0, 1.0), p=1.0)
+    args.update(change)
+    before = np.array(args["u0"], copy=True) if isinstance(args["u0"], np.ndarray) else None
+    with pytest.raises(error, match=message):
+        eagle.ode.solve(args.pop("f"), args.pop("u0"), args.pop("t_span"), **args)
+    if before is not None:
+        assert np.array_equal(u0, np.ones((2, 3)))
+
+
+def test_max_steps_reached_is_reported_not_hidden():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sol = eagle.ode.solve(harmonic, np.stack([np.ones(2), np.zeros(2)]), (0.0, 100.0),
+                              p=1.0, rtol=1e-10, atol=1e-10, max_steps=20)
+    assert np.all(sol.status == ode.STATUS_RUNNING) and not sol.done.any()
+    assert np.all(sol.accepted + sol.rejected == 20) and np.all(sol.t < 100.0)
+    assert any(issubclass(w.category, eagle.TruncationWarning) for w in caught)
+
+
+def test_a_sample_that_blows_up_is_marked_failed():
+    sol = eagle.ode.solve(square, np.array([1.0, -1.0]), (0.0, 2.0), rtol=1e-8, atol=1e-8)
+    assert sol.status.tolist() == [ode.STATUS_FAILED, ode.STATUS_DONE]
+    assert abs(sol.t[0] - 1.0) < 1e-6  # it stopped at the singularity
+    assert sol.u[1] == pytest.approx(-1.0 / 3.0, rel=1e-7)  # u = -1 / (1 + t)
