@@ -365,6 +365,53 @@ class _Layout:
         self.gathered_keys = sorted({p.ops[a].attr for i in self.invariant
                                      for a in p.ops[i].args if per_sample_load(a)}, key=str)
         self.known = {i: f"v{i}_h" if i in self.launch_ops else f"h{i}" for i in self.invariant}
+        self.selected, self.flag_ops = self._flag_from_selected_state()
+
+    def _flag_from_selected_state(self) -> tuple[dict[int, tuple], frozenset[int]]:
+        """The termination flag read from the state after the selects, as the hand-written
+        kernel reads it: the stored values the flag depends on (op -> state key, whose local
+        holds that value after its select), and the ops between them and the flag, computed
+        after the selects from those locals.
+
+        Read from the values before the selects (``t_new >= t_end``), the flag needs ``t_new``
+        beside the selected ``t``, and LLVM adds a blend or a masked move per step; read from
+        the selected ``t``, the compare folds into the masked add's mask. The same bits: in a
+        live lane the select chose the new value, and a lane that is not live stays so
+        whatever the flag. Done only where every op between the stored values and the flag
+        serves the flag alone (nothing is computed twice) and none of them reads a state's
+        value from before the step (after the selects its local holds the new one); else
+        ({}, frozenset())."""
+        p = self.program
+        if p.terminated is None:
+            return {}, frozenset()
+        selected = {}
+        for store in p.stores:
+            key = (store.param, store.component)
+            if not (key in self.outputs and p.accumulate):  # the local is the value itself
+                selected.setdefault(store.value, key)
+        cone, todo = set(), [p.terminated]
+        while todo:
+            i = todo.pop()
+            if i not in cone and i not in self.invariant and p.ops[i].kind is not OpKind.LOAD:
+                cone.add(i)
+                todo += p.ops[i].args
+        flag_ops = set()
+        for i in sorted(cone - set(selected)):  # an op's args come before it
+            if any(a in selected or a in flag_ops for a in p.ops[i].args):
+                flag_ops.add(i)
+        if not flag_ops and p.terminated not in selected:
+            return {}, frozenset()  # the flag does not read the stored values
+        stored = {s.value for s in p.stores}
+        for i, op in enumerate(p.ops):
+            if i not in flag_ops and any(a in flag_ops for a in op.args):
+                return {}, frozenset()  # needed before the selects too: not moved
+        if stored & flag_ops:
+            return {}, frozenset()
+        state = set(self.state)
+        if any(p.ops[a].kind is OpKind.LOAD and p.ops[a].attr in state
+               for i in flag_ops for a in p.ops[i].args):
+            return {}, frozenset()  # it reads a state's value from before the step
+        return {v: key for v, key in selected.items() if v in cone}, frozenset(flag_ops)
 
     def local(self, key) -> str:
         """The local variable holding a per-sample value during a visit (``s_x``, ``l_x``)."""
@@ -415,8 +462,10 @@ class _Layout:
         keeps its state through selects written ``x = new if alive else x``, which AVX-512
         turns into merge-masked operations (``x if done else new`` costs a blend each)."""
         p = self.program
+        before = None if not self.selected else \
+            [i for i in range(len(p.ops)) if i not in self.flag_ops]
         assignments, names = walk(p, self.renderer, self.value, suffix=f"_{k}",
-                                  known=self.known)
+                                  known=self.known, only=before)
         lines = [f"{a.name} = {a.expression}" for a in assignments]
         for store in p.stores:
             key = (store.param, store.component)
@@ -424,6 +473,12 @@ class _Layout:
             if key in self.outputs and p.accumulate:
                 value = f"({local} + {value})"
             lines.append(f"{local} = {value} if alive else {local}")
+        if self.selected:  # the flag from the selected state (_flag_from_selected_state)
+            known = {**self.known, **{i: name for i, name in enumerate(names) if name},
+                     **{v: self.local(key) for v, key in self.selected.items()}}
+            after, names = walk(p, self.renderer, self.value, suffix=f"_{k}", known=known,
+                                only=self.flag_ops)
+            lines += [f"{a.name} = {a.expression}" for a in after]
         if p.terminated is not None:
             lines.append(f"alive = alive & (not {names[p.terminated]})")
         return lines
@@ -515,14 +570,17 @@ class _Layout:
                 "        flags[i] = True",
                 "m = k"]
 
-    def pad(self, side: str) -> list[str]:
-        """Lanes ``m`` to ``mp`` of ``side``: copies of lane 0, never live, never put back,
-        so that LLVM's vector loop covers every lane."""
+    def pad(self) -> list[str]:
+        """Lanes ``m`` to ``mp`` of the side the set is in (``swapped``: side b): copies of
+        lane 0, never live, never put back, so that LLVM's vector loop covers every lane."""
+        def lane(side: str) -> list[str]:
+            return [f"        {side}_alive[j] = False",
+                    *[f"        {name}[j] = {name}[0]" for name in self.buffers(side)[:-1]]]
+
         return [f"mp = min({self.shape.block}, (m + {PAD - 1}) // {PAD} * {PAD})",
                 "for j in range(m, mp):",
-                f"    {side}_alive[j] = False",
-                *[f"    {name}[j] = {name}[0]"
-                  for name in [*self.buffers(side)[:-1], *self.lanes()]]]
+                "    if swapped:", *lane("b"), "    else:", *lane("a"),
+                *[f"    {name}[j] = {name}[0]" for name in self.lanes()]]
 
 
 def _base(slot) -> str:
@@ -536,6 +594,19 @@ def _indent(lines: list[str], depth: int) -> list[str]:
     return [" " * (4 * depth) + line for line in lines]
 
 
+def _count_live(alive: str) -> list[str]:
+    """``left``: how many of the set's ``m`` lanes are live, counted eight flags at a time.
+
+    The flags are bytes (0 or 1) and lanes ``m`` to ``mp`` are padding, never live, so the
+    sum of the words' bytes (a multiply by 0x0101..01 puts it in the top byte) is the count.
+    It runs after every visit: a byte-by-byte count into an int64 cost 3-4% of the
+    oscillator's launch (``benchmarks/cpu_loop.py``), this one nothing measurable."""
+    return ["left = 0",
+            f"words = {alive}.view(np.uint64)",
+            "for j in range(np.uint64(0), np.uint64((m + 7) // 8)):  # unsigned: vectorised",
+            "    left += np.int64((words[j] * np.uint64(0x0101010101010101)) >> np.uint64(56))"]
+
+
 def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
     """``run_blocks``: one thread's share of a launch (see the module docstring).
 
@@ -544,15 +615,31 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
     site), so compile time grows with the functions and call sites, not with the lines."""
     shape = layout.shape
     a, b = layout.buffers("a"), layout.buffers("b")
-    src, dst = layout.buffers("src"), layout.buffers("dst")
     counters = ["seed", "first_sample", "first_step + d", "idx"] if layout.program.counters \
         else []
 
-    def visit(name: str, source: list[str], target: list[str]) -> str:
-        arguments = ["mp", *source, *layout.lanes(), *layout.uniforms(), *target, *counters]
-        return f"some = {name}({', '.join(arguments)})"
+    def visit(name: str) -> list[str]:
+        """A call of visit ``name`` from the side the set is in (``swapped``: side b) to the
+        other. Two call sites rather than swapping the sides' array variables: a swap is
+        reference-count traffic (two atomic operations per array), and it cost the oscillator
+        6-12% of its launch at a visit per 4 steps of 4096-8192 lanes."""
+        def call(source: list[str], target: list[str]) -> str:
+            arguments = ["mp", *source, *layout.lanes(), *layout.uniforms(), *target,
+                         *counters]
+            return f"    some = {name}({', '.join(arguments)})"
 
-    swap = [f"{s}, {t} = {t}, {s}" for s, t in zip(src, dst, strict=True)]
+        return ["if swapped:", call(b, a), "else:", call(a, b)]
+
+    def by_side(lines_of) -> list[str]:
+        """``lines_of(side)`` for the side the set is in."""
+        return ["if swapped:", *_indent(lines_of("b"), 1), "else:", *_indent(lines_of("a"), 1)]
+
+    back_to_a = [  # the set back in side a
+        "if swapped:",
+        "    for j in range(m):",
+        *[f"        {x}[j] = {y}[j]" for x, y in zip(a, b, strict=True)],
+        "    swapped = False",
+    ]
     pick = [  # the next set of lanes: a block's live lanes, or the pool's next ones
         "if not in_pool:",
         "    if blk >= nblocks:",
@@ -611,9 +698,8 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
     ]
     stepped = [  # a visit of unroll steps; the last one again a step at a time
         f"    if target - d >= {shape.unroll}:",
-        f"        {visit('visit_unrolled', src, dst)}",
+        *_indent(visit("visit_unrolled"), 2),
         "        if some:",
-        *[f"            {line}" for line in swap],
         "            swapped = not swapped",
         f"            d += {shape.unroll}",
         "    else:",
@@ -625,8 +711,7 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
         "        # values give the same bits.",
         "        some = True",
         "        while some and d < target:",
-        f"            {visit('visit_one', src, dst)}",
-        *[f"            {line}" for line in swap],
+        *_indent(visit("visit_one"), 3),
         "            swapped = not swapped",
         "            d += 1",
         "        if not some:",
@@ -634,8 +719,7 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
         "            break",
     ]
     single = [  # unroll 1: a step per visit; the step a set ends at is exact
-        f"    {visit('visit_one', src, dst)}",
-        *[f"    {line}" for line in swap],
+        *_indent(visit("visit_one"), 1),
         "    swapped = not swapped",
         "    d += 1",
         "    if not some:",
@@ -643,24 +727,21 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
         "        break",
     ]
     advance = [  # the set, all at step d, until target, none live, or fewer than park live
-        *[f"{s} = {x}" for s, x in zip([*src, *dst], [*a, *b], strict=True)],
         "swapped = False",
         "left = m",
         "while d < target:",
-        *[f"    {line}" for line in layout.pad("src")],
+        *_indent(layout.pad(), 1),
         *(stepped if shape.unroll > 1 else single),
-        "    left = 0",
-        "    for j in range(np.uint64(0), np.uint64(m)):  # unsigned: vectorised",
-        "        left += src_alive[j]",
+        *_indent(by_side(lambda side: _count_live(f"{side}_alive")), 1),
         "    if 2 * left < m:",
         "        if left < park:",
         "            break",
         "        dense = False",
-        *[f"        {line}" for line in layout.compact("src")],
-        "if swapped:  # the set back in side a",
-        "    for j in range(m):",
-        *[f"        {x}[j] = {y}[j]" for x, y in zip(a, b, strict=True)],
+        *_indent(back_to_a, 2),
+        *_indent(layout.compact("a"), 2),
+        *back_to_a,
     ]
+
     def put_back(loop: str, sample: str) -> list[str]:
         """The set's lanes back to their samples, with their flags, counting the live ones."""
         return [f"        {loop}", f"            i = {sample}",
