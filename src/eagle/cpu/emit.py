@@ -66,7 +66,7 @@ class Shape:
     block, and stays in L2), ``unroll`` steps written out per lane visit, and ``park``: a
     block with fewer live lanes than this sends them to the thread's pool."""
 
-    block: int = 4096
+    block: int = 8192
     unroll: int = 4
 
     def __post_init__(self):
@@ -79,7 +79,11 @@ class Shape:
         return max(1, self.block // 16)
 
 
-SHAPE = Shape(block=4096, unroll=4)
+# 8192-lane blocks (a thread's scratch: about 0.5 MB of float64 state, in L2): on the
+# oscillator's launch 0.98x the lane peer against 0.94x at 4096 (the per-visit costs are paid
+# half as often); Lorenz, the spread and the scattered tail the same or better, the `if`
+# kernel within the noise (benchmarks/cpu_loop.py's workloads, 1 thread, n = 1e6).
+SHAPE = Shape(block=8192, unroll=4)
 # A program that draws random numbers: its step is long (a Philox block per draw), so writing
 # steps out gains nothing, and each written-out step is another copy of every draw to compile
 # (unroll 8: 51 s of compile for a kernel with six draws, 1: a few seconds).
@@ -389,12 +393,13 @@ class _Layout:
             key = (store.param, store.component)
             if not (key in self.outputs and p.accumulate):  # the local is the value itself
                 selected.setdefault(store.value, key)
-        cone, todo = set(), [p.terminated]
+        cone, todo = set(), [p.terminated]  # what the flag reads, down to stored values
         while todo:
             i = todo.pop()
             if i not in cone and i not in self.invariant and p.ops[i].kind is not OpKind.LOAD:
                 cone.add(i)
-                todo += p.ops[i].args
+                if i not in selected:
+                    todo += p.ops[i].args
         flag_ops = set()
         for i in sorted(cone - set(selected)):  # an op's args come before it
             if any(a in selected or a in flag_ops for a in p.ops[i].args):
