@@ -454,7 +454,8 @@ class _Layout:
         for side in "ab":
             lines += [empty(name, self.slots[key].param.dtype)
                       for key, name in zip(self.state, self.buffers(side), strict=False)]
-            lines.append(f"{side}_alive = np.zeros({self.shape.block}, np.bool_)")
+            lines += [f"{side}_alive = np.zeros({self.shape.block}, np.bool_)",
+                      f"{side}_words = {side}_alive.view(np.uint64)  # eight flags a word"]
         lines += [empty(f"lane_{_base(self.slots[key])}", self.slots[key].param.dtype)
                   for key in self.lane_keys]
         lines += [empty(f"lane_h{i}", self.program.ops[i].dtype) for i in self.sample_ops]
@@ -599,17 +600,38 @@ def _indent(lines: list[str], depth: int) -> list[str]:
     return [" " * (4 * depth) + line for line in lines]
 
 
-def _count_live(alive: str) -> list[str]:
-    """``left``: how many of the set's ``m`` lanes are live, counted eight flags at a time.
+def _count_live(words: str) -> list[str]:
+    """``left``: how many of the set's ``m`` lanes are live, counted eight flags at a time
+    (``words``: the side's alive flags viewed as uint64).
 
     The flags are bytes (0 or 1) and lanes ``m`` to ``mp`` are padding, never live, so the
     sum of the words' bytes (a multiply by 0x0101..01 puts it in the top byte) is the count.
     It runs after every visit: a byte-by-byte count into an int64 cost 3-4% of the
     oscillator's launch (``benchmarks/cpu_loop.py``), this one nothing measurable."""
     return ["left = 0",
-            f"words = {alive}.view(np.uint64)",
             "for j in range(np.uint64(0), np.uint64((m + 7) // 8)):  # unsigned: vectorised",
-            "    left += np.int64((words[j] * np.uint64(0x0101010101010101)) >> np.uint64(56))"]
+            f"    left += np.int64(({words}[j] * np.uint64(0x0101010101010101)) "
+            ">> np.uint64(56))"]
+
+
+def _sort_pool() -> list[str]:
+    """The pool's ``npool`` lanes (``pool``: their samples) sorted in place by their steps
+    (``pool_steps``): a shell sort, whose few integer loops compile in a few milliseconds
+    where Numba's ``np.argsort`` took about a second of the launch's first compile (a third
+    of it). The order of lanes with equal steps does not matter: a sample's values do not
+    depend on its lane."""
+    return ["gap = zero + 1",
+            "while 3 * gap + 1 < npool:",
+            "    gap = 3 * gap + 1",
+            "while gap > 0:",
+            "    for j in range(gap, npool):",
+            "        key, item = pool_steps[j], pool[j]",
+            "        i = j",
+            "        while i >= gap and pool_steps[i - gap] > key:",
+            "            pool_steps[i], pool[i] = pool_steps[i - gap], pool[i - gap]",
+            "            i -= gap",
+            "        pool_steps[i], pool[i] = key, item",
+            "    gap //= 3"]
 
 
 def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
@@ -635,25 +657,13 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
 
         return ["if swapped:", call(b, a), "else:", call(a, b)]
 
-    def by_side(lines_of) -> list[str]:
-        """``lines_of(side)`` for the side the set is in."""
-        return ["if swapped:", *_indent(lines_of("b"), 1), "else:", *_indent(lines_of("a"), 1)]
-
-    back_to_a = [  # the set back in side a
-        "if swapped:",
-        "    for j in range(m):",
-        *[f"        {x}[j] = {y}[j]" for x, y in zip(a, b, strict=True)],
-        "    swapped = False",
-    ]
     pick = [  # the next set of lanes: a block's live lanes, or the pool's next ones
         "if not in_pool:",
         "    if blk >= nblocks:",
         "        # The pool in step order: the lanes that are behind are stepped until they",
         "        # line up with the next ones, which then join them, so the stragglers of",
         "        # many blocks share one dense set.",
-        "        order = np.argsort(pool_steps[:npool], kind='mergesort')",
-        "        pool = pool[:npool][order]",
-        "        pool_steps = pool_steps[:npool][order]",
+        *_indent(_sort_pool(), 2),
         "        in_pool = True",
         "        continue",
         f"    lo = blk * {shape.block}",
@@ -734,17 +744,22 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
     advance = [  # the set, all at step d, until target, none live, or fewer than park live
         "swapped = False",
         "left = m",
-        "while d < target:",
-        *_indent(layout.pad(), 1),
-        *(stepped if shape.unroll > 1 else single),
-        *_indent(by_side(lambda side: _count_live(f"{side}_alive")), 1),
-        "    if 2 * left < m:",
-        "        if left < park:",
+        "while True:",
+        "    while d < target:",
+        *_indent(layout.pad(), 2),
+        *_indent(stepped if shape.unroll > 1 else single, 1),
+        "        words = b_words if swapped else a_words",
+        *_indent(_count_live("words"), 2),
+        "        if 2 * left < m:",
         "            break",
-        "        dense = False",
-        *_indent(back_to_a, 2),
-        *_indent(layout.compact("a"), 2),
-        *back_to_a,
+        "    if swapped:  # the set back in side a",
+        "        for j in range(m):",
+        *[f"            {x}[j] = {y}[j]" for x, y in zip(a, b, strict=True)],
+        "        swapped = False",
+        "    if left == 0 or d >= target or left < park:",
+        "        break",
+        "    dense = False  # half the lanes have finished: the rest to the front",
+        *_indent(layout.compact("a"), 1),
     ]
 
     def put_back(loop: str, sample: str) -> list[str]:
