@@ -11,7 +11,9 @@ fastest kernels we could write by hand (``benchmarks/cpu_loop.py``, ``peer_numba
 - a *visit* is one pass over the scratch lanes taking ``Shape.unroll`` steps per lane, written
   out, the lane's values in registers; the lane loop is innermost and branch-free, so LLVM
   vectorises it. A finished lane is frozen by selects written ``x = new if alive else x``,
-  which AVX-512 turns into merge-masked operations: nothing per lane but the step itself;
+  which AVX-512 turns into merge-masked operations, and the termination flag is read from the
+  state after the selects (``_Layout._flag_from_selected_state``), so that its compare folds
+  into the masks too: nothing per lane but the step itself;
 - no per-lane step counter: the lanes of a set are all at the same step. A visit reads one
   copy of the state and writes the other (ping-pong), so when a visit ends with no lane live,
   the set's last lane finished in it, and that visit is redone from its start one step at a
@@ -23,9 +25,13 @@ fastest kernels we could write by hand (``benchmarks/cpu_loop.py``, ``peer_numba
   fast as the same targets sorted);
 - a kernel that draws random numbers takes one step per visit (``SHAPE_DRAWING``): its step
   is long, and every written-out step would be another copy of each draw to compile;
-- a visit is its own small function (LLVM vectorises it reliably) with one call site, and
-  everything else is one function: Numba optimises a callee again in each caller and LLVM
-  inlines it at each call site, so compile time follows the functions and call sites.
+- a visit is its own small function (LLVM vectorises it reliably), called from two sites, one
+  per side the set is in: swapping the sides' array variables instead is reference-count
+  traffic at every visit (6-12% of the oscillator's launch). LLVM does not inline the visits
+  (each is compiled once, and called); everything else is one function, ``run_blocks``,
+  whose first compile is most of a kernel's, so it is kept small: one copy-back, one
+  compaction and one live count per set, and a shell sort for the pool (Numba's ``argsort``
+  alone compiled in about a second).
 
 No fastmath and no FMA contraction: results equal the NumPy reference executor bit for bit.
 """
@@ -638,8 +644,9 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
     """``run_blocks``: one thread's share of a launch (see the module docstring).
 
     One function around the two visits, with blocks and then the pool going through one loop:
-    Numba optimises a callee again inside every caller (and LLVM inlines it at every call
-    site), so compile time grows with the functions and call sites, not with the lines."""
+    each function is typed, lowered and optimised on its own, and this one's first compile is
+    most of a kernel's, so it holds one copy of each piece (gathering, stepping, compaction,
+    putting back)."""
     shape = layout.shape
     a, b = layout.buffers("a"), layout.buffers("b")
     counters = ["seed", "first_sample", "first_step + d", "idx"] if layout.program.counters \
