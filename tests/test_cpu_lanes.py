@@ -240,3 +240,23 @@ def test_the_flag_is_moved_only_where_it_reads_the_new_state_alone():
     assert moved(spread_oscillator, dict(omega="float64", t_end="float64", dt="float64",
                                          x="float64", v="float64", t="float64",
                                          terminated="bool"))
+
+
+@hawk.kernel
+def drawing(x: Mutable[Scalar]):
+    x += hawk.uniform()
+
+
+def test_a_short_step_is_written_out_eight_times_per_visit():
+    """The oscillator's step (6 ops) gets unroll 8, a Vec3 kernel's (dozens) unroll 4, and a
+    kernel that draws one step per visit (``cpu.emit.shape_for``)."""
+    from eagle.cpu.emit import SHAPE, SHAPE_DRAWING, SHAPE_SHORT, shape_for
+
+    def program(kernel):
+        return kernel.specialize({p.name: np.dtype(bool) if p.name == "terminated"
+                                  else np.dtype("float64") for p in kernel.params})
+
+    assert SHAPE_SHORT.unroll == 8 and SHAPE.unroll == 4 and SHAPE_DRAWING.unroll == 1
+    assert shape_for(program(spread_oscillator)) == SHAPE_SHORT
+    assert shape_for(program(falling)) == SHAPE
+    assert shape_for(program(drawing)) == SHAPE_DRAWING

@@ -69,7 +69,7 @@ MAX_STEPS_PER_LAUNCH = 1 << 20
 SPLIT_WORK = 1 << 18  # sample-steps below which a launch runs on the calling thread alone
 _DLPACK_CPU = 1
 
-EMITTER_VERSION = 15
+EMITTER_VERSION = 16
 _loaded: dict[str, CpuKernel] = {}  # by generated module name (program digest and versions)
 # id(program) -> (program, its compiled launch); the program is kept so its id stays its own
 _by_program: dict[int, tuple[Program, CpuKernel]] = {}
