@@ -387,12 +387,19 @@ def _probe(kernel: CpuKernel, arguments: tuple, n: int, steps_left: int, first_s
            ) -> tuple[float | None, float]:
     """(sample-steps per second on one thread, share of samples live) of ``kernel`` on these
     samples, from the launch run on copies of PROBE_SAMPLES of them taken at an even stride
-    (the user's arrays are not touched), for 16 steps, then more (by what the last probe
-    measured, at most MAX_GROWTH times) until it has run PROBE_S, its samples are all done or
-    it covers the run. The work counted is what the live count did on
-    average (the live count before and after, averaged), so the rate is within 2x of the
-    truth whether the samples finish early, late or evenly in between; (None, 1.0) where no
-    probe sample is live."""
+    (the user's arrays are not touched): 16 steps, then more (by what the last round
+    measured, at most MAX_GROWTH times) until a round after the first has run PROBE_S, the
+    samples are all done or the rounds cover the run; (None, 1.0) where no probe sample is
+    live.
+
+    A round's work is exact while no sample finishes in it (live count x steps), else the
+    average of the live counts before and after times the steps (within 2x of the truth);
+    the rate is the best round's, or the marginal rate between two exact rounds (their
+    difference has no fixed costs in it; at most twice the round's own): a round's fixed costs
+    (the call, the scratch, the copies, about 50 us), a first call's page faults and a
+    preemption only make a round look slower. Times are
+    this thread's CPU time: a round of a few tenths of a millisecond preempted once by
+    another process would read ten times too slow on the wall clock."""
     stride = max(1, n // PROBE_SAMPLES)
 
     def subset(value):
@@ -404,17 +411,25 @@ def _probe(kernel: CpuKernel, arguments: tuple, n: int, steps_left: int, first_s
     start_live = int(np.count_nonzero(~originals[0]))
     if start_live == 0:
         return None, 1.0
+    best, rounds, exact = 0.0, 0, None  # exact: (work, seconds) of the last exact round
     k = min(FIRST_STEPS_PER_LAUNCH, steps_left)
     while True:
         copies = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in originals)
-        t0 = time.perf_counter()
+        t0 = time.thread_time()
         live, taken = kernel.launch(k, 1, copies, first_step)
-        seconds = time.perf_counter() - t0
-        if seconds >= PROBE_S or taken < k or k >= steps_left:
+        seconds = max(time.thread_time() - t0, 1e-9)
+        rounds += 1
+        work = start_live * taken if live == start_live else (start_live + live) / 2 * taken
+        best = max(best, work / seconds)
+        if live == start_live:  # exact work: the rate between this round and the last exact
+            if exact is not None and seconds > exact[1]:  # one has no fixed costs in it
+                marginal = (work - exact[0]) / (seconds - exact[1])
+                best = max(best, min(marginal, 2 * work / seconds))
+            exact = (work, seconds)
+        if (seconds >= PROBE_S and rounds > 1) or taken < k or k >= steps_left:
             break
-        k = min(k * int(min(MAX_GROWTH, max(2.0, PROBE_S / max(seconds, 1e-6)))), steps_left)
-    work = (start_live + live) / 2 * taken
-    return work / max(seconds, 1e-9), start_live / len(originals[0])
+        k = min(k * int(min(MAX_GROWTH, max(2.0, PROBE_S / seconds))), steps_left)
+    return best, start_live / len(originals[0])
 
 
 def _first_launch(n: int) -> int:
