@@ -15,13 +15,17 @@ files on disk; the arms are interleaved, repetition by repetition:
   printed too (the compile alone, without the imports).
 
 Reported: the median wall time of each process [min-max], and the cached start's excess over
-``import numba`` (issue 13's target: at most 0.15 s; the first compile's: under 2.5 s).
+``import numba`` (issue 13's target: at most 0.15 s; the first compile's: under 2.5 s). The
+first compile's process CPU time over its wall time says whether it had a core to itself (a
+compile is one thread; under 0.9, other processes held part of the core and the wall times
+are not this machine's).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -68,12 +72,18 @@ print(total(np.ones(10)))
 """
 
 
+_cpu_seconds: list[float] = []  # each timed process's CPU time (user + system)
+
+
 def timed(arguments: list[str], env: dict) -> tuple[float, str]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(arguments, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode:
         raise SystemExit(f"{arguments[:2]} failed:\n{done.stderr}")
+    _cpu_seconds.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     return wall, done.stdout.strip()
 
 
@@ -96,6 +106,7 @@ def main() -> None:
         walls: dict[str, list[float]] = {"import numba": [], "numba cached": [],
                                          "cached start": [], "first compile": []}
         builds = []
+        shares = []
         for r in range(args.repeats):
             print(f"round {r + 1}/{args.repeats}", file=sys.stderr)
             walls["import numba"].append(timed([sys.executable, "-c", "import numba"], warm)[0])
@@ -105,12 +116,17 @@ def main() -> None:
             wall, build = timed([sys.executable, script], cold)
             walls["first compile"].append(wall)
             builds.append(float(build))
+            shares.append(_cpu_seconds[-1] / wall)
     print(f"fresh processes, {args.repeats} interleaved rounds, median [min-max]:")
     for name, values in walls.items():
         print(f"  {name:14s} {statistics.median(values):6.2f} s "
               f"[{min(values):.2f}-{max(values):.2f}]")
     print(f"  first compile's build_s (compile alone): {statistics.median(builds):.2f} s "
           f"[{min(builds):.2f}-{max(builds):.2f}]")
+    busy = " (under 0.9: other processes held part of a core)" \
+        if statistics.median(shares) < 0.9 else ""
+    print(f"  first compile's process CPU time / wall: median {statistics.median(shares):.2f} "
+          f"[{min(shares):.2f}-{max(shares):.2f}]{busy}")
     excess = [c - i for c, i in zip(walls["cached start"], walls["import numba"], strict=True)]
     print(f"cached start - import numba, per round: median {statistics.median(excess):.3f} s "
           f"[{min(excess):.3f}-{max(excess):.3f}]")

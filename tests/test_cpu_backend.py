@@ -152,3 +152,56 @@ def test_launches_too_short_to_split_run_on_one_thread(monkeypatch):
         assert calls[0] == (64, min(2, eagle.threads._cpus()))
     finally:
         eagle.set_num_threads(previous)
+
+
+def test_the_first_launch_is_sized_by_a_probe_that_touches_nothing(monkeypatch):
+    """A run longer than the default first launch is probed: the launch runs on strided copies
+    of a few samples (the user's arrays are bit-identical before and after the probe), the
+    first launch's size follows the measured rate (TARGET_LAUNCH_S of work), and the result
+    is the reference's, bit for bit. A run the default first launch covers is not probed."""
+    import eagle
+    from eagle.cpu import backend, team
+
+    monkeypatch.setattr(backend, "FIRST_LAUNCH_WORK", 1000)  # probe even at this small n
+    monkeypatch.setattr(backend, "PROBE_SAMPLES", 64)
+    bindings = spread_bindings()
+    runner = eagle.until_done(eagle.deploy(spread_oscillator, "cpu"), max_steps=10_000,
+                              **{k: (v.copy() if isinstance(v, np.ndarray) else v)
+                                 for k, v in bindings.items()})
+    before = {name: array.copy() for name, array in runner.arrays.items()}
+    probes, launches = [], []
+    probe, run = backend._probe, team.team.run
+
+    def probing(*args):
+        rate, live_share = probe(*args)
+        assert_bitwise_equal({k: runner.arrays[k] for k in before}, before)
+        probes.append((rate, live_share))
+        return 2.0e6, 0.5  # sample-steps/s on one thread, half the samples live
+
+    def recording(function, nthreads, nblocks, arguments):
+        launches.append((int(arguments[0]), arguments[1].shape[0]))  # (steps, samples)
+        return run(function, nthreads, nblocks, arguments)
+
+    monkeypatch.setattr(backend, "_probe", probing)
+    monkeypatch.setattr(team.team, "run", recording)
+    previous = eagle.get_num_threads()
+    eagle.set_num_threads(1)
+    try:
+        report = runner.run()
+    finally:
+        eagle.set_num_threads(previous)
+    [(rate, live_share)] = probes
+    assert rate > 0 and live_share == 1.0  # no sample was done before the run
+    probed = [k for k, n in launches if n < N]  # the probe's launches, on 64 samples
+    assert probed and all(n == 64 for k, n in launches if n < N)
+    full = [k for k, n in launches if n == N]
+    assert full[0] == int(backend.TARGET_LAUNCH_S * 2.0e6 / (0.5 * N))
+    expected, steps = reference_run(spread_oscillator, bindings, 10_000)
+    assert report.steps == steps
+    assert_bitwise_equal({**runner.arrays, "t_end": bindings["t_end"]},
+                         {k: v for k, v in expected.items() if k in runner.arrays or
+                          k == "t_end"})
+    probes.clear()
+    monkeypatch.setattr(backend, "FIRST_LAUNCH_WORK", N * 10_000)  # covered: no probe
+    eagle_run(spread_oscillator, bindings, 10_000)
+    assert probes == []

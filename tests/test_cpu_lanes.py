@@ -174,3 +174,89 @@ def test_kernel_with_nothing_but_state(tmp_path_factory):
     actual, steps = run_launches(bare, bindings, SHAPES[1], [3, 9, 1], 2, tmp_path_factory)
     assert steps == 13
     assert_bitwise_equal(actual, dict(x=np.arange(300.0) + 13))
+
+
+# The termination flag is read from the state after the selects where that changes nothing
+# (cpu.emit._Layout._flag_from_selected_state); these kernels are the cases where it must not be.
+
+
+@hawk.kernel
+def flag_reads_the_old_state(terminated: hawk.Terminated, x: Mutable[Scalar],
+                             y: Mutable[Scalar]):
+    x0 = x
+    x = x0 * 1.5 + 0.25
+    y = y + x0
+    terminated = x - x0 > 20.0  # x0: the value before the step (after the selects: the new)
+
+
+@hawk.kernel
+def flag_shares_an_op_with_a_store(terminated: hawk.Terminated, x: Mutable[Scalar],
+                                   y: Mutable[Scalar]):
+    x = x * 1.25 + 0.5
+    e = x * x  # after the selects for the flag, and before them for y
+    y = y + e
+    terminated = e > 40.0
+
+
+@hawk.kernel
+def flag_from_state_and_temporaries(terminated: hawk.Terminated, x: Mutable[Scalar],
+                                    y: Mutable[Scalar]):
+    x = x * 1.25 + 0.5
+    y = y - 0.125 * x
+    terminated = x * x + y > 30.0  # reads only the new state: moved after the selects
+
+
+@pytest.mark.parametrize("kernel", [flag_reads_the_old_state, flag_shares_an_op_with_a_store,
+                                    flag_from_state_and_temporaries])
+def test_the_flag_after_the_selects_reads_what_the_kernel_says(kernel, tmp_path_factory):
+    """Samples that stop at different steps (a few of them never), launch by launch, bit for
+    bit against the reference, whichever side of the selects the flag is computed on."""
+    n = 200
+    bindings = dict(x=np.linspace(0.1, 3.0, n), y=np.linspace(-1.0, 2.0, n)[::-1].copy())
+    program, _ = compiled(kernel, bind(kernel, dict(bindings), "cpu"), SHAPES[0],
+                          tmp_path_factory)
+    expected, expected_steps = reference_run(kernel, bindings, 200)
+    assert 4 < expected_steps <= 60
+    actual, steps = run_launches(kernel, bindings, SHAPES[0], [3, 5, 100], 2,
+                                 tmp_path_factory)
+    assert steps == expected_steps
+    assert_bitwise_equal(actual, expected)
+
+
+def test_the_flag_is_moved_only_where_it_reads_the_new_state_alone():
+    """Which kernels get the flag after the selects: the oscillator and the one above that
+    reads only the new state do; a flag reading the old state, or an op also stored, does
+    not."""
+    from eagle.cpu.emit import SHAPE, _Layout
+
+    def moved(kernel, dtypes) -> bool:
+        program = kernel.specialize({k: np.dtype(v) for k, v in dtypes.items()})
+        return bool(_Layout(program, SHAPE).selected)
+
+    two = dict(x="float64", y="float64", terminated="bool")
+    assert moved(flag_from_state_and_temporaries, two)
+    assert not moved(flag_reads_the_old_state, two)
+    assert not moved(flag_shares_an_op_with_a_store, two)
+    assert moved(spread_oscillator, dict(omega="float64", t_end="float64", dt="float64",
+                                         x="float64", v="float64", t="float64",
+                                         terminated="bool"))
+
+
+@hawk.kernel
+def drawing(x: Mutable[Scalar]):
+    x += hawk.uniform()
+
+
+def test_a_short_step_is_written_out_eight_times_per_visit():
+    """The oscillator's step (6 ops) gets unroll 8, a Vec3 kernel's (dozens) unroll 4, and a
+    kernel that draws one step per visit (``cpu.emit.shape_for``)."""
+    from eagle.cpu.emit import SHAPE, SHAPE_DRAWING, SHAPE_SHORT, shape_for
+
+    def program(kernel):
+        return kernel.specialize({p.name: np.dtype(bool) if p.name == "terminated"
+                                  else np.dtype("float64") for p in kernel.params})
+
+    assert SHAPE_SHORT.unroll == 8 and SHAPE.unroll == 4 and SHAPE_DRAWING.unroll == 1
+    assert shape_for(program(spread_oscillator)) == SHAPE_SHORT
+    assert shape_for(program(falling)) == SHAPE
+    assert shape_for(program(drawing)) == SHAPE_DRAWING

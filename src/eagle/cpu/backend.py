@@ -55,18 +55,22 @@ __all__ = ["CpuBackend", "CpuLoop", "CpuKernel", "compile_program", "launch_argu
 # The adaptive launch size. A launch reads and writes every live sample's state once (its
 # blocks are stepped in cache), which at n = 1e6 costs about as much as 50 steps: so launches
 # are long, about TARGET_LAUNCH_S each, which still keeps Ctrl-C and progress responsive. The
-# first is sized to FIRST_LAUNCH_WORK sample-steps (a few hundredths of a second); each next
-# one grows towards the target by what the last one measured (at most MAX_GROWTH times) and
+# first is sized by a probe (``_probe``: the launch run on a strided copy of PROBE_SAMPLES
+# samples until it takes PROBE_S), so that a run that fits in TARGET_LAUNCH_S is one launch and
+# pays that pass once; a run of at most FIRST_LAUNCH_WORK sample-steps is not probed. Each next
+# launch grows towards the target by what the last one measured (at most MAX_GROWTH times) and
 # halves when a launch took more than twice the target.
 FIRST_STEPS_PER_LAUNCH = 16  # the fewest steps of a first launch
 FIRST_LAUNCH_WORK = 1 << 27
+PROBE_SAMPLES = 2048
+PROBE_S = 3e-4
 TARGET_LAUNCH_S = 0.2
 MAX_GROWTH = 8
 MAX_STEPS_PER_LAUNCH = 1 << 20
 SPLIT_WORK = 1 << 18  # sample-steps below which a launch runs on the calling thread alone
 _DLPACK_CPU = 1
 
-EMITTER_VERSION = 15
+EMITTER_VERSION = 17
 _loaded: dict[str, CpuKernel] = {}  # by generated module name (program digest and versions)
 # id(program) -> (program, its compiled launch); the program is kept so its id stays its own
 _by_program: dict[int, tuple[Program, CpuKernel]] = {}
@@ -327,6 +331,7 @@ class CpuLoop:
         self.threads = get_num_threads()
         self.kernel: CpuKernel | None = None
         self._arguments: tuple = ()
+        self._sized = False  # the first launch sized (by a probe, where one is worth it)
 
     def build(self) -> float:
         """Compile (or load from the cache) the launch; 0 once done."""
@@ -344,6 +349,9 @@ class CpuLoop:
         with deferred_interrupts() as interrupts:
 
             def one_launch():
+                if not self._sized:
+                    self._sized = True
+                    self._size_first_launch(counters.max_steps - counters.steps, counters.steps)
                 k = min(self.steps_per_launch, counters.max_steps - counters.steps)
                 live = counters.live if counters.live is not None else self.bound.n
                 # A launch too short to split costs more in the hand-over than it saves.
@@ -358,6 +366,21 @@ class CpuLoop:
 
             host_repeat_while(condition, one_launch, None)
 
+    def _size_first_launch(self, steps_left: int, first_step: int) -> None:
+        """The first launch's size from a probe of the kernel's speed on these samples, where
+        the default first launch would not already cover the run."""
+        n = self.bound.n
+        if self.fixed_steps_per_launch is not None or self.steps_per_launch >= steps_left \
+                or n * steps_left <= FIRST_LAUNCH_WORK:
+            return
+        rate, live_share = _probe(self.kernel, self._arguments, n, steps_left, first_step)
+        if rate is None:
+            return
+        threads = self.threads if n >= SPLIT_WORK else 1
+        steps = TARGET_LAUNCH_S * rate * threads / max(1.0, n * live_share)
+        self.steps_per_launch = int(min(max(steps, FIRST_STEPS_PER_LAUNCH),
+                                        MAX_STEPS_PER_LAUNCH))
+
     def _adapt(self, k: int, taken: int, seconds: float) -> None:
         if self.fixed_steps_per_launch is None and taken == k:
             if seconds < TARGET_LAUNCH_S / 2:
@@ -369,6 +392,57 @@ class CpuLoop:
 
     def live_now(self) -> None:
         return None  # the host sees every launch: progress comes through after_launch
+
+
+def _probe(kernel: CpuKernel, arguments: tuple, n: int, steps_left: int, first_step: int,
+           ) -> tuple[float | None, float]:
+    """(sample-steps per second on one thread, share of samples live) of ``kernel`` on these
+    samples, from the launch run on copies of PROBE_SAMPLES of them taken at an even stride
+    (the user's arrays are not touched): 16 steps, then more (by what the last round
+    measured, at most MAX_GROWTH times) until a round after the first has run PROBE_S, the
+    samples are all done or the rounds cover the run; (None, 1.0) where no probe sample is
+    live.
+
+    A round's work is exact while no sample finishes in it (live count x steps), else the
+    average of the live counts before and after times the steps (within 2x of the truth);
+    the rate is the best round's, or the marginal rate between two exact rounds (their
+    difference has no fixed costs in it; at most twice the round's own): a round's fixed costs
+    (the call, the scratch, the copies, about 50 us), a first call's page faults and a
+    preemption only make a round look slower. Times are
+    this thread's CPU time: a round of a few tenths of a millisecond preempted once by
+    another process would read ten times too slow on the wall clock."""
+    stride = max(1, n // PROBE_SAMPLES)
+
+    def subset(value):
+        if isinstance(value, np.ndarray) and value.shape == (n,):
+            return np.ascontiguousarray(value[::stride][:PROBE_SAMPLES])
+        if isinstance(value, np.ndarray) and value.ndim == 2 and value.shape[1] == n:
+            return np.ascontiguousarray(value[:, ::stride][:, :PROBE_SAMPLES])  # a Series
+        return value
+
+    originals = tuple(subset(a) for a in arguments)
+    start_live = int(np.count_nonzero(~originals[0]))
+    if start_live == 0:
+        return None, 1.0
+    best, rounds, exact = 0.0, 0, None  # exact: (work, seconds) of the last exact round
+    k = min(FIRST_STEPS_PER_LAUNCH, steps_left)
+    while True:
+        copies = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in originals)
+        t0 = time.thread_time()
+        live, taken = kernel.launch(k, 1, copies, first_step)
+        seconds = max(time.thread_time() - t0, 1e-9)
+        rounds += 1
+        work = start_live * taken if live == start_live else (start_live + live) / 2 * taken
+        best = max(best, work / seconds)
+        if live == start_live:  # exact work: the rate between this round and the last exact
+            if exact is not None and seconds > exact[1]:  # one has no fixed costs in it
+                marginal = (work - exact[0]) / (seconds - exact[1])
+                best = max(best, min(marginal, 2 * work / seconds))
+            exact = (work, seconds)
+        if (seconds >= PROBE_S and rounds > 1) or taken < k or k >= steps_left:
+            break
+        k = min(k * int(min(MAX_GROWTH, max(2.0, PROBE_S / seconds))), steps_left)
+    return best, start_live / len(originals[0])
 
 
 def _first_launch(n: int) -> int:

@@ -11,7 +11,9 @@ fastest kernels we could write by hand (``benchmarks/cpu_loop.py``, ``peer_numba
 - a *visit* is one pass over the scratch lanes taking ``Shape.unroll`` steps per lane, written
   out, the lane's values in registers; the lane loop is innermost and branch-free, so LLVM
   vectorises it. A finished lane is frozen by selects written ``x = new if alive else x``,
-  which AVX-512 turns into merge-masked operations: nothing per lane but the step itself;
+  which AVX-512 turns into merge-masked operations, and the termination flag is read from the
+  state after the selects (``_Layout._flag_from_selected_state``), so that its compare folds
+  into the masks too: nothing per lane but the step itself;
 - no per-lane step counter: the lanes of a set are all at the same step. A visit reads one
   copy of the state and writes the other (ping-pong), so when a visit ends with no lane live,
   the set's last lane finished in it, and that visit is redone from its start one step at a
@@ -23,9 +25,13 @@ fastest kernels we could write by hand (``benchmarks/cpu_loop.py``, ``peer_numba
   fast as the same targets sorted);
 - a kernel that draws random numbers takes one step per visit (``SHAPE_DRAWING``): its step
   is long, and every written-out step would be another copy of each draw to compile;
-- a visit is its own small function (LLVM vectorises it reliably) with one call site, and
-  everything else is one function: Numba optimises a callee again in each caller and LLVM
-  inlines it at each call site, so compile time follows the functions and call sites.
+- a visit is its own small function (LLVM vectorises it reliably), called from two sites, one
+  per side the set is in: swapping the sides' array variables instead is reference-count
+  traffic at every visit (6-12% of the oscillator's launch). LLVM does not inline the visits
+  (each is compiled once, and called); everything else is one function, ``run_blocks``,
+  whose first compile is most of a kernel's, so it is kept small: one copy-back, one
+  compaction and one live count per set, and a shell sort for the pool (Numba's ``argsort``
+  alone compiled in about a second).
 
 No fastmath and no FMA contraction: results equal the NumPy reference executor bit for bit.
 """
@@ -55,7 +61,8 @@ from hawk.reference import IN_DOUBLE
 
 from ..codegen import ExpressionRenderer, invariant_ops, stale_reads, walk
 
-__all__ = ["emit_launch", "Shape", "SHAPE", "SHAPE_DRAWING", "shape_for"]
+__all__ = ["emit_launch", "Shape", "SHAPE", "SHAPE_DRAWING", "SHAPE_SHORT", "SHAPE_LONG",
+           "shape_for"]
 
 PAD = 16  # lanes are padded to a multiple of this, so LLVM's vector loop covers them
 
@@ -66,7 +73,7 @@ class Shape:
     block, and stays in L2), ``unroll`` steps written out per lane visit, and ``park``: a
     block with fewer live lanes than this sends them to the thread's pool."""
 
-    block: int = 4096
+    block: int = 8192
     unroll: int = 4
 
     def __post_init__(self):
@@ -79,21 +86,41 @@ class Shape:
         return max(1, self.block // 16)
 
 
-SHAPE = Shape(block=4096, unroll=4)
+# 8192-lane blocks (a thread's scratch: about 0.5 MB of float64 state, in L2): on the
+# oscillator's launch 0.98x the lane peer against 0.94x at 4096 (the per-visit costs are paid
+# half as often); Lorenz, the spread and the scattered tail the same or better, the `if`
+# kernel within the noise (benchmarks/cpu_loop.py's workloads, 1 thread, n = 1e6).
+SHAPE = Shape(block=8192, unroll=4)
 # A long step (a program that draws random numbers: a Philox block per draw; or a long body, such
 # as an adaptive Runge-Kutta step): writing steps out gains nothing, and each written-out step is
 # another copy of the body to compile. Six draws: 51 s of compile at unroll 8, a few seconds at 1.
 # The Dormand-Prince Lorenz kernel of hawk.ode (351 ops), 1 thread: unroll 4 compiled in 21 s and
 # ran 11 M steps/s, unroll 1 in 8 s and 15 M steps/s.
-SHAPE_LONG = Shape(block=4096, unroll=1)
-SHAPE_DRAWING = SHAPE_LONG
-#: a body of more ops than this is a long step
-LONG_BODY = 64
+SHAPE_DRAWING = Shape(block=4096, unroll=1)
+SHAPE_LONG = SHAPE_DRAWING
+#: a step of more ops than this is a long step
+LONG_STEP = 64
+
+
+# A short step (at most SHORT_STEP ops computed per step) is written out 8 times per visit:
+# the visit's own costs (the call, the live count, writing the state out and reading it back)
+# are paid half as often. On the oscillator's spread (6 ops) 1.00x the lane peer against 0.90x
+# at unroll 4 (uniform: the same); the bouncing ball's `if` (13 ops) 0.86x against 1.02x at 4
+# (register pressure), Lorenz (17 ops) slightly slower too.
+SHORT_STEP = 8
+SHAPE_SHORT = Shape(block=8192, unroll=8)
 
 
 def shape_for(program: Program) -> Shape:
     """The launch shape ``emit_launch`` uses for ``program`` by default."""
-    return SHAPE_LONG if program.counters or len(program.ops) > LONG_BODY else SHAPE
+    if program.counters:
+        return SHAPE_DRAWING
+    invariant = invariant_ops(program)
+    step = sum(1 for i, op in enumerate(program.ops)
+               if i not in invariant and op.kind is not OpKind.LOAD)
+    if step > LONG_STEP:
+        return SHAPE_LONG
+    return SHAPE_SHORT if step <= SHORT_STEP else SHAPE
 
 
 _NUMPY_TYPES = {DType.BOOL: "np.bool_", DType.INT64: "np.int64",
@@ -371,6 +398,55 @@ class _Layout:
         self.gathered_keys = sorted({p.ops[a].attr for i in self.invariant
                                      for a in p.ops[i].args if per_sample_load(a)}, key=str)
         self.known = {i: f"v{i}_h" if i in self.launch_ops else f"h{i}" for i in self.invariant}
+        self.selected, self.flag_ops = self._flag_from_selected_state()
+
+    def _flag_from_selected_state(self) -> tuple[dict[int, tuple], frozenset[int]]:
+        """The termination flag read from the state after the selects, as the hand-written
+        kernel reads it: the stored values the flag depends on (op -> state key, whose local
+        holds that value after its select), and the ops between them and the flag, computed
+        after the selects from those locals.
+
+        Read from the values before the selects (``t_new >= t_end``), the flag needs ``t_new``
+        beside the selected ``t``, and LLVM adds a blend or a masked move per step; read from
+        the selected ``t``, the compare folds into the masked add's mask. The same bits: in a
+        live lane the select chose the new value, and a lane that is not live stays so
+        whatever the flag. Done only where every op between the stored values and the flag
+        serves the flag alone (nothing is computed twice) and none of them reads a state's
+        value from before the step (after the selects its local holds the new one); else
+        ({}, frozenset())."""
+        p = self.program
+        if p.terminated is None:
+            return {}, frozenset()
+        selected = {}
+        for store in p.stores:
+            key = (store.param, store.component)
+            if not (key in self.outputs and p.accumulate):  # the local is the value itself
+                selected.setdefault(store.value, key)
+        cone, todo = set(), [p.terminated]  # what the flag reads, down to stored values
+        while todo:
+            i = todo.pop()
+            if i not in cone and i not in self.invariant and p.ops[i].kind is not OpKind.LOAD:
+                cone.add(i)
+                if i not in selected:
+                    todo += p.ops[i].args
+        flag_ops = set()
+        for i in sorted(cone - set(selected)):  # an op's args come before it
+            if any(a in selected or a in flag_ops for a in p.ops[i].args):
+                flag_ops.add(i)
+        if not flag_ops and p.terminated not in selected:
+            return {}, frozenset()  # the flag does not read the stored values
+        stored = {s.value for s in p.stores}
+        stored |= {i for r in p.row_stores for i in (r.row, r.value, r.guard) if i is not None}
+        for i, op in enumerate(p.ops):
+            if i not in flag_ops and any(a in flag_ops for a in op.args):
+                return {}, frozenset()  # needed before the selects too: not moved
+        if stored & flag_ops:
+            return {}, frozenset()
+        state = set(self.state)
+        if any(p.ops[a].kind is OpKind.LOAD and p.ops[a].attr in state
+               for i in flag_ops for a in p.ops[i].args):
+            return {}, frozenset()  # it reads a state's value from before the step
+        return {v: key for v, key in selected.items() if v in cone}, frozenset(flag_ops)
 
     def local(self, key) -> str:
         """The local variable holding a per-sample value during a visit (``s_x``, ``l_x``)."""
@@ -420,7 +496,8 @@ class _Layout:
         for side in "ab":
             lines += [empty(name, self.slots[key].param.dtype)
                       for key, name in zip(self.state, self.buffers(side), strict=False)]
-            lines.append(f"{side}_alive = np.zeros({self.shape.block}, np.bool_)")
+            lines += [f"{side}_alive = np.zeros({self.shape.block}, np.bool_)",
+                      f"{side}_words = {side}_alive.view(np.uint64)  # eight flags a word"]
         lines += [empty(f"lane_{_base(self.slots[key])}", self.slots[key].param.dtype)
                   for key in self.lane_keys]
         lines += [empty(f"lane_h{i}", self.program.ops[i].dtype) for i in self.sample_ops]
@@ -433,8 +510,10 @@ class _Layout:
         keeps its state through selects written ``x = new if alive else x``, which AVX-512
         turns into merge-masked operations (``x if done else new`` costs a blend each)."""
         p = self.program
+        before = None if not self.selected else \
+            [i for i in range(len(p.ops)) if i not in self.flag_ops]
         assignments, names = walk(p, self.renderer, self.value, suffix=f"_{k}",
-                                  known=self.known)
+                                  known=self.known, only=before)
         lines = [f"{a.name} = {a.expression}" for a in assignments]
         # Series rows first (a row or value may be a loaded state value, which the stores
         # below replace): written by a live lane, on the write's path, at a row in [0, T).
@@ -454,6 +533,12 @@ class _Layout:
             if key in self.outputs and p.accumulate:
                 value = f"({local} + {value})"
             lines.append(f"{local} = {value} if alive else {local}")
+        if self.selected:  # the flag from the selected state (_flag_from_selected_state)
+            known = {**self.known, **{i: name for i, name in enumerate(names) if name},
+                     **{v: self.local(key) for v, key in self.selected.items()}}
+            after, names = walk(p, self.renderer, self.value, suffix=f"_{k}", known=known,
+                                only=self.flag_ops)
+            lines += [f"{a.name} = {a.expression}" for a in after]
         if p.terminated is not None:
             lines.append(f"alive = alive & (not {names[p.terminated]})")
         return lines
@@ -545,14 +630,17 @@ class _Layout:
                 "        flags[i] = True",
                 "m = k"]
 
-    def pad(self, side: str) -> list[str]:
-        """Lanes ``m`` to ``mp`` of ``side``: copies of lane 0, never live, never put back,
-        so that LLVM's vector loop covers every lane."""
+    def pad(self) -> list[str]:
+        """Lanes ``m`` to ``mp`` of the side the set is in (``swapped``: side b): copies of
+        lane 0, never live, never put back, so that LLVM's vector loop covers every lane."""
+        def lane(side: str) -> list[str]:
+            return [f"        {side}_alive[j] = False",
+                    *[f"        {name}[j] = {name}[0]" for name in self.buffers(side)[:-1]]]
+
         return [f"mp = min({self.shape.block}, (m + {PAD - 1}) // {PAD} * {PAD})",
                 "for j in range(m, mp):",
-                f"    {side}_alive[j] = False",
-                *[f"    {name}[j] = {name}[0]"
-                  for name in [*self.buffers(side)[:-1], *self.lanes()]]]
+                "    if swapped:", *lane("b"), "    else:", *lane("a"),
+                *[f"    {name}[j] = {name}[0]" for name in self.lanes()]]
 
 
 def _base(slot) -> str:
@@ -566,33 +654,72 @@ def _indent(lines: list[str], depth: int) -> list[str]:
     return [" " * (4 * depth) + line for line in lines]
 
 
+def _count_live(words: str) -> list[str]:
+    """``left``: how many of the set's ``m`` lanes are live, counted eight flags at a time
+    (``words``: the side's alive flags viewed as uint64).
+
+    The flags are bytes (0 or 1) and lanes ``m`` to ``mp`` are padding, never live, so the
+    sum of the words' bytes (a multiply by 0x0101..01 puts it in the top byte) is the count.
+    It runs after every visit: a byte-by-byte count into an int64 cost 3-4% of the
+    oscillator's launch (``benchmarks/cpu_loop.py``), this one nothing measurable."""
+    return ["left = 0",
+            "for j in range(np.uint64(0), np.uint64((m + 7) // 8)):  # unsigned: vectorised",
+            f"    left += np.int64(({words}[j] * np.uint64(0x0101010101010101)) "
+            ">> np.uint64(56))"]
+
+
+def _sort_pool() -> list[str]:
+    """The pool's ``npool`` lanes (``pool``: their samples) sorted in place by their steps
+    (``pool_steps``): a shell sort, whose few integer loops compile in a few milliseconds
+    where Numba's ``np.argsort`` took about a second of the launch's first compile (a third
+    of it). The order of lanes with equal steps does not matter: a sample's values do not
+    depend on its lane."""
+    return ["gap = zero + 1",
+            "while 3 * gap + 1 < npool:",
+            "    gap = 3 * gap + 1",
+            "while gap > 0:",
+            "    for j in range(gap, npool):",
+            "        key, item = pool_steps[j], pool[j]",
+            "        i = j",
+            "        while i >= gap and pool_steps[i - gap] > key:",
+            "            pool_steps[i], pool[i] = pool_steps[i - gap], pool[i - gap]",
+            "            i -= gap",
+            "        pool_steps[i], pool[i] = key, item",
+            "    gap //= 3"]
+
+
 def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
     """``run_blocks``: one thread's share of a launch (see the module docstring).
 
     One function around the two visits, with blocks and then the pool going through one loop:
-    Numba optimises a callee again inside every caller (and LLVM inlines it at every call
-    site), so compile time grows with the functions and call sites, not with the lines."""
+    each function is typed, lowered and optimised on its own, and this one's first compile is
+    most of a kernel's, so it holds one copy of each piece (gathering, stepping, compaction,
+    putting back)."""
     shape = layout.shape
     a, b = layout.buffers("a"), layout.buffers("b")
-    src, dst = layout.buffers("src"), layout.buffers("dst")
     series = [slot.name for slot in layout.series_slots()]
     counters = [*series, "seed", "first_sample", "first_step + d", "idx"] \
         if layout.program.counters else ([*series, "idx"] if series else [])
 
-    def visit(name: str, source: list[str], target: list[str]) -> str:
-        arguments = ["mp", *source, *layout.lanes(), *layout.uniforms(), *target, *counters]
-        return f"some = {name}({', '.join(arguments)})"
+    def visit(name: str) -> list[str]:
+        """A call of visit ``name`` from the side the set is in (``swapped``: side b) to the
+        other. Two call sites rather than swapping the sides' array variables: a swap is
+        reference-count traffic (two atomic operations per array), and it cost the oscillator
+        6-12% of its launch at a visit per 4 steps of 4096-8192 lanes."""
+        def call(source: list[str], target: list[str]) -> str:
+            arguments = ["mp", *source, *layout.lanes(), *layout.uniforms(), *target,
+                         *counters]
+            return f"    some = {name}({', '.join(arguments)})"
 
-    swap = [f"{s}, {t} = {t}, {s}" for s, t in zip(src, dst, strict=True)]
+        return ["if swapped:", call(b, a), "else:", call(a, b)]
+
     pick = [  # the next set of lanes: a block's live lanes, or the pool's next ones
         "if not in_pool:",
         "    if blk >= nblocks:",
         "        # The pool in step order: the lanes that are behind are stepped until they",
         "        # line up with the next ones, which then join them, so the stragglers of",
         "        # many blocks share one dense set.",
-        "        order = np.argsort(pool_steps[:npool], kind='mergesort')",
-        "        pool = pool[:npool][order]",
-        "        pool_steps = pool_steps[:npool][order]",
+        *_indent(_sort_pool(), 2),
         "        in_pool = True",
         "        continue",
         f"    lo = blk * {shape.block}",
@@ -642,9 +769,8 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
     ]
     stepped = [  # a visit of unroll steps; the last one again a step at a time
         f"    if target - d >= {shape.unroll}:",
-        f"        {visit('visit_unrolled', src, dst)}",
+        *_indent(visit("visit_unrolled"), 2),
         "        if some:",
-        *[f"            {line}" for line in swap],
         "            swapped = not swapped",
         f"            d += {shape.unroll}",
         "    else:",
@@ -656,8 +782,7 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
         "        # values give the same bits.",
         "        some = True",
         "        while some and d < target:",
-        f"            {visit('visit_one', src, dst)}",
-        *[f"            {line}" for line in swap],
+        *_indent(visit("visit_one"), 3),
         "            swapped = not swapped",
         "            d += 1",
         "        if not some:",
@@ -665,8 +790,7 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
         "            break",
     ]
     single = [  # unroll 1: a step per visit; the step a set ends at is exact
-        f"    {visit('visit_one', src, dst)}",
-        *[f"    {line}" for line in swap],
+        *_indent(visit("visit_one"), 1),
         "    swapped = not swapped",
         "    d += 1",
         "    if not some:",
@@ -674,24 +798,26 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
         "        break",
     ]
     advance = [  # the set, all at step d, until target, none live, or fewer than park live
-        *[f"{s} = {x}" for s, x in zip([*src, *dst], [*a, *b], strict=True)],
         "swapped = False",
         "left = m",
-        "while d < target:",
-        *[f"    {line}" for line in layout.pad("src")],
-        *(stepped if shape.unroll > 1 else single),
-        "    left = 0",
-        "    for j in range(np.uint64(0), np.uint64(m)):  # unsigned: vectorised",
-        "        left += src_alive[j]",
-        "    if 2 * left < m:",
-        "        if left < park:",
+        "while True:",
+        "    while d < target:",
+        *_indent(layout.pad(), 2),
+        *_indent(stepped if shape.unroll > 1 else single, 1),
+        "        words = b_words if swapped else a_words",
+        *_indent(_count_live("words"), 2),
+        "        if 2 * left < m:",
         "            break",
-        "        dense = False",
-        *[f"        {line}" for line in layout.compact("src")],
-        "if swapped:  # the set back in side a",
-        "    for j in range(m):",
-        *[f"        {x}[j] = {y}[j]" for x, y in zip(a, b, strict=True)],
+        "    if swapped:  # the set back in side a",
+        "        for j in range(m):",
+        *[f"            {x}[j] = {y}[j]" for x, y in zip(a, b, strict=True)],
+        "        swapped = False",
+        "    if left == 0 or d >= target or left < park:",
+        "        break",
+        "    dense = False  # half the lanes have finished: the rest to the front",
+        *_indent(layout.compact("a"), 1),
     ]
+
     def put_back(loop: str, sample: str) -> list[str]:
         """The set's lanes back to their samples, with their flags, counting the live ones."""
         return [f"        {loop}", f"            i = {sample}",
