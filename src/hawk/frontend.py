@@ -752,10 +752,7 @@ class Lowering:
             kind = OpKind.MIN if name == "min" else OpKind.MAX
             result = self.scalar(args[0], node)
             for arg in args[1:]:
-                arg = self.scalar(arg, node)
-                dtype = self.common_type(result, arg, f"{name}()", node)
-                result = self.emit(kind, dtype, (self.cast(result, dtype).id,
-                                                 self.cast(arg, dtype).id))
+                result = self.minmax(kind, result, self.scalar(arg, node), f"{name}()", node)
             return result
         if name in _VECTOR_HELPERS:
             return self.vector_call(name, args, node)
@@ -802,18 +799,19 @@ class Lowering:
         if len(widths) > 1:
             raise self.error(f"hawk.{name}() needs vectors of one width, got {describe(a)} and "
                              f"{describe(b)}", node)
+        kind, symbol = (OpKind.MAX if name == "maximum" else OpKind.MIN), f"hawk.{name}()"
         if not widths:
-            return self.minmax(name, a, b, node)
+            return self.minmax(kind, a, b, symbol, node)
         k = widths.pop()
         a_comps = a.comps if isinstance(a, V) else (a,) * k
         b_comps = b.comps if isinstance(b, V) else (b,) * k
-        return V(tuple(self.minmax(name, x, y, node)
+        return V(tuple(self.minmax(kind, x, y, symbol, node)
                        for x, y in zip(a_comps, b_comps, strict=True)))
 
-    def minmax(self, name: str, a, b, node: ast.AST):
-        """``b if b > a else a`` (``maximum``) or ``b if b < a else a`` (``minimum``)."""
-        kind = OpKind.MAX if name == "maximum" else OpKind.MIN
-        dtype = self.common_type(a, b, f"hawk.{name}()", node)
+    def minmax(self, kind: OpKind, a, b, symbol: str, node: ast.AST):
+        """``MAX``: ``b if b > a else a``, or ``MIN``: ``b if b < a else a``, of two numbers
+        (``max``/``min`` and ``hawk.maximum``/``minimum``, named ``symbol`` in errors)."""
+        dtype = self.common_type(a, b, symbol, node)
         return self.emit(kind, dtype, (self.cast(a, dtype).id, self.cast(b, dtype).id))
 
     def vector_call(self, name: str, args: list, node: ast.AST):
