@@ -102,7 +102,7 @@ def _kind(path: Path) -> str:
 
 
 def machine_code_stamps(cache: Path) -> dict[str, int]:
-    return {p.name: p.stat().st_mtime_ns for p in (cache / "cpu").rglob("*.nb[ic]")}
+    return {p.name: p.stat().st_mtime_ns for p in (cache / "cpu").rglob("run_blocks.o")}
 
 
 @pytest.fixture(scope="module")
@@ -142,6 +142,15 @@ def _corrupt_pyc(folder: Path) -> None:
     pyc.write_bytes(data[:16] + b"\x00garbage marshal" * 3)  # a good header, bad marshal data
 
 
+def _rename_symbol(path: Path) -> None:
+    """The object code whole (its digest verifies) but the symbol to call one it lacks."""
+    data = path.read_bytes()
+    first, header, code = data.split(b"\n", 2)
+    meta = json.loads(header)
+    meta["symbol"] = "no_such_function"
+    path.write_bytes(first + b"\n" + json.dumps(meta).encode() + b"\n" + code)
+
+
 def _each(pattern: str, action):
     def damage(folder: Path) -> None:
         paths = sorted(folder.rglob(pattern))
@@ -156,16 +165,19 @@ DAMAGE_DURING_COMPILE_TRIALS = 2  # processes compiling while another damages th
 CTRL_C_EVENLY_SPACED = 4  # Ctrl-C at 0, 1/4, 2/4, 3/4 of a cached start (import, load, run)
 CTRL_C_RANDOM_CACHED = 1  # and at a random moment of it
 CTRL_C_RANDOM_COLD = 2  # at random moments of a first compile
-# Shapes of damage; the last four leave no usable machine code, so the process compiles anew.
+# Shapes of damage; the last five leave no usable machine code, so the process compiles anew.
 DAMAGE = {
     "corrupt .pyc": _corrupt_pyc,
     ".py replaced by a folder": _each("*.py", _replace_by_folder),
     ".py missing": _each("*.py", Path.unlink),
     "null bytes in the .py": _each("*.py", lambda p: p.write_bytes(b"\x00" * 64)),
     "entry folder replaced by a file": _replace_by_file,
-    "__pycache__ replaced by a file": _each("__pycache__", _replace_by_file),
-    "one .nbc byte flipped": _each("*.run_blocks-*.nbc", lambda p: _flip(p)),
-    "__pycache__ writable by everyone": _each("__pycache__", lambda p: p.chmod(0o777)),
+    "a folder everyone may write in the entry": lambda f: (f / "stray").mkdir(mode=0o777),
+    "object code replaced by a folder": _each("run_blocks.o", _replace_by_folder),
+    "object code missing": _each("run_blocks.o", Path.unlink),
+    "one object code byte flipped": _each("run_blocks.o", lambda p: _flip(p)),
+    "object code cut short": _each("run_blocks.o", lambda p: p.write_bytes(p.read_bytes()[:999])),
+    "object code calling a symbol it lacks": _each("run_blocks.o", _rename_symbol),
 }
 # --- end of trial counts
 
@@ -218,6 +230,7 @@ def test_a_planted_pyc_whose_header_matches_is_never_run(warm, tmp_path):
     (source,) = entry(cache).glob("*.py")
     pyc, data = _pyc(source, f"open({str(marker)!r}, 'w').close()\n"
                              "def run_blocks(*args):\n    return 0, 0\n")
+    pyc.parent.mkdir(exist_ok=True)
     pyc.write_bytes(data)
     (result,) = run_all([cache])
     assert not marker.exists(), "the planted .pyc was executed"
@@ -273,13 +286,12 @@ def _damage_once(cache: Path, rng: random.Random) -> int:
             sources[0].unlink()
             sources[0].mkdir()
         elif shape == 2:
-            shutil.rmtree(folder / "__pycache__")
+            (folder / "run_blocks.o").unlink()
         elif shape == 3:
-            for index in folder.rglob("*.nbi"):
-                index.write_bytes(b"garbage")
+            (folder / "run_blocks.o").write_bytes(b"garbage")
         else:
             for path in folder.iterdir():
-                if path.is_dir() and path.suffix == ".py":
+                if path.is_dir():
                     path.rmdir()
         return 1
     except OSError:

@@ -12,8 +12,6 @@ steps the slowest sample took, and at the end every bit of the state, with the r
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,28 +21,19 @@ import hawk
 import random_kernels
 from differential import assert_bitwise_equal, reference_run
 from eagle.bindings import bind
-from eagle.cpu.backend import launch_arguments
-from eagle.cpu.emit import Shape, emit_launch
+from eagle.cpu.backend import compile_program, launch_arguments
+from eagle.cpu.emit import Shape
 from hawk import Mutable, Scalar, reference
 from kernels import falling, spread_oscillator
 
 SHAPES = [Shape(block=32, unroll=4), Shape(block=64, unroll=8)]
-_modules: dict = {}
 
 
-def compiled(kernel, bound, shape: Shape, tmp_path_factory):
-    """``run_blocks`` of ``kernel`` for ``bound``'s dtypes, emitted with ``shape``."""
+def compiled(kernel, bound, shape: Shape):
+    """One thread's share of a launch of ``kernel`` for ``bound``'s dtypes, emitted with
+    ``shape``: ``(tid, nthreads, nsteps, *arguments) -> (live, steps)``."""
     program = kernel.specialize(bound.dtypes)
-    key = (program.digest(), shape)
-    if key not in _modules:
-        folder = tmp_path_factory.mktemp("lanes")
-        path = folder / f"lanes_{len(_modules)}.py"
-        path.write_text(emit_launch(program, shape).replace("cache=True", "cache=False"))
-        spec = importlib.util.spec_from_file_location(path.stem, path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        _modules[key] = module.run_blocks
-    return program, _modules[key]
+    return program, compile_program(program, shape).function
 
 
 def reference_trace(program, arrays: dict, flags: np.ndarray, max_steps: int) -> list[int]:
@@ -58,12 +47,12 @@ def reference_trace(program, arrays: dict, flags: np.ndarray, max_steps: int) ->
     return live
 
 
-def run_launches(kernel, bindings, shape, launches, threads, tmp_path_factory):
+def run_launches(kernel, bindings, shape, launches, threads):
     """Each launch of ``launches`` steps, every thread's share called in turn, checked against
     the reference's live counts; returns the final arrays and the steps taken."""
     bound = bind(kernel, {k: (v.copy() if isinstance(v, np.ndarray) else v)
                           for k, v in bindings.items()}, "cpu")
-    program, run_blocks = compiled(kernel, bound, shape, tmp_path_factory)
+    program, run_blocks = compiled(kernel, bound, shape)
     trace = reference_trace(program, {**bound.arrays, **bound.uniforms}, bound.flags,
                             sum(launches))
     arguments = launch_arguments(program, bound)
@@ -100,7 +89,7 @@ stop_steps = st.one_of(st.integers(1, 12), st.integers(13, 90), st.just(0))
 @settings(max_examples=60, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data(), shape=st.sampled_from(SHAPES), threads=st.integers(1, 3))
-def test_divergent_samples_keep_their_steps(tmp_path_factory, data, shape, threads):
+def test_divergent_samples_keep_their_steps(data, shape, threads):
     n = data.draw(st.integers(1, 9 * shape.block + 5), label="n")
     stops = data.draw(st.lists(stop_steps, min_size=n, max_size=n), label="stops")
     if data.draw(st.booleans(), label="cluster"):  # long samples bunched in a few blocks
@@ -110,15 +99,14 @@ def test_divergent_samples_keep_their_steps(tmp_path_factory, data, shape, threa
     launches = data.draw(st.lists(st.integers(1, 40), min_size=1, max_size=12),
                          label="launches")
     bindings = oscillator_bindings(stops, done)
-    actual, steps = run_launches(spread_oscillator, bindings, shape, launches, threads,
-                                 tmp_path_factory)
+    actual, steps = run_launches(spread_oscillator, bindings, shape, launches, threads)
     expected, expected_steps = reference_run(spread_oscillator, bindings, steps)
     assert steps == expected_steps
     assert_bitwise_equal(actual, expected)
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-def test_pool_sets_line_up_and_overflow(tmp_path_factory, shape):
+def test_pool_sets_line_up_and_overflow(shape):
     """Blocks park stragglers at many different steps, more at one step than a set holds,
     and the pool's sets meet the launch's end while lanes are still waiting."""
     rng = np.random.default_rng(3)
@@ -130,21 +118,20 @@ def test_pool_sets_line_up_and_overflow(tmp_path_factory, shape):
     bindings = oscillator_bindings(list(stops), [False] * n)
     for threads in (1, 2):
         actual, steps = run_launches(spread_oscillator, bindings, shape,
-                                     [7, 1, 64, 3, 200, 1000], threads, tmp_path_factory)
+                                     [7, 1, 64, 3, 200, 1000], threads)
         expected, expected_steps = reference_run(spread_oscillator, bindings, steps)
         assert steps == expected_steps == 500
         assert_bitwise_equal(actual, expected)
 
 
-def test_vector_kernel_with_float32_state(tmp_path_factory):
+def test_vector_kernel_with_float32_state():
     """A Vec3 kernel in float32 (its own lanes and invariants) through the same paths."""
     rng = np.random.default_rng(0)
     n = 700
     position = rng.normal(size=(3, n)).astype(np.float32) * 4
     bindings = dict(position=position, velocity=np.zeros((3, n), np.float32),
                     mu=np.float32(1.0), dt=np.float32(1e-2), r_min=np.float32(0.5))
-    actual, steps = run_launches(falling, bindings, SHAPES[0], [5, 1, 17, 300], 2,
-                                 tmp_path_factory)
+    actual, steps = run_launches(falling, bindings, SHAPES[0], [5, 1, 17, 300], 2)
     expected, expected_steps = reference_run(falling, bindings, steps)
     assert steps == expected_steps
     assert_bitwise_equal(actual, expected)
@@ -154,10 +141,10 @@ def test_vector_kernel_with_float32_state(tmp_path_factory):
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(source=random_kernels.kernel_sources(), seed=st.integers(0, 2**16),
        launches=st.lists(st.integers(1, 25), min_size=1, max_size=6))
-def test_random_kernels_launch_by_launch(tmp_path, tmp_path_factory, source, seed, launches):
+def test_random_kernels_launch_by_launch(tmp_path, source, seed, launches):
     kernel = random_kernels.load(source, tmp_path)
     bindings = random_kernels.bindings(300, seed)
-    actual, steps = run_launches(kernel, bindings, SHAPES[0], launches, 2, tmp_path_factory)
+    actual, steps = run_launches(kernel, bindings, SHAPES[0], launches, 2)
     expected, expected_steps = reference_run(kernel, bindings, steps)
     assert steps == expected_steps, source
     assert_bitwise_equal(actual, expected)
@@ -168,10 +155,10 @@ def bare(x: Mutable[Scalar]):
     x += 1.0
 
 
-def test_kernel_with_nothing_but_state(tmp_path_factory):
+def test_kernel_with_nothing_but_state():
     """No Param, no read-only input, no Terminated: the visits take the state alone."""
     bindings = dict(x=np.arange(300.0))
-    actual, steps = run_launches(bare, bindings, SHAPES[1], [3, 9, 1], 2, tmp_path_factory)
+    actual, steps = run_launches(bare, bindings, SHAPES[1], [3, 9, 1], 2)
     assert steps == 13
     assert_bitwise_equal(actual, dict(x=np.arange(300.0) + 13))
 
@@ -208,17 +195,15 @@ def flag_from_state_and_temporaries(terminated: hawk.Terminated, x: Mutable[Scal
 
 @pytest.mark.parametrize("kernel", [flag_reads_the_old_state, flag_shares_an_op_with_a_store,
                                     flag_from_state_and_temporaries])
-def test_the_flag_after_the_selects_reads_what_the_kernel_says(kernel, tmp_path_factory):
+def test_the_flag_after_the_selects_reads_what_the_kernel_says(kernel):
     """Samples that stop at different steps (a few of them never), launch by launch, bit for
     bit against the reference, whichever side of the selects the flag is computed on."""
     n = 200
     bindings = dict(x=np.linspace(0.1, 3.0, n), y=np.linspace(-1.0, 2.0, n)[::-1].copy())
-    program, _ = compiled(kernel, bind(kernel, dict(bindings), "cpu"), SHAPES[0],
-                          tmp_path_factory)
+    program, _ = compiled(kernel, bind(kernel, dict(bindings), "cpu"), SHAPES[0])
     expected, expected_steps = reference_run(kernel, bindings, 200)
     assert 4 < expected_steps <= 60
-    actual, steps = run_launches(kernel, bindings, SHAPES[0], [3, 5, 100], 2,
-                                 tmp_path_factory)
+    actual, steps = run_launches(kernel, bindings, SHAPES[0], [3, 5, 100], 2)
     assert steps == expected_steps
     assert_bitwise_equal(actual, expected)
 

@@ -358,7 +358,7 @@ def test_every_backend_writes_what_the_reference_writes(target, steps_per_launch
         eagle.set_num_threads(previous)
 
 
-def test_cpu_lanes_compaction_pool_and_redo(tmp_path_factory):
+def test_cpu_lanes_compaction_pool_and_redo():
     """Tiny blocks and unrolled visits, launch by launch: a lane that finishes inside an
     unrolled visit writes nothing after its last step, and the visit's redo writes the same."""
     from test_cpu_lanes import SHAPES, run_launches
@@ -367,7 +367,7 @@ def test_cpu_lanes_compaction_pool_and_redo(tmp_path_factory):
     for shape in SHAPES:
         for threads in (1, 3):
             actual, steps = run_launches(trajectory, bindings, shape, [7, 1, 3, 64, 200],
-                                         threads, tmp_path_factory)
+                                         threads)
             expected, expected_steps = reference_run(trajectory, bindings, steps)
             assert steps == expected_steps == 150
             assert_bitwise_equal(actual, expected)

@@ -1,25 +1,23 @@
-"""The CPU backend: compile a hawk program with Numba, cache it on disk, and run launches.
+"""The CPU backend: compile a hawk program with Numba, cache its machine code, run launches.
 
 ``CpuBackend`` is the ``eagle.backend.Backend`` of the host: NumPy views of the user's arrays,
 the compiled launch (``CpuKernel``), and ``CpuLoop``, the host loop that ``until_done`` runs
 with its adaptive launch size.
 
-The emitted source (``cpu.emit``) is written into the cache folder so that Numba's own on-disk
-cache (``cache=True``) keeps the machine code across processes. The entry's key covers the
-program, the emitter's shape and the numba/eagle/Python versions. What runs is what was
-verified:
+The emitted source (``cpu.emit``) is compiled by Numba into a C function; the object code LLVM
+wrote for it is kept in the cache entry (``cpu.native``), and a later process links it in a few
+milliseconds instead of compiling. The entry's key covers the program, the emitter's shape, the
+numba/llvmlite/eagle/NumPy/Python versions and the CPU the code was compiled for. What runs is
+what was verified:
 
-- the generated module is compiled from the emitter's own bytes, never imported from the file
-  (so no ``.pyc``, planted or damaged, is ever read, and none is written); the file is there
-  for Numba, and is rewritten whenever it is not exactly those bytes;
-- Numba's files (``.nbi`` indexes, which Numba unpickles, and ``.nbc`` machine code) are used
-  only from a folder of this user's that nobody else may write, and only those whose SHA-256
-  an eagle process recorded (``numba-cache.json``) after its compile and again at its exit
-  (for overloads that launches compiled later); any other file of the module there is
-  deleted, and Numba compiles what is missing;
-- an entry that fails in any other way is deleted and built once more; if that fails too, or
-  the cache cannot be used at all (``cache.root``: one warning naming ``EAGLE_CACHE_DIR``),
-  the launch is compiled in memory, where an error of the compile itself shows as it is.
+- the generated module is compiled from the emitter's own bytes, never imported from a file (so
+  no ``.pyc``, planted or damaged, is ever read, and none is written); the ``.py`` beside it is
+  for the reader, and is rewritten whenever it is not exactly those bytes;
+- the object code is used only from a folder of this user's that nobody else may write, only
+  if it is whole (its SHA-256 is recorded in the same file) and only if every symbol it needs
+  resolves in this process; anything else is compiled again and the entry rewritten;
+- where the cache cannot be used at all (``cache.root``: one warning naming
+  ``EAGLE_CACHE_DIR``), the launch is compiled in memory.
 
 Ctrl-C during a compile is held until the compile is over, then raised: cut short, Numba's
 first import leaves the process unable to compile anything again.
@@ -27,15 +25,13 @@ first import leaves the process unable to compile anything again.
 
 from __future__ import annotations
 
-import atexit
-import json
+import ctypes
 import linecache
+import os
 import sys
 import threading
 import time
 import types
-import warnings
-from pathlib import Path
 
 import numpy as np
 
@@ -46,7 +42,8 @@ from ..arrays import as_host_array
 from ..bindings import series_field
 from ..interrupts import deferred_interrupts
 from ..threads import get_num_threads
-from .emit import emit_launch, shape_for
+from . import native
+from .emit import LaunchInterface, Shape, emit_launch, launch_interface
 from .team import team
 
 __all__ = ["CpuBackend", "CpuLoop", "CpuKernel", "compile_program", "launch_arguments",
@@ -69,12 +66,17 @@ MAX_GROWTH = 8
 MAX_STEPS_PER_LAUNCH = 1 << 20
 SPLIT_WORK = 1 << 18  # sample-steps below which a launch runs on the calling thread alone
 _DLPACK_CPU = 1
+_ALIGN = 64  # bytes: each scratch array starts on a cache line
 
-EMITTER_VERSION = 17
+EMITTER_VERSION = 18
 _loaded: dict[str, CpuKernel] = {}  # by generated module name (program digest and versions)
-# id(program) -> (program, its compiled launch); the program is kept so its id stays its own
-_by_program: dict[int, tuple[Program, CpuKernel]] = {}
+# (id(program), shape) -> (program, its compiled launch); the program is kept so its id stays
+# its own
+_by_program: dict[tuple[int, Shape | None], tuple[Program, CpuKernel]] = {}
 _lock = threading.Lock()
+_C_TYPES = {"int64": ctypes.c_int64, "voidptr": ctypes.c_void_p, "float64": ctypes.c_double,
+            "float32": ctypes.c_float, "int32": ctypes.c_int32, "uint32": ctypes.c_uint32,
+            "uint64": ctypes.c_uint64, "boolean": ctypes.c_bool}
 
 
 def _numba():
@@ -87,27 +89,60 @@ def _numba():
 
 class CpuKernel:
     """One program compiled for the CPU: ``launch(nsteps, nthreads, arguments(bound))``;
-    ``source_path`` is the cached file it was compiled from (None: compiled in memory)."""
+    ``source_path`` is the cached file of its generated source (None: compiled in memory)."""
 
-    def __init__(self, program: Program, function, source_path: Path | None):
+    def __init__(self, program: Program, interface: LaunchInterface, address: int, keep,
+                 source_path):
         self.program = program
-        self.function = function
+        self.interface = interface
         self.source_path = source_path
+        self._keep = keep  # what holds the machine code (Numba's cfunc, or an MCJIT engine)
+        self._run_blocks = ctypes.CFUNCTYPE(
+            None, *(_C_TYPES[kind] for _, kind in interface.parameters))(address)
+        self._scratch = [(np.dtype(a.dtype.numpy).itemsize, a.pool) for a in interface.scratch]
 
     def arguments(self, bound) -> tuple:
-        """The generated function's arguments after ``tid, nthreads, nsteps``, from ``bound``."""
+        """The launch's arrays and values (``launch_arguments``) from ``bound``."""
         return launch_arguments(self.program, bound)
+
+    def function(self, tid: int, nthreads: int, nsteps, *arguments) -> tuple[int, int]:
+        """Thread ``tid``'s share of a launch of ``nsteps`` on ``arguments`` (``arguments()``,
+        then the first step where the program reads counters): (live samples left in its
+        blocks, steps its slowest took). It allocates the thread's scratch and calls the
+        compiled ``run_blocks``, which holds no GIL."""
+        n = arguments[0].shape[0]
+        block = self.interface.shape.block
+        mine = (-(-n // block) - tid + nthreads - 1) // nthreads * block
+        offsets, total = [], 0
+        for itemsize, pool in self._scratch:
+            offsets.append(total)
+            total += -(-itemsize * (mine if pool else block) // _ALIGN) * _ALIGN
+        scratch = np.empty(total + _ALIGN, np.uint8)
+        base = scratch.ctypes.data
+        base += -base % _ALIGN
+        out = np.zeros(2, np.int64)
+        self._run_blocks(int(tid), int(nthreads), int(nsteps), n,
+                         *[_c_value(a) for a in arguments], *[base + o for o in offsets],
+                         mine, out.ctypes.data)
+        return int(out[0]), int(out[1])
 
     def launch(self, nsteps: int, nthreads: int, arguments: tuple, first_step: int = 0,
                ) -> tuple[int, int]:
         """Advance every live sample by up to ``nsteps`` on ``nthreads`` host threads; return
         (live samples, steps taken by the slowest). ``first_step``: the runner's step count
         before the launch, for a program that reads counters (``Program.counters``)."""
-        nblocks = -(-arguments[0].shape[0] // shape_for(self.program).block)
+        nblocks = -(-arguments[0].shape[0] // self.interface.shape.block)
         if self.program.counters:
             arguments = (*arguments, np.int64(first_step))
         live, steps = team.run(self.function, nthreads, nblocks, (np.int64(nsteps), *arguments))
         return int(live), int(steps)
+
+
+def _c_value(value):
+    """A launch argument as ctypes takes it: an array by the address of its first element."""
+    if isinstance(value, np.ndarray):
+        return value.ctypes.data
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def launch_arguments(program: Program, bound) -> tuple:
@@ -131,188 +166,110 @@ def launch_arguments(program: Program, bound) -> tuple:
     return tuple(values)
 
 
-def _entry(program: Program) -> tuple[str, str, str]:
-    """The generated module's name, the cache key and the source of ``program``'s launch."""
+def _entry(program: Program, shape: Shape) -> tuple[str, str]:
+    """The generated module's name and the cache key of ``program``'s launch."""
+    import llvmlite
+
     numba = _numba()
     from .. import __version__
 
-    shape = shape_for(program)
     key = cache.key("cpu", program.digest(), EMITTER_VERSION, shape.block, shape.unroll,
-                    numba.__version__, __version__, sys.version_info[:2], np.__version__)
-    return f"eagle_cpu_{program.name}_{key[:16]}", key, emit_launch(program)
+                    numba.__version__, llvmlite.__version__, __version__, sys.version_info[:2],
+                    np.__version__, *native.target())
+    return f"eagle_cpu_{program.name}_{key[:16]}", key
 
 
-def compile_program(program: Program, bound=None) -> CpuKernel:
-    """The compiled launch of ``program`` for ``bound``'s argument types, or for writable
-    contiguous arrays of the program's dtypes when no ``bound`` is given (from memory, from
-    disk, or new). A Ctrl-C meanwhile is raised once the compile is over. A program compiled
-    once in this process costs a dictionary look-up: no emitting, no hashing."""
-    known = _by_program.get(id(program))
+def compile_program(program: Program, shape: Shape | None = None) -> CpuKernel:
+    """The compiled launch of ``program`` (``shape``: ``emit.shape_for(program)``; tests pass
+    small blocks), from memory, from disk, or new. A Ctrl-C meanwhile is raised once the
+    compile is over. A program compiled once in this process costs a dictionary look-up: no
+    emitting, no hashing."""
+    known = _by_program.get((id(program), shape))
     if known is not None and known[0] is program:
         return known[1]
     with deferred_interrupts(), _lock:
-        module_name, key, source = _entry(program)
+        interface = launch_interface(program, shape)
+        module_name, key = _entry(program, interface.shape)
         kernel = _loaded.get(module_name)
         if kernel is None:
-            signature = (_signature(program, launch_arguments(program, bound))
-                         if bound is not None else _program_signature(program))
-            function, path = _build(module_name, key, source, signature)
-            kernel = _loaded[module_name] = CpuKernel(program, function, path)
-        _by_program[id(program)] = (program, kernel)
+            source = emit_launch(program, interface.shape)
+            address, keep, path = _build(module_name, key, source)
+            kernel = _loaded[module_name] = CpuKernel(program, interface, address, keep, path)
+        _by_program[(id(program), shape)] = (program, kernel)
     return kernel
 
 
-def _build(module_name: str, key: str, source: str, signature) -> tuple[object, Path | None]:
-    """``run_blocks`` compiled for ``signature``, and the cached file it was compiled from
-    (None: in memory)."""
-    for attempt in range(2):
-        folder = cache.entry_dir("cpu", key)
-        if folder is None:
-            break
+def _build(module_name: str, key: str, source: str):
+    """(address of ``run_blocks``, what holds its code, the cached source file or None): linked
+    from the cache entry, else compiled and stored there."""
+    folder = cache.entry_dir("cpu", key)
+    path = None if folder is None else folder / f"{module_name}.py"
+    code_path = None if folder is None else folder / "run_blocks.o"
+    if folder is not None:
+        _tidy(folder, {path.name, code_path.name})
         try:
-            with warnings.catch_warnings():
-                if attempt:
-                    warnings.simplefilter("ignore")
-                return _from_entry(folder, module_name, source, signature)
-        except Exception:  # damaged, or damaged under us by another process: build it afresh
-            sys.modules.pop(module_name, None)
-            cache.discard(folder)
-    return _in_memory(module_name, source, signature), None
-
-
-def _from_entry(folder: Path, module_name: str, source: str, signature) -> tuple[object, Path]:
-    """``run_blocks`` compiled for ``signature`` through the cache entry ``folder``."""
-    path = folder / f"{module_name}.py"
-    data = source.encode()
-    if cache.read_verified(path, _sha256(source)) is None:
-        cache.store(path, data)  # for Numba, which keys its cache on the file's content
-    cache.private_folder(folder / "__pycache__")  # Numba's folder: private before Numba makes it
-    module = _import(module_name, data, str(path))
-    numba_files = _NumbaFiles(module, folder / "numba-cache.json", prefix=f"{module_name}.")
-    module.run_blocks.compile(signature)
-    numba_files.record()
-    if not _recorded_at_exit:
-        atexit.register(_record_at_exit)
-    _recorded_at_exit.append(numba_files)  # and the overloads that launches compile later
-    return module.run_blocks, path
-
-
-_recorded_at_exit: list[_NumbaFiles] = []
-
-
-def _record_at_exit() -> None:
-    for numba_files in _recorded_at_exit:
-        numba_files.record()
-
-
-class _NumbaFiles:
-    """The files Numba keeps for one generated module, and their digests recorded beside the
-    module. Made before the compile: keeps only the files whose digests were recorded (in a
-    folder nobody else may write; elsewhere Numba caches nothing), so Numba compiles what is
-    missing; ``record()`` after it writes down what is there now."""
-
-    def __init__(self, module, recorded_at: Path, prefix: str):
-        from numba.core.dispatcher import Dispatcher
-
-        self.recorded_at, self.prefix = recorded_at, prefix
-        caches = [v._cache for v in vars(module).values() if isinstance(v, Dispatcher)]
-        self.caches = [c for c in caches if getattr(c, "cache_path", None)]  # cache=True
-        self.recorded = self._read()
-        for folder in self.folders():
-            problem = cache.untrusted(folder)
-            if problem is not None:  # a NUMBA_CACHE_DIR others may write
-                warnings.warn(f"eagle does not use Numba's cache folder {folder}: it {problem}. "
-                              "Kernels are compiled in memory.", RuntimeWarning, stacklevel=2)
-                for c in self.caches:
-                    c.disable()
-                self.caches = []
-                return
-            for name, digest in cache.digests(folder, prefix).items():
-                if digest is None or self.recorded.get(name) != digest:
-                    cache.discard(folder / name)
-
-    def folders(self) -> set[Path]:
-        return {Path(c.cache_path) for c in self.caches}
-
-    def record(self) -> None:
-        if not self.caches:
-            return
-        now = {}
-        for folder in self.folders():
-            now.update(cache.digests(folder, self.prefix))
-        if now != self.recorded and None not in now.values():
-            try:
-                cache.store(self.recorded_at, json.dumps(now, indent=0).encode())
-                self.recorded = now
-            except OSError:
-                pass  # then the next process deletes these files rather than trust them
-
-    def _read(self) -> dict[str, str]:
+            if cache.read_verified(path, _sha256(source)) is None:
+                cache.store(path, source.encode())  # for the reader: what the code came from
+        except OSError:
+            path = None
+        loaded = _linked(code_path)
+        if loaded is not None:
+            return (*loaded, path)
+    function = _compile(module_name, source, str(path) if path else f"<eagle {module_name}>")
+    compiled = native.object_code(function)
+    if code_path is not None and compiled is not None:
         try:
-            recorded = json.loads(self.recorded_at.read_bytes())
-        except (OSError, ValueError):
-            return {}
-        if isinstance(recorded, dict) and all(isinstance(v, str) for v in recorded.values()):
-            return recorded
-        return {}
+            cache.store(code_path, native.pack(*compiled))
+        except OSError:
+            pass  # not kept for the next process; this one has what it needs
+    return function.address, function, path
 
 
-def _in_memory(module_name: str, source: str, signature):
-    """``run_blocks`` compiled without a file: Numba caches nothing."""
-    text = source.replace("cache=True", "cache=False")
-    filename = f"<eagle {module_name}>"
-    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
-    function = _import(module_name, text.encode(), filename).run_blocks
-    function.compile(signature)
-    return function
+def _tidy(folder, names: set[str]) -> None:
+    """Remove whatever else is in the entry ``folder`` (a planted ``__pycache__``, files of an
+    older eagle), leaving files being written (``cache.write_atomic``) to their writers."""
+    try:
+        found = os.listdir(folder)
+    except OSError:
+        return
+    for name in found:
+        if name not in names and not (name.startswith(".") and name.endswith(".tmp")):
+            cache.discard(folder / name)
+
+
+def _linked(code_path) -> tuple[int, object] | None:
+    """The launch linked from the cached object at ``code_path``; None where there is none that
+    verifies and loads (it is then compiled and stored again)."""
+    if code_path is None:
+        return None
+    try:
+        unpacked = native.unpack(code_path.read_bytes())
+    except OSError:
+        return None
+    if unpacked is None:
+        return None
+    try:
+        return native.load(*unpacked)
+    except Exception:  # llvmlite refused it: compiled anew
+        return None
+
+
+def _compile(module_name: str, source: str, filename: str):
+    """The generated module's ``run_blocks``, compiled by Numba from ``source`` (never from a
+    file or a ``.pyc``); ``filename`` is where Numba's messages say its lines are."""
+    _numba()
+    text = source.splitlines(True)
+    linecache.cache[filename] = (len(source), None, text, filename)
+    module = types.ModuleType(module_name)
+    module.__file__ = filename
+    exec(compile(source, filename, "exec", dont_inherit=True), module.__dict__)
+    return module.run_blocks
 
 
 def _sha256(text: str) -> str:
     import hashlib
 
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _import(module_name: str, data: bytes, filename: str):
-    """Module ``module_name`` run from ``data`` (never from a file or a ``.pyc``); it stays in
-    ``sys.modules``, where Numba looks for it when it loads cached code."""
-    code = compile(data, filename, "exec", dont_inherit=True)
-    module = types.ModuleType(module_name)
-    module.__file__ = filename
-    sys.modules[module_name] = module
-    try:
-        exec(code, module.__dict__)
-    except BaseException:
-        sys.modules.pop(module_name, None)
-        raise
-    return module
-
-
-def _signature(program: Program, example: tuple):
-    numba = _numba()
-    first_step = (numba.int64,) if program.counters else ()
-    return (numba.int64, numba.int64, numba.int64, *(numba.typeof(a) for a in example),
-            *first_step)
-
-
-def _program_signature(program: Program):
-    numba = _numba()
-
-    def array(dtype):
-        return numba.types.Array(numba.from_dtype(dtype), 1, "C")
-
-    types = [array(np.dtype(bool))]
-    for slot in program.slots:
-        dtype = slot.dtype.numpy
-        if slot.param.role is Role.SERIES and not slot.is_uniform:
-            # (T, n) as allocated; a vector's component (T, n) view of (T, k, n) is strided
-            layout = "A" if slot.component is not None else "C"
-            types.append(numba.types.Array(numba.from_dtype(dtype), 2, layout))
-        else:
-            types.append(numba.from_dtype(dtype) if slot.is_uniform else array(dtype))
-    if program.counters:  # seed, first_sample, first_step
-        types += [numba.uint64, numba.int64, numba.int64]
-    return (numba.int64, numba.int64, numba.int64, *types)
 
 
 class CpuLoop:
@@ -338,7 +295,7 @@ class CpuLoop:
         if self.kernel is not None:
             return 0.0
         start = time.perf_counter()
-        self.kernel = compile_program(self.program, self.bound)
+        self.kernel = compile_program(self.program)
         self._arguments = self.kernel.arguments(self.bound)
         return time.perf_counter() - start
 

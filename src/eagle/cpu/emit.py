@@ -40,29 +40,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hawk.ir import COMPARISONS, COUNTER_ARGUMENTS, DType, Op, OpKind, Program, Role
+from hawk.ir import COMPARISONS, DType, Op, OpKind, Program, Role
 from hawk.passes import Stage, classify
-from hawk.philox import (
-    COS_SERIES,
-    LN2_HI,
-    LN2_LO,
-    LOG_SERIES,
-    M0,
-    M1,
-    PI_4,
-    ROUNDS,
-    SIN_SERIES,
-    SQRT2,
-    W0,
-    W1,
-    horner_text,
-)
 from hawk.reference import IN_DOUBLE
 
 from ..codegen import ExpressionRenderer, invariant_ops, stale_reads, walk
+from .helpers import HELPERS, RANDOM_HELPERS, SHIFT_HELPERS
 
-__all__ = ["emit_launch", "Shape", "SHAPE", "SHAPE_DRAWING", "SHAPE_SHORT", "SHAPE_LONG",
-           "shape_for"]
+__all__ = ["emit_launch", "launch_interface", "LaunchInterface", "ScratchArray", "Shape",
+           "SHAPE", "SHAPE_DRAWING", "SHAPE_SHORT", "SHAPE_LONG", "shape_for"]
 
 PAD = 16  # lanes are padded to a multiple of this, so LLVM's vector loop covers them
 
@@ -138,158 +124,21 @@ _FUNCTIONS = {"sqrt": "math.sqrt", "exp": "math.exp", "log": "math.log", "sin": 
               "cbrt": "np.cbrt", "sinh": "math.sinh", "cosh": "math.cosh"}  # fmt: skip
 
 
+_NUMBA_TYPES = {DType.BOOL: "boolean", DType.INT64: "int64", DType.FLOAT32: "float32",
+                DType.FLOAT64: "float64", DType.INT32: "int32", DType.UINT32: "uint32",
+                DType.UINT64: "uint64"}  # fmt: skip
 _BITS = {DType.FLOAT32: 32, DType.FLOAT64: 64}
 
-# Helpers every generated module defines (inlined by Numba): the reference's results where
-# Numba's own differ. A math function's NaN is the canonical quiet NaN (Numba's log(-1) has the
-# sign bit clear, the C library's set); int64 MIN // -1 wraps to MIN, as NumPy's does (Numba
-# gives 0); // and % by zero give 0 (Numba's error_model="numpy" already does).
-_HELPERS = """\
-@njit(inline="always")
-def canonical_nan64(x):
-    return x if x == x else np.float64(np.nan)
 
+@dataclass(frozen=True)
+class ScratchArray:
+    """One array of a launch thread's scratch: a lane of a block per element, or (``pool``)
+    one per sample of the thread's blocks."""
 
-@njit(inline="always")
-def canonical_nan32(x):
-    return x if x == x else np.float32(np.nan)
+    name: str
+    dtype: DType
+    pool: bool = False
 
-
-@njit(inline="always")
-def int_floordiv(a, b):
-    return -a if b == -1 else a // b
-"""
-
-
-def _philox_rounds() -> list[str]:
-    """Philox4x32's rounds written out (``hawk.philox.philox4x32``), so LLVM sees straight-line
-    code it can vectorise across lanes."""
-    lines = []
-    for r in range(ROUNDS):
-        if r:
-            lines += [f"    k0 = (k0 + np.uint64({W0:#x})) & mask",
-                      f"    k1 = (k1 + np.uint64({W1:#x})) & mask"]
-        lines += [f"    p0 = c0 * np.uint64({M0:#x})", f"    p1 = c2 * np.uint64({M1:#x})",
-                  "    c0, c1, c2, c3 = (p1 >> s32) ^ c1 ^ k0, p1 & mask, (p0 >> s32) ^ c3 ^ k1, "
-                  "p0 & mask"]
-    return lines
-
-
-# Helpers of a program that draws (``Program.counters``), after ``_HELPERS``: the draws of
-# ``hawk.philox``, operation for operation. In the lane loop ``seed`` (uint64), ``sample_id``
-# and ``step_id`` (int64) are the run's seed, the lane's global sample index and its step number.
-_RANDOM_HELPERS = "\n".join([
-    '@njit(inline="always")',
-    "def philox(seed, sample, step, position):",
-    "    mask = np.uint64(0xFFFFFFFF)",
-    "    s32 = np.uint64(32)",
-    "    s = np.uint64(sample)",
-    "    t = np.uint64(step)",
-    "    c0 = np.uint64(position)",
-    "    c1 = t & mask",
-    "    high = np.uint64(0xFFFF)",
-    "    c2 = ((t >> s32) & high) | (((s >> s32) & high) << np.uint64(16))",
-    "    c3 = s & mask",
-    "    k0 = seed & mask",
-    "    k1 = seed >> s32",
-    *_philox_rounds(),
-    "    return c0, c1, c2, c3",
-    "",
-    "",
-    '@njit(inline="always")',
-    "def integer53(high, low):",
-    "    return np.int64((high << np.uint64(21)) | (low >> np.uint64(11)))",
-    "",
-    "",
-    '@njit(inline="always")',
-    "def draw_uniform64(seed, sample, step, position):",
-    "    w0, w1, w2, w3 = philox(seed, sample, step, position)",
-    "    return np.float64(integer53(w0, w1)) * np.float64(2.0 ** -53)",
-    "",
-    "",
-    '@njit(inline="always")',
-    "def draw_uniform32(seed, sample, step, position):",
-    "    w0, w1, w2, w3 = philox(seed, sample, step, position)",
-    "    return np.float32(np.int64(w0 >> np.uint64(8))) * np.float32(2.0 ** -24)",
-    "",
-    "",
-    '@njit(inline="always")',
-    "def log53(k):",  # hawk.philox.log53, operation for operation
-    "    e = np.int64(0)",
-    *[f"    e = e + np.int64({shift}) * np.int64((k >> (e + np.int64({shift}))) != 0)"
-      for shift in (32, 16, 8, 4, 2, 1)],
-    "    top = (k << (np.int64(52) - e)) if e <= 52 else (k >> np.int64(1))",
-    "    m = np.float64(top) * np.float64(2.0 ** -52)",
-    f"    big = m > {SQRT2!r}",
-    "    m = m * 0.5 if big else m",
-    "    e = e + np.int64(big) - np.int64(53)",
-    "    s = (m - 1.0) / (m + 1.0)",
-    "    z = s * s",
-    f"    log_m = (2.0 * s) + ((2.0 * s) * (z * {horner_text('z', LOG_SERIES)}))",
-    "    ef = np.float64(e)",
-    f"    return (ef * {LN2_HI!r}) + ((ef * {LN2_LO!r}) + log_m)",
-    "",
-    "",
-    '@njit(inline="always")',
-    "def cos53(k):",  # hawk.philox.cos53: the same values; its selects written as arithmetic
-    "    octant = k >> np.int64(50)",  # (0/1 blends and a +-1 factor, exact on these values:
-    "    f = k & np.int64((1 << 50) - 1)",  # sin_x, cos_x >= 0), which LLVM vectorises after a
-    "    odd = octant & np.int64(1)",  # Philox block where it does not vectorise the selects
-    "    f = f + odd * (np.int64(1 << 50) - np.int64(2) * f)",
-    f"    x = (np.float64(f) * np.float64(2.0 ** -50)) * {PI_4!r}",
-    "    w = x * x",
-    f"    sin_x = x + (x * (w * {horner_text('w', SIN_SERIES)}))",
-    f"    cos_x = (1.0 - (0.5 * w)) + (w * (w * {horner_text('w', COS_SERIES)}))",
-    "    oddf = np.float64(odd)",
-    "    cos_phi = sin_x * oddf + cos_x * (1.0 - oddf)",
-    "    sin_phi = cos_x * oddf + sin_x * (1.0 - oddf)",
-    "    quadrant = octant >> np.int64(1)",
-    "    swap = np.float64(quadrant & np.int64(1))",
-    "    negative = np.float64(((quadrant + np.int64(1)) >> np.int64(1)) & np.int64(1))",
-    "    return (sin_phi * swap + cos_phi * (1.0 - swap)) * (1.0 - 2.0 * negative)",
-    "",
-    "",
-    '@njit(inline="always")',
-    "def draw_normal64(seed, sample, step, position):",
-    "    w0, w1, w2, w3 = philox(seed, sample, step, position)",
-    "    radius = math.sqrt(log53(integer53(w0, w1) + np.int64(1)) * np.float64(-2.0))",
-    "    return radius * cos53(integer53(w2, w3))",
-    "",
-    "",
-    '@njit(inline="always")',
-    "def draw_exponential64(seed, sample, step, position):",
-    "    w0, w1, w2, w3 = philox(seed, sample, step, position)",
-    "    return -log53(integer53(w0, w1) + np.int64(1))",
-    "",
-    "",
-    '@njit(inline="always")',
-    "def draw_randint(seed, sample, step, position, lo, hi):",
-    "    w0, w1, w2, w3 = philox(seed, sample, step, position)",
-    "    span = np.uint64(hi) - np.uint64(lo)",
-    "    span = min(span, np.uint64(1 << 32)) if hi > lo else np.uint64(0)",
-    "    s32 = np.uint64(32)",
-    "    return np.int64(np.uint64(lo) + ((w0 * span + ((w1 * span) >> s32)) >> s32))",
-    "",
-])
-
-
-# Helpers of a program with shifts (after ``_HELPERS``): NumPy's shifts, whose count outside
-# [0, bits) gives 0 (or -1 for >> of a negative number); Numba's are LLVM's, undefined there.
-_SHIFT_HELPERS = """\
-@njit(inline="always")
-def shift_left(a, b, zero, bits):
-    return (a << b) if (b >= zero and b < bits) else zero
-
-
-@njit(inline="always")
-def shift_right(a, b, zero, bits):
-    return (a >> b) if (b >= zero and b < bits) else zero
-
-
-@njit(inline="always")
-def shift_right_signed(a, b, zero, bits, top):
-    return (a >> b) if (b >= zero and b < bits) else (a >> top)
-"""
 # Numba computes 32-bit integers in 64 bits: their results are wrapped back to 32 bits.
 _NARROW = {DType.INT32, DType.UINT32}
 _NOT_WRAPPED = {OpKind.CONST, OpKind.CAST, OpKind.SELECT, OpKind.MIN, OpKind.MAX}
@@ -487,21 +336,59 @@ class _Layout:
         return [slot.name for slot in self.program.slots
                 if slot.is_uniform and slot.field != "row_stride"]
 
-    def allocations(self) -> list[str]:
-        """A thread's scratch: both sides' buffers and the lane arrays, a block of lanes each."""
-        def empty(name: str, dtype: DType) -> str:
-            return f"{name} = np.empty({self.shape.block}, {_NUMPY_TYPES[dtype]})"
-
-        lines = []
+    def scratch(self) -> list[ScratchArray]:
+        """A thread's scratch, which the caller allocates: the lanes' samples, both sides'
+        buffers and alive flags, the lane arrays (a block of lanes each), and the pool."""
+        arrays = [ScratchArray("idx", DType.INT64)]
         for side in "ab":
-            lines += [empty(name, self.slots[key].param.dtype)
-                      for key, name in zip(self.state, self.buffers(side), strict=False)]
-            lines += [f"{side}_alive = np.zeros({self.shape.block}, np.bool_)",
-                      f"{side}_words = {side}_alive.view(np.uint64)  # eight flags a word"]
-        lines += [empty(f"lane_{_base(self.slots[key])}", self.slots[key].param.dtype)
-                  for key in self.lane_keys]
-        lines += [empty(f"lane_h{i}", self.program.ops[i].dtype) for i in self.sample_ops]
-        return lines
+            arrays += [ScratchArray(name, self.slots[key].param.dtype)
+                       for key, name in zip(self.state, self.buffers(side), strict=False)]
+            arrays.append(ScratchArray(f"{side}_alive", DType.BOOL))
+        arrays += [ScratchArray(f"lane_{_base(self.slots[key])}", self.slots[key].param.dtype)
+                   for key in self.lane_keys]
+        arrays += [ScratchArray(f"lane_h{i}", self.program.ops[i].dtype)
+                   for i in self.sample_ops]
+        return arrays + [ScratchArray("pool", DType.INT64, pool=True),
+                         ScratchArray("pool_steps", DType.INT64, pool=True)]
+
+    def parameters(self) -> list[tuple[str, str]]:
+        """The launch's C parameters, (name, Numba type): arrays by their address
+        (``at_<name>``), values by value (``launch_values`` gives them in this order)."""
+        values = [("tid", "int64"), ("nthreads", "int64"), ("nsteps", "int64"), ("n", "int64"),
+                  ("at_flags", "voidptr")]
+        for slot in self.program.slots:
+            values.append((slot.name, _NUMBA_TYPES[slot.dtype]) if slot.is_uniform
+                          else (f"at_{slot.name}", "voidptr"))
+        if self.program.counters:
+            values += [("seed", "uint64"), ("first_sample", "int64"), ("first_step", "int64")]
+        values += [(f"at_{array.name}", "voidptr") for array in self.scratch()]
+        return [*values, ("mine", "int64"), ("at_out", "voidptr")]
+
+    def views(self) -> list[str]:
+        """The launch's arrays as Numba arrays over the addresses it was given."""
+        block = self.shape.block
+        lines = ["flags = carray(at_flags, n, np.bool_)"]
+        for slot in self.program.slots:
+            if slot.is_uniform:
+                continue
+            dtype = _NUMPY_TYPES[slot.dtype]
+            if slot.param.role is Role.SERIES:  # (T, n); rows any whole number of elements apart
+                rows, stride = (self.slots[(slot.param.name, field)].name
+                                for field in ("rows", "row_stride"))
+                size = slot.dtype.bits // 8
+                lines.append(f"{slot.name} = np.lib.stride_tricks.as_strided(carray("
+                             f"at_{slot.name}, 1, {dtype}), ({rows}, n), ({stride} * {size}, "
+                             f"{size}))")
+            else:
+                lines.append(f"{slot.name} = carray(at_{slot.name}, n, {dtype})")
+        for array in self.scratch():
+            size = "mine" if array.pool else str(block)
+            lines.append(f"{array.name} = carray(at_{array.name}, {size}, "
+                         f"{_NUMPY_TYPES[array.dtype]})")
+            if array.name.endswith("_alive"):
+                lines.append(f"{array.name[0]}_words = carray(at_{array.name}, {block // 8}, "
+                             "np.uint64)  # eight flags a word")
+        return [*lines, "out = carray(at_out, 2, np.int64)"]
 
     # -- the step ----------------------------------------------------------------------------
 
@@ -647,7 +534,7 @@ def _base(slot) -> str:
     return slot.name[2:]  # p_x -> x
 
 
-_JIT = '@njit(nogil=True, error_model="numpy", cache=True)'
+_JIT = '@njit(nogil=True, error_model="numpy")'
 
 
 def _indent(lines: list[str], depth: int) -> list[str]:
@@ -688,7 +575,7 @@ def _sort_pool() -> list[str]:
             "    gap //= 3"]
 
 
-def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
+def _run_blocks(layout: _Layout) -> list[str]:
     """``run_blocks``: one thread's share of a launch (see the module docstring).
 
     One function around the two visits, with blocks and then the pool going through one loop:
@@ -753,7 +640,8 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
         "else:",
         "    if m == 0:",
         "        if q == npool:",
-        "            return live, most",
+        "            out[0], out[1] = live, most",
+        "            return",
         "        d = pool_steps[q]",
         "    q1 = q",
         f"    while q1 < npool and q1 - q < {shape.block} - m and pool_steps[q1] == d:",
@@ -844,18 +732,13 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
         "else:",
         *[f"    {line}" for line in layout.compact("a")],
     ]
+    parameters = layout.parameters()
+    signature = f"void({', '.join(kind for _, kind in parameters)})"
     return [
-        _JIT,
-        f"def run_blocks(tid, nthreads, nsteps, {arrays}"
-        + ("".join(f", {name}" for name in COUNTER_ARGUMENTS) if layout.program.counters
-           else "") + "):",
-        "    n = flags.shape[0]",
+        f'@cfunc("{signature}", error_model="numpy")',
+        f"def run_blocks({', '.join(name for name, _ in parameters)}):",
+        *_indent(layout.views(), 1),
         f"    nblocks = (n + {shape.block - 1}) // {shape.block}",
-        f"    idx = np.empty({shape.block}, np.int64)",
-        *_indent(layout.allocations(), 1),
-        f"    mine = (nblocks - tid + nthreads - 1) // nthreads * {shape.block}",
-        "    pool = np.empty(mine, np.int64)",
-        "    pool_steps = np.empty(mine, np.int64)",
         "    zero = nsteps - nsteps  # an int64 (a literal would type the loop's values apart)",
         "    npool, live, most, blk, q, m = zero, zero, zero, tid, zero, zero",
         "    d, target, park = zero, zero, zero",
@@ -870,31 +753,48 @@ def _run_blocks(layout: _Layout, arrays: str) -> list[str]:
 
 
 def emit_launch(program: Program, shape: Shape | None = None) -> str:
-    """The Python source of a module whose ``run_blocks(tid, nthreads, nsteps, flags, ...)``
-    is one thread's share of a launch of ``program`` (``shape``: ``shape_for(program)``; tests
-    pass small blocks to reach every path with few samples)."""
+    """The Python source of a module whose ``run_blocks`` is one thread's share of a launch of
+    ``program``: a C function (Numba's ``cfunc``) of the parameters ``launch_interface``
+    describes, writing the live samples left and the steps the slowest took to ``out``
+    (``shape``: ``shape_for(program)``; tests pass small blocks to reach every path with few
+    samples)."""
     layout = _Layout(program, shape or shape_for(program))
-    arrays = ", ".join(["flags", *(slot.name for slot in program.slots)])
     unrolled = (layout.visit("visit_unrolled", layout.shape.unroll) if layout.shape.unroll > 1
                 else ["visit_unrolled = None  # unroll 1: visit_one does every step", "", ""])
     body = [
         *unrolled,
         *layout.visit("visit_one", 1),
-        *_run_blocks(layout, arrays),
+        *_run_blocks(layout),
     ]
     header = [
         f'"""Generated by eagle from hawk kernel {program.name!r}. Do not edit."""',
         "import math",
         "import numpy as np",
-        "from numba import njit",
+        "from numba import carray, cfunc, njit",
         "",
         "nan, inf = np.nan, np.inf",
         "",
         "",
-        _HELPERS,
+        HELPERS,
         "",
-        *([_RANDOM_HELPERS, ""] if program.counters else []),
-        *([_SHIFT_HELPERS, ""] if any(op.kind in (OpKind.LSHIFT, OpKind.RSHIFT)
+        *([RANDOM_HELPERS, ""] if program.counters else []),
+        *([SHIFT_HELPERS, ""] if any(op.kind in (OpKind.LSHIFT, OpKind.RSHIFT)
                                      for op in program.ops) else []),
     ]
     return "\n".join(header + body) + "\n"
+
+
+@dataclass(frozen=True)
+class LaunchInterface:
+    """What a caller of the emitted ``run_blocks`` passes: its C parameters in order (name,
+    Numba type), and the scratch arrays each thread allocates for it."""
+
+    parameters: tuple[tuple[str, str], ...]
+    scratch: tuple[ScratchArray, ...]
+    shape: Shape
+
+
+def launch_interface(program: Program, shape: Shape | None = None) -> LaunchInterface:
+    """The parameters and scratch of ``emit_launch(program, shape)``'s ``run_blocks``."""
+    layout = _Layout(program, shape or shape_for(program))
+    return LaunchInterface(tuple(layout.parameters()), tuple(layout.scratch()), layout.shape)

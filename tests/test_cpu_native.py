@@ -1,0 +1,132 @@
+"""The CPU launch's machine code across processes (``eagle.cpu.native``): linked only when it is
+whole and every symbol it needs resolves, and a cached start compiles nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import llvmlite.binding as ll
+import pytest
+
+from eagle.cpu import native
+
+TESTS = Path(__file__).resolve().parent
+SRC = TESTS.parent / "src"
+
+
+def _object(ir: str) -> bytes:
+    ll.initialize_native_target()
+    ll.initialize_native_asmprinter()
+    machine = ll.Target.from_default_triple().create_target_machine(codemodel="jitdefault")
+    return machine.emit_object(ll.parse_assembly(ir))
+
+
+CALLS_MISSING = """
+declare double @eagle_test_no_such_function(double)
+define double @twice_missing(double %x) {
+  %y = call double @eagle_test_no_such_function(double %x)
+  ret double %y
+}
+"""
+CALLS_EXP = """
+declare double @exp(double)
+define double @exp_plus_one(double %x) {
+  %y = call double @exp(double %x)
+  %z = fadd double %y, 1.0
+  ret double %z
+}
+"""
+
+elf = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF objects: Linux")
+
+
+@elf
+def test_the_symbols_an_object_needs_are_read_from_it():
+    assert native.undefined_symbols(_object(CALLS_MISSING)) == ["eagle_test_no_such_function"]
+    assert native.undefined_symbols(_object(CALLS_EXP)) == ["exp"]
+
+
+@elf
+def test_an_object_needing_a_symbol_this_process_lacks_is_not_linked():
+    # Linked anyway, MCJIT resolves the missing function to a null address without a word,
+    # and the first call crashes the process.
+    assert native.load(_object(CALLS_MISSING), "twice_missing") is None
+
+
+@elf
+def test_an_object_whose_symbols_resolve_is_linked_and_runs():
+    import ctypes
+
+    address, keep = native.load(_object(CALLS_EXP), "exp_plus_one")
+    function = ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_double)(address)
+    assert function(0.0) == 2.0
+    assert native.load(_object(CALLS_EXP), "no_such_symbol") is None
+
+
+@pytest.mark.parametrize("data", [b"", b"\x7fELF", b"\x7fELF" + b"\x02\x01" + b"\xff" * 200,
+                                  b"MZ" + b"\0" * 100])
+def test_what_is_not_a_whole_elf_object_is_not_read(data):
+    assert native.undefined_symbols(data) is None
+
+
+def test_a_packed_object_unpacks_only_when_whole_and_unchanged():
+    code = b"\x7fELF" + bytes(range(256)) * 4
+    data = native.pack(code, "run_blocks_symbol")
+    assert native.unpack(data) == (code, "run_blocks_symbol")
+    flipped = bytearray(data)
+    flipped[-100] ^= 1
+    assert native.unpack(bytes(flipped)) is None
+    assert native.unpack(data[:-1]) is None
+    assert native.unpack(b"eagle-cpu-object 2\n" + data.split(b"\n", 1)[1]) is None
+    first, header, body = data.split(b"\n", 2)
+    assert native.unpack(first + b"\n{not json\n" + body) is None
+    renamed = json.loads(header) | {"symbol": 7}
+    assert native.unpack(first + b"\n" + json.dumps(renamed).encode() + b"\n" + body) is None
+
+
+# A run in a fresh process: Numba's compiles, and whether Numba loaded its target's registries
+# (which a load from Numba's own cache does first: a third of a second, SciPy's BLAS included).
+CHILD = f"""
+import json, sys
+sys.path[:0] = [{str(TESTS)!r}, {str(SRC)!r}]
+import numpy as np
+from numba.core import event
+import eagle
+from kernels import spread_oscillator
+
+compiles = []
+class Count(event.Listener):
+    def on_start(self, e):
+        compiles.append(str(e.data.get("dispatcher")))
+    def on_end(self, e):
+        pass
+event.register("numba:compile", Count())
+n = 3000
+values = dict(x=np.ones(n), v=np.zeros(n), t=np.zeros(n), omega=np.linspace(1.0, 3.0, n),
+              t_end=np.linspace(0.1, 1.0, n), dt=1e-3)
+ours = {{k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in values.items()}}
+eagle.until_done(eagle.deploy(spread_oscillator), max_steps=5000, **ours).run()
+print(json.dumps(dict(compiles=compiles, x=ours["x"].tolist(),
+                      registries="numba.np.arraymath" in sys.modules)))
+"""
+
+
+def _child(cache: Path) -> dict:
+    done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True,
+                          env={**os.environ, "EAGLE_CACHE_DIR": str(cache)}, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@elf
+def test_a_cached_start_links_the_launch_without_setting_up_numba_to_compile(tmp_path):
+    first = _child(tmp_path)
+    assert first["compiles"], "the first process should have compiled the launch"
+    second = _child(tmp_path)
+    assert second["compiles"] == []
+    assert not second["registries"], "Numba set up its compiler to load the cached launch"
+    assert second["x"] == first["x"]
