@@ -155,8 +155,8 @@ def test_launches_too_short_to_split_run_on_one_thread(monkeypatch):
 
 
 def test_the_first_launch_is_sized_by_a_probe_that_touches_nothing(monkeypatch):
-    """A run longer than the default first launch is probed: the launch runs on strided copies
-    of a few samples (the user's arrays are bit-identical before and after the probe), the
+    """A run longer than the default first launch is probed: the launch runs on copies of a
+    few samples (the user's arrays are bit-identical before and after the probe), the
     first launch's size follows the measured rate (TARGET_LAUNCH_S of work), and the result
     is the reference's, bit for bit. A run the default first launch covers is not probed."""
     import eagle

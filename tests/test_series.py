@@ -373,6 +373,44 @@ def test_cpu_lanes_compaction_pool_and_redo():
             assert_bitwise_equal(actual, expected)
 
 
+def test_a_cpu_launch_takes_row_strides_from_the_arrays_it_is_given():
+    """The launch's first size is measured on copies of a few samples (``cpu.backend._probe``),
+    whose rows are closer together than the user's; every call takes a Series' row stride
+    from the array it is given, never from the one the arguments were made for."""
+    from eagle.bindings import bind
+    from eagle.cpu.backend import compile_program, launch_arguments
+
+    bindings = trajectory_bindings(300, seed=9, frozen=False)
+    expected, steps = reference_run(trajectory, bindings, 200)
+    bound = bind(trajectory, copy.deepcopy(bindings), "cpu")
+    program = trajectory.specialize(bound.dtypes)
+    arguments = list(launch_arguments(program, bound))
+    wide = np.full((40, 2 * 300), NAN)  # xs again, its rows 600 elements apart
+    (at,) = [i for i, a in enumerate(arguments) if a is bound.arrays["xs"]]
+    arguments[at] = wide[:, :300]
+    live, taken = compile_program(program).launch(200, 2, tuple(arguments))
+    assert (live, taken) == (0, steps)
+    assert_bitwise_equal({"xs": wide[:, :300]}, {"xs": expected["xs"]})
+    assert np.isnan(wide[:, 300:]).all()
+
+
+def test_a_probed_cpu_run_with_strided_series_matches_the_reference():
+    """Enough sample-steps that the runner sizes its first launch by a probe, Series whose
+    rows and components are strided: the reference's rows, bit for bit."""
+    n = 4100
+    bindings = trajectory_bindings(n, seed=4)
+    bindings["xs"] = np.full((40, n + 37), NAN)[:, :n]
+    bindings["ps"] = np.full((30, 3, n + 5), NAN)[:, 1:, 5:]
+    expected, steps = reference_run(trajectory, bindings, 40_000)
+    actual = {k: (v.copy() if isinstance(v, np.ndarray) and k not in ("xs", "ps") else v)
+              for k, v in bindings.items()}
+    report = eagle.until_done(eagle.deploy(trajectory, "cpu"), max_steps=40_000,
+                              **actual).run()
+    assert report.steps == steps
+    assert_bitwise_equal({k: actual[k] for k in ("x", "v", "k", "xs", "ps")},
+                         {k: expected[k] for k in ("x", "v", "k", "xs", "ps")})
+
+
 def test_the_cuda_source_compiles_with_nvrtc():
     pytest.importorskip("elftools.elf.elffile")
     from test_cuda_codegen import ARCHS, assert_compiles

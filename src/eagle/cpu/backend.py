@@ -52,14 +52,18 @@ __all__ = ["CpuBackend", "CpuLoop", "CpuKernel", "compile_program", "launch_argu
 # The adaptive launch size. A launch reads and writes every live sample's state once (its
 # blocks are stepped in cache), which at n = 1e6 costs about as much as 50 steps: so launches
 # are long, about TARGET_LAUNCH_S each, which still keeps Ctrl-C and progress responsive. The
-# first is sized by a probe (``_probe``: the launch run on a strided copy of PROBE_SAMPLES
-# samples until it takes PROBE_S), so that a run that fits in TARGET_LAUNCH_S is one launch and
-# pays that pass once; a run of at most FIRST_LAUNCH_WORK sample-steps is not probed. Each next
+# first is sized by a probe (``_probe``: the launch run on a copy of PROBE_SAMPLES samples, in
+# runs of PROBE_RUN spread evenly, until it takes PROBE_S), so that a run that fits in
+# TARGET_LAUNCH_S is one launch and pays that pass once; a run of at most FIRST_LAUNCH_WORK
+# sample-steps is not probed. Each next
 # launch grows towards the target by what the last one measured (at most MAX_GROWTH times) and
 # halves when a launch took more than twice the target.
 FIRST_STEPS_PER_LAUNCH = 16  # the fewest steps of a first launch
 FIRST_LAUNCH_WORK = 1 << 27
 PROBE_SAMPLES = 2048
+# Contiguous samples per run of the probe's: a strided pick of single samples reads a page per
+# sample and per array (1-2 ms at n = 1e6, some 5% of a 2-thread run of the oscillator).
+PROBE_RUN = 64
 PROBE_S = 3e-4
 TARGET_LAUNCH_S = 0.2
 MAX_GROWTH = 8
@@ -100,6 +104,7 @@ class CpuKernel:
         self._run_blocks = ctypes.CFUNCTYPE(
             None, *(_C_TYPES[kind] for _, kind in interface.parameters))(address)
         self._scratch = [(np.dtype(a.dtype.numpy).itemsize, a.pool) for a in interface.scratch]
+        self._row_strides = _row_strides(program)
 
     def arguments(self, bound) -> tuple:
         """The launch's arrays and values (``launch_arguments``) from ``bound``."""
@@ -114,16 +119,23 @@ class CpuKernel:
         block = self.interface.shape.block
         mine = (-(-n // block) - tid + nthreads - 1) // nthreads * block
         offsets, total = [], 0
-        for itemsize, pool in self._scratch:
+        for k, (itemsize, pool) in enumerate(self._scratch):
             offsets.append(total)
+            # Each array a few cache lines past a multiple of 4 KiB from the last: the lane
+            # loops read and write all of them at the same index, and arrays a multiple of
+            # 4 KiB apart would compete for the same L1 sets (and stall stores on loads).
             total += -(-itemsize * (mine if pool else block) // _ALIGN) * _ALIGN
+            total += _ALIGN * (1 + k % 7)
         scratch = np.empty(total + _ALIGN, np.uint8)
         base = scratch.ctypes.data
         base += -base % _ALIGN
+        values = [_c_value(a) for a in arguments]
+        for at, array_at in self._row_strides:  # the array's own, whoever made the arguments
+            array = arguments[array_at]
+            values[at] = array.strides[0] // array.itemsize
         out = np.zeros(2, np.int64)
-        self._run_blocks(int(tid), int(nthreads), int(nsteps), n,
-                         *[_c_value(a) for a in arguments], *[base + o for o in offsets],
-                         mine, out.ctypes.data)
+        self._run_blocks(int(tid), int(nthreads), int(nsteps), n, *values,
+                         *[base + o for o in offsets], mine, out.ctypes.data)
         return int(out[0]), int(out[1])
 
     def launch(self, nsteps: int, nthreads: int, arguments: tuple, first_step: int = 0,
@@ -136,6 +148,16 @@ class CpuKernel:
             arguments = (*arguments, np.int64(first_step))
         live, steps = team.run(self.function, nthreads, nblocks, (np.int64(nsteps), *arguments))
         return int(live), int(steps)
+
+
+def _row_strides(program: Program) -> list[tuple[int, int]]:
+    """For each Series' row-stride value among ``launch_arguments``, (its position, the
+    position of an array of that Series): a call takes the stride from the array it is given
+    (the probe's copies have rows closer together than the user's arrays)."""
+    arrays = {slot.param.name: 1 + k for k, slot in enumerate(program.slots)
+              if slot.param.role is Role.SERIES and not slot.is_uniform}
+    return [(1 + k, arrays[slot.param.name]) for k, slot in enumerate(program.slots)
+            if slot.field == "row_stride"]
 
 
 def _c_value(value):
@@ -354,11 +376,11 @@ class CpuLoop:
 def _probe(kernel: CpuKernel, arguments: tuple, n: int, steps_left: int, first_step: int,
            ) -> tuple[float | None, float]:
     """(sample-steps per second on one thread, share of samples live) of ``kernel`` on these
-    samples, from the launch run on copies of PROBE_SAMPLES of them taken at an even stride
-    (the user's arrays are not touched): 16 steps, then more (by what the last round
-    measured, at most MAX_GROWTH times) until a round after the first has run PROBE_S, the
-    samples are all done or the rounds cover the run; (None, 1.0) where no probe sample is
-    live.
+    samples, from the launch run on copies of PROBE_SAMPLES of them, in runs of PROBE_RUN
+    spread evenly over the samples (the user's arrays are not touched): 16 steps, then more
+    (by what the last round measured, at most MAX_GROWTH times) until a round after the first
+    has run PROBE_S, the samples are all done or the rounds cover the run; (None, 1.0) where
+    no probe sample is live.
 
     A round's work is exact while no sample finishes in it (live count x steps), else the
     average of the live counts before and after times the steps (within 2x of the truth);
@@ -368,13 +390,19 @@ def _probe(kernel: CpuKernel, arguments: tuple, n: int, steps_left: int, first_s
     preemption only make a round look slower. Times are
     this thread's CPU time: a round of a few tenths of a millisecond preempted once by
     another process would read ten times too slow on the wall clock."""
-    stride = max(1, n // PROBE_SAMPLES)
+    if n <= PROBE_SAMPLES:
+        picked = np.arange(n)
+    else:
+        length = min(PROBE_RUN, PROBE_SAMPLES)
+        runs = PROBE_SAMPLES // length
+        starts = np.arange(runs) * (n - length) // max(runs - 1, 1)
+        picked = (starts[:, None] + np.arange(length)).ravel()
 
     def subset(value):
         if isinstance(value, np.ndarray) and value.shape == (n,):
-            return np.ascontiguousarray(value[::stride][:PROBE_SAMPLES])
+            return value[picked]
         if isinstance(value, np.ndarray) and value.ndim == 2 and value.shape[1] == n:
-            return np.ascontiguousarray(value[:, ::stride][:, :PROBE_SAMPLES])  # a Series
+            return np.ascontiguousarray(value[:, picked])  # a Series
         return value
 
     originals = tuple(subset(a) for a in arguments)
