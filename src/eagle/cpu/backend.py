@@ -387,9 +387,9 @@ def _probe(kernel: CpuKernel, arguments: tuple, n: int, steps_left: int, first_s
     the rate is the best round's, or the marginal rate between two exact rounds (their
     difference has no fixed costs in it; at most twice the round's own): a round's fixed costs
     (the call, the scratch, the copies, about 50 us), a first call's page faults and a
-    preemption only make a round look slower. Times are
-    this thread's CPU time: a round of a few tenths of a millisecond preempted once by
-    another process would read ten times too slow on the wall clock."""
+    preemption only make a round look slower. Times are this thread's CPU time: a round of a
+    few tenths of a millisecond preempted once by another process would read ten times too
+    slow on the wall clock."""
     if n <= PROBE_SAMPLES:
         picked = np.arange(n)
     else:

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hawk.ir import COMPARISONS, DType, Op, OpKind, Program, Role
+from hawk.ir import COMPARISONS, COUNTER_ARGUMENTS, DType, Op, OpKind, Program, Role
 from hawk.passes import Stage, classify
 from hawk.reference import IN_DOUBLE
 
@@ -353,14 +353,15 @@ class _Layout:
 
     def parameters(self) -> list[tuple[str, str]]:
         """The launch's C parameters, (name, Numba type): arrays by their address
-        (``at_<name>``), values by value (``launch_values`` gives them in this order)."""
+        (``at_<name>``), values by value (``backend.launch_arguments`` gives them in this
+        order)."""
         values = [("tid", "int64"), ("nthreads", "int64"), ("nsteps", "int64"), ("n", "int64"),
                   ("at_flags", "voidptr")]
         for slot in self.program.slots:
             values.append((slot.name, _NUMBA_TYPES[slot.dtype]) if slot.is_uniform
                           else (f"at_{slot.name}", "voidptr"))
         if self.program.counters:
-            values += [("seed", "uint64"), ("first_sample", "int64"), ("first_step", "int64")]
+            values += list(zip(COUNTER_ARGUMENTS, ("uint64", "int64", "int64"), strict=True))
         values += [(f"at_{array.name}", "voidptr") for array in self.scratch()]
         return [*values, ("mine", "int64"), ("at_out", "voidptr")]
 
@@ -586,9 +587,9 @@ def _run_blocks(layout: _Layout) -> list[str]:
     putting back)."""
     shape = layout.shape
     a, b = layout.buffers("a"), layout.buffers("b")
-    series = [slot.name for slot in layout.series_slots()]
-    counters = [*series, "seed", "first_sample", "first_step + d", "idx"] \
-        if layout.program.counters else ([*series, "idx"] if series else [])
+    # what the visits take after the uniforms, the visit's first step being the set's
+    counters = [("first_step + d" if name == "step0" else name)
+                for name in layout.visit_counters()]
 
     def visit(name: str) -> list[str]:
         """A call of visit ``name`` from the side the set is in (``swapped``: side b) to the
