@@ -164,6 +164,7 @@ def test_the_first_launch_is_sized_by_a_probe_that_touches_nothing(monkeypatch):
 
     monkeypatch.setattr(backend, "FIRST_LAUNCH_WORK", 1000)  # probe even at this small n
     monkeypatch.setattr(backend, "PROBE_SAMPLES", 64)
+    monkeypatch.setattr(backend, "_rates", {})  # no rate remembered from an earlier test
     bindings = spread_bindings()
     runner = eagle.until_done(eagle.deploy(spread_oscillator, "cpu"), max_steps=10_000,
                               **{k: (v.copy() if isinstance(v, np.ndarray) else v)
@@ -201,7 +202,18 @@ def test_the_first_launch_is_sized_by_a_probe_that_touches_nothing(monkeypatch):
     assert_bitwise_equal({**runner.arrays, "t_end": bindings["t_end"]},
                          {k: v for k, v in expected.items() if k in runner.arrays or
                           k == "t_end"})
+    # The same kernel again, a quarter of its samples done: its rate is remembered, so no
+    # probe, and the first launch is sized by that rate and the live share the flags give.
     probes.clear()
+    launches.clear()
+    again = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in bindings.items()}
+    again["terminated"] = np.arange(N) % 4 == 0
+    live_share = 1.0 - np.count_nonzero(again["terminated"]) / N
+    eagle.until_done(eagle.deploy(spread_oscillator, "cpu"), max_steps=10_000, **again).run()
+    assert probes == []
+    assert launches[0] == (int(backend.TARGET_LAUNCH_S * 2.0e6 / (live_share * N)), N)
+    probes.clear()
+    monkeypatch.setattr(backend, "_rates", {})
     monkeypatch.setattr(backend, "FIRST_LAUNCH_WORK", N * 10_000)  # covered: no probe
     eagle_run(spread_oscillator, bindings, 10_000)
     assert probes == []

@@ -31,7 +31,7 @@ SHAPES = [Shape(block=32, unroll=4), Shape(block=64, unroll=8)]
 
 def compiled(kernel, bound, shape: Shape):
     """One thread's share of a launch of ``kernel`` for ``bound``'s dtypes, emitted with
-    ``shape``: ``(tid, nthreads, nsteps, *arguments) -> (live, steps)``."""
+    ``shape``: ``(nsteps, *arguments, blocks=, nthreads=) -> (live, steps)``."""
     program = kernel.specialize(bound.dtypes)
     return program, compile_program(program, shape).function
 
@@ -59,9 +59,14 @@ def run_launches(kernel, bindings, shape, launches, threads):
     done = 0
     for k in launches:
         live, most = 0, 0
-        for tid in range(threads):
-            thread_live, thread_steps = run_blocks(tid, threads, np.int64(k), *arguments)
+        blocks = np.zeros(1, np.int64)  # claimed by the shares in turn: the first takes all
+        for _ in range(threads):
+            thread_live, thread_steps = run_blocks(np.int64(k), *arguments, blocks=blocks,
+                                                   nthreads=threads)
             live, most = live + thread_live, max(most, thread_steps)
+            # a share returns only once no block is left: one that stopped early (its pool
+            # full, say) would leave blocks to threads that may have finished already
+            assert blocks[0] >= -(-bound.n // shape.block)
         left = trace[done:done + k + 1]
         expected_taken = (0 if left[0] == 0 else
                           left.index(0) if 0 in left else k)
@@ -108,7 +113,9 @@ def test_divergent_samples_keep_their_steps(data, shape, threads):
 @pytest.mark.parametrize("shape", SHAPES)
 def test_pool_sets_line_up_and_overflow(shape):
     """Blocks park stragglers at many different steps, more at one step than a set holds,
-    and the pool's sets meet the launch's end while lanes are still waiting."""
+    and the pool's sets meet the launch's end while lanes are still waiting. With 160 shares
+    (the first claims every block) the pool has room for one block's lanes only: it fills,
+    and is finished before the next block is claimed."""
     rng = np.random.default_rng(3)
     n = 40 * shape.block
     stops = rng.integers(1, 30, n)
@@ -116,7 +123,7 @@ def test_pool_sets_line_up_and_overflow(shape):
     stops[long] = rng.integers(31, 400, long.sum())
     stops[5 * shape.block:7 * shape.block] = 500  # two whole blocks of long samples
     bindings = oscillator_bindings(list(stops), [False] * n)
-    for threads in (1, 2):
+    for threads in (1, 2, 160):
         actual, steps = run_launches(spread_oscillator, bindings, shape,
                                      [7, 1, 64, 3, 200, 1000], threads)
         expected, expected_steps = reference_run(spread_oscillator, bindings, steps)

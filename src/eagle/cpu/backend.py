@@ -26,6 +26,7 @@ first import leaves the process unable to compile anything again.
 from __future__ import annotations
 
 import ctypes
+import functools
 import linecache
 import os
 import sys
@@ -55,7 +56,7 @@ __all__ = ["CpuBackend", "CpuLoop", "CpuKernel", "compile_program", "launch_argu
 # first is sized by a probe (``_probe``: the launch run on a copy of PROBE_SAMPLES samples, in
 # runs of PROBE_RUN spread evenly, until it takes PROBE_S), so that a run that fits in
 # TARGET_LAUNCH_S is one launch and pays that pass once; a run of at most FIRST_LAUNCH_WORK
-# sample-steps is not probed. Each next
+# sample-steps is not probed, and a kernel is probed once per process (``_rates``). Each next
 # launch grows towards the target by what the last one measured (at most MAX_GROWTH times) and
 # halves when a launch took more than twice the target.
 FIRST_STEPS_PER_LAUNCH = 16  # the fewest steps of a first launch
@@ -72,11 +73,16 @@ SPLIT_WORK = 1 << 18  # sample-steps below which a launch runs on the calling th
 _DLPACK_CPU = 1
 _ALIGN = 64  # bytes: each scratch array starts on a cache line
 
-EMITTER_VERSION = 19
+EMITTER_VERSION = 20
 _loaded: dict[str, CpuKernel] = {}  # by generated module name (program digest and versions)
 # (id(program), shape) -> (program, its compiled launch); the program is kept so its id stays
 # its own
 _by_program: dict[tuple[int, Shape | None], tuple[Program, CpuKernel]] = {}
+# A kernel's rate (sample-steps per second on one thread) from its first probe in this process:
+# a later run sizes its first launch by it without probing again (the probe costs 0.5-1 ms, a
+# few per cent of a short run; a rate that is off only makes the first launch longer or
+# shorter than the target, and the next launches adapt to what it measured).
+_rates: dict[CpuKernel, float] = {}
 _lock = threading.Lock()
 _C_TYPES = {"int64": ctypes.c_int64, "voidptr": ctypes.c_void_p, "float64": ctypes.c_double,
             "float32": ctypes.c_float, "int32": ctypes.c_int32, "uint32": ctypes.c_uint32,
@@ -110,14 +116,20 @@ class CpuKernel:
         """The launch's arrays and values (``launch_arguments``) from ``bound``."""
         return launch_arguments(self.program, bound)
 
-    def function(self, tid: int, nthreads: int, nsteps, *arguments) -> tuple[int, int]:
-        """Thread ``tid``'s share of a launch of ``nsteps`` on ``arguments`` (``arguments()``,
-        then the first step where the program reads counters): (live samples left in its
-        blocks, steps its slowest took). It allocates the thread's scratch and calls the
-        compiled ``run_blocks``, which holds no GIL."""
+    def function(self, nsteps, *arguments, blocks: np.ndarray, nthreads: int = 1,
+                 ) -> tuple[int, int]:
+        """One thread's share of a launch of ``nsteps`` on ``arguments`` (``arguments()``,
+        then the first step where the program reads counters): it claims blocks from
+        ``blocks`` (a one-element int64 counter, zero at the start of the launch, shared by
+        the ``nthreads`` threads of the launch) until none is left, and returns (live samples
+        left in its blocks, steps its slowest took). It allocates the thread's scratch and
+        calls the compiled ``run_blocks``, which holds no GIL."""
         n = arguments[0].shape[0]
         block = self.interface.shape.block
-        mine = (-(-n // block) - tid + nthreads - 1) // nthreads * block
+        nblocks = -(-n // block)
+        # The pool's room: twice a fair share of the blocks' lanes (a thread with more
+        # stragglers than that finishes them before it claims another block).
+        mine = min(nblocks, max(1, -(-2 * nblocks // nthreads))) * block
         offsets, total = [], 0
         for k, (itemsize, pool) in enumerate(self._scratch):
             offsets.append(total)
@@ -134,8 +146,8 @@ class CpuKernel:
             array = arguments[array_at]
             values[at] = array.strides[0] // array.itemsize
         out = np.zeros(2, np.int64)
-        self._run_blocks(int(tid), int(nthreads), int(nsteps), n, *values,
-                         *[base + o for o in offsets], mine, out.ctypes.data)
+        self._run_blocks(int(nsteps), n, *values, *[base + o for o in offsets], mine,
+                         blocks.ctypes.data, out.ctypes.data)
         return int(out[0]), int(out[1])
 
     def launch(self, nsteps: int, nthreads: int, arguments: tuple, first_step: int = 0,
@@ -144,9 +156,12 @@ class CpuKernel:
         (live samples, steps taken by the slowest). ``first_step``: the runner's step count
         before the launch, for a program that reads counters (``Program.counters``)."""
         nblocks = -(-arguments[0].shape[0] // self.interface.shape.block)
+        nthreads = max(1, min(nthreads, nblocks))
         if self.program.counters:
             arguments = (*arguments, np.int64(first_step))
-        live, steps = team.run(self.function, nthreads, nblocks, (np.int64(nsteps), *arguments))
+        share = functools.partial(self.function, blocks=np.zeros(1, np.int64),
+                                  nthreads=nthreads)
+        live, steps = team.run(share, nthreads, nblocks, (np.int64(nsteps), *arguments))
         return int(live), int(steps)
 
 
@@ -352,9 +367,16 @@ class CpuLoop:
         if self.fixed_steps_per_launch is not None or self.steps_per_launch >= steps_left \
                 or n * steps_left <= FIRST_LAUNCH_WORK:
             return
-        rate, live_share = _probe(self.kernel, self._arguments, n, steps_left, first_step)
+        rate = _rates.get(self.kernel)
         if rate is None:
-            return
+            rate, live_share = _probe(self.kernel, self._arguments, n, steps_left, first_step)
+            if rate is None:
+                return
+            _rates[self.kernel] = rate
+        else:
+            live_share = 1.0 - np.count_nonzero(self._arguments[0]) / n
+            if live_share == 0.0:
+                return
         threads = self.threads if n >= SPLIT_WORK else 1
         steps = TARGET_LAUNCH_S * rate * threads / max(1.0, n * live_share)
         self.steps_per_launch = int(min(max(steps, FIRST_STEPS_PER_LAUNCH),

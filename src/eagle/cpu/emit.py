@@ -1,13 +1,15 @@
 """The CPU emitter: a hawk program as the source of the Numba functions that run a launch.
 
 A launch advances every live sample by up to ``nsteps`` steps and reports how many samples are
-still live and how many steps the slowest one took; ``run_blocks(tid, nthreads, ...)`` is one
-host-team thread's share of it (``cpu.team``). Its shape was chosen by measurement against the
-fastest kernels we could write by hand (``benchmarks/cpu_loop.py``, ``peer_numba.py``):
+still live and how many steps the slowest one took; ``run_blocks`` is one host-team thread's
+share of it (``cpu.team``). Its shape was chosen by measurement against the fastest kernels we
+could write by hand (``benchmarks/cpu_loop.py``, ``peer_numba.py``):
 
-- samples are cut into blocks (``Shape.block``), dealt to threads in cyclic order; a block's
-  live lanes are gathered into the thread's scratch (which stays in L2) with their read-only
-  values and per-sample invariants (``dt * omega * omega``) computed once there;
+- samples are cut into blocks (``Shape.block``), which the threads claim one at a time from a
+  shared counter (``atomics.claim``), so a thread that is slowed down, or whose blocks finish
+  early, takes more; a block's live lanes are gathered into the thread's scratch (which stays
+  in L2) with their read-only values and per-sample invariants (``dt * omega * omega``)
+  computed once there;
 - a *visit* is one pass over the scratch lanes taking ``Shape.unroll`` steps per lane, written
   out, the lane's values in registers; the lane loop is innermost and branch-free, so LLVM
   vectorises it. A finished lane is frozen by selects written ``x = new if alive else x``,
@@ -22,7 +24,8 @@ fastest kernels we could write by hand (``benchmarks/cpu_loop.py``, ``peer_numba
   follows the useful sample-steps; a block's last few live lanes (``Shape.park``) go to its
   thread's pool, in which lanes of many blocks are stepped until they line up at the same
   step and then share one dense set (1% of samples 100x longer than the rest, scattered: as
-  fast as the same targets sorted);
+  fast as the same targets sorted). A thread whose pool has no room for another block's lanes
+  (``mine``, which the caller sizes) finishes its pool before it claims the next block;
 - a kernel that draws random numbers takes one step per visit (``SHAPE_DRAWING``): its step
   is long, and every written-out step would be another copy of each draw to compile;
 - a visit is its own small function (LLVM vectorises it reliably), called from two sites, one
@@ -133,7 +136,7 @@ _BITS = {DType.FLOAT32: 32, DType.FLOAT64: 64}
 @dataclass(frozen=True)
 class ScratchArray:
     """One array of a launch thread's scratch: a lane of a block per element, or (``pool``)
-    one per sample of the thread's blocks."""
+    one per pooled lane (``mine`` elements, at least a block's)."""
 
     name: str
     dtype: DType
@@ -355,15 +358,14 @@ class _Layout:
         """The launch's C parameters, (name, Numba type): arrays by their address
         (``at_<name>``), values by value (``backend.launch_arguments`` gives them in this
         order)."""
-        values = [("tid", "int64"), ("nthreads", "int64"), ("nsteps", "int64"), ("n", "int64"),
-                  ("at_flags", "voidptr")]
+        values = [("nsteps", "int64"), ("n", "int64"), ("at_flags", "voidptr")]
         for slot in self.program.slots:
             values.append((slot.name, _NUMBA_TYPES[slot.dtype]) if slot.is_uniform
                           else (f"at_{slot.name}", "voidptr"))
         if self.program.counters:
             values += list(zip(COUNTER_ARGUMENTS, ("uint64", "int64", "int64"), strict=True))
         values += [(f"at_{array.name}", "voidptr") for array in self.scratch()]
-        return [*values, ("mine", "int64"), ("at_out", "voidptr")]
+        return [*values, ("mine", "int64"), ("at_blocks", "voidptr"), ("at_out", "voidptr")]
 
     def views(self) -> list[str]:
         """The launch's arrays as Numba arrays over the addresses it was given."""
@@ -605,7 +607,12 @@ def _run_blocks(layout: _Layout) -> list[str]:
 
     pick = [  # the next set of lanes: a block's live lanes, or the pool's next ones
         "if not in_pool:",
+        "    # the next block no other thread has, while the pool has room for its lanes",
+        f"    blk = claim(at_blocks, zero + 1) if npool + {shape.block} <= mine else nblocks",
         "    if blk >= nblocks:",
+        "        if npool == 0:",
+        "            out[0], out[1] = live, most",
+        "            return",
         "        # The pool in step order: the lanes that are behind are stepped until they",
         "        # line up with the next ones, which then join them, so the stragglers of",
         "        # many blocks share one dense set.",
@@ -614,7 +621,6 @@ def _run_blocks(layout: _Layout) -> list[str]:
         "        continue",
         f"    lo = blk * {shape.block}",
         f"    hi = min(lo + {shape.block}, n)",
-        "    blk += nthreads",
         "    m = 0",
         "    for i in range(lo, hi):",
         "        m += not flags[i]",
@@ -642,9 +648,9 @@ def _run_blocks(layout: _Layout) -> list[str]:
         "        source, q0, q1, m = idx, zero, m, zero",
         "else:",
         "    if m == 0:",
-        "        if q == npool:",
-        "            out[0], out[1] = live, most",
-        "            return",
+        "        if q == npool:  # the pool done: more blocks, if any are left",
+        "            npool, q, in_pool = zero, zero, False",
+        "            continue",
         "        d = pool_steps[q]",
         "    q1 = q",
         f"    while q1 < npool and q1 - q < {shape.block} - m and pool_steps[q1] == d:",
@@ -743,7 +749,7 @@ def _run_blocks(layout: _Layout) -> list[str]:
         *_indent(layout.views(), 1),
         f"    nblocks = (n + {shape.block - 1}) // {shape.block}",
         "    zero = nsteps - nsteps  # an int64 (a literal would type the loop's values apart)",
-        "    npool, live, most, blk, q, m = zero, zero, zero, tid, zero, zero",
+        "    npool, live, most, blk, q, m = zero, zero, zero, zero, zero, zero",
         "    d, target, park = zero, zero, zero",
         "    in_pool, dense, lo = False, False, zero",
         "    while True:",
@@ -774,6 +780,8 @@ def emit_launch(program: Program, shape: Shape | None = None) -> str:
         "import math",
         "import numpy as np",
         "from numba import carray, cfunc, njit",
+        "",
+        "from eagle.cpu.atomics import claim",
         "",
         "nan, inf = np.nan, np.inf",
         "",

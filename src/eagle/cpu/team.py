@@ -1,11 +1,11 @@
 """The host team: the threads a CPU launch runs on.
 
-A launch is one compiled, GIL-free function ``run_blocks(tid, nthreads, ...)`` that advances
-the blocks ``tid, tid + nthreads, ...``; the team calls it once per thread (the calling thread
-takes ``tid = 0``) and combines what each returns. eagle keeps its own team rather than
-Numba's ``parallel=True``: the generated code compiles 2-3x faster without the parallel pass,
-and several runners may launch from several Python threads at once (Numba's default threading
-layer aborts the process when two threads enter a parallel region together).
+A launch is one compiled, GIL-free function ``run_blocks`` that advances blocks of samples,
+claiming them one at a time from a counter the launch's threads share; the team calls it once
+per thread (the calling thread is one of them) and combines what each returns. eagle keeps its
+own team rather than Numba's ``parallel=True``: the generated code compiles 2-3x faster without
+the parallel pass, and several runners may launch from several Python threads at once (Numba's
+default threading layer aborts the process when two threads enter a parallel region together).
 """
 
 from __future__ import annotations
@@ -36,16 +36,15 @@ class HostTeam:
             return self._pool
 
     def run(self, function, nthreads: int, nblocks: int, arguments: tuple) -> tuple[int, int]:
-        """Call ``function(tid, nthreads, *arguments)`` for each of ``min(nthreads, nblocks)``
-        threads; return the summed live count and the largest step count."""
+        """Call ``function(*arguments)`` on each of ``min(nthreads, nblocks)`` threads; return
+        the summed live count and the largest step count."""
         nthreads = max(1, min(nthreads, nblocks))
         if nthreads == 1:
-            return function(0, 1, *arguments)
+            return function(*arguments)
         pool = self._pool_of(nthreads - 1)
-        futures = [pool.submit(function, tid, nthreads, *arguments)
-                   for tid in range(1, nthreads)]
+        futures = [pool.submit(function, *arguments) for _ in range(1, nthreads)]
         try:
-            live, steps = function(0, nthreads, *arguments)
+            live, steps = function(*arguments)
         finally:
             wait(futures)  # every thread is done with the arrays before anything is reported
         for future in futures:
