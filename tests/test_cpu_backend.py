@@ -154,6 +154,41 @@ def test_launches_too_short_to_split_run_on_one_thread(monkeypatch):
         eagle.set_num_threads(previous)
 
 
+def test_a_thread_that_starts_late_takes_only_the_blocks_left(monkeypatch):
+    """Threads claim blocks as they go: when one thread of a launch starts after the other has
+    finished every block, it finds none left (it used to advance every other block whenever it
+    started); the results are the reference's either way."""
+    import threading
+    import time
+
+    import eagle
+    from eagle.cpu import backend
+
+    shares = []
+    function = backend.CpuKernel.function
+
+    def late(self, *arguments, **keywords):
+        if threading.current_thread() is not threading.main_thread():
+            time.sleep(0.5)  # far longer than the main thread's share of this launch
+        result = function(self, *arguments, **keywords)
+        shares.append(result)
+        return result
+
+    monkeypatch.setattr(backend.CpuKernel, "function", late)
+    bindings = spread_bindings(n=8 * SHAPE.block + 5, k=20)
+    previous = eagle.get_num_threads()
+    eagle.set_num_threads(2)
+    try:
+        actual, report = eagle_run(spread_oscillator, bindings, 10_000, 64)
+    finally:
+        eagle.set_num_threads(previous)
+    expected, steps = reference_run(spread_oscillator, bindings, 10_000)
+    assert report.steps == steps == 20
+    assert_bitwise_equal(actual, expected)
+    if eagle.threads._cpus() >= 2:  # else the launch ran on one thread
+        assert sorted(shares) == [(0, 0), (0, 20)]
+
+
 def test_the_first_launch_is_sized_by_a_probe_that_touches_nothing(monkeypatch):
     """A run longer than the default first launch is probed: the launch runs on copies of a
     few samples (the user's arrays are bit-identical before and after the probe), the
