@@ -73,7 +73,7 @@ SPLIT_WORK = 1 << 18  # sample-steps below which a launch runs on the calling th
 _DLPACK_CPU = 1
 _ALIGN = 64  # bytes: each scratch array starts on a cache line
 
-EMITTER_VERSION = 20
+EMITTER_VERSION = 21
 _loaded: dict[str, CpuKernel] = {}  # by generated module name (program digest and versions)
 # (id(program), shape) -> (program, its compiled launch); the program is kept so its id stays
 # its own
