@@ -22,7 +22,7 @@ import random_kernels
 from differential import assert_bitwise_equal, reference_run
 from eagle.bindings import bind
 from eagle.cpu.backend import compile_program, launch_arguments
-from eagle.cpu.emit import Shape
+from eagle.cpu.emit import PIECES, Shape
 from hawk import Mutable, Scalar, reference
 from kernels import falling, spread_oscillator
 
@@ -66,7 +66,7 @@ def run_launches(kernel, bindings, shape, launches, threads):
             live, most = live + thread_live, max(most, thread_steps)
             # a share returns only once no block is left: one that stopped early (its pool
             # full, say) would leave blocks to threads that may have finished already
-            assert blocks[0] >= -(-bound.n // shape.block)
+            assert blocks[0] >= -(-bound.n // (shape.block // PIECES))
         left = trace[done:done + k + 1]
         expected_taken = (0 if left[0] == 0 else
                           left.index(0) if 0 in left else k)

@@ -73,7 +73,7 @@ SPLIT_WORK = 1 << 18  # sample-steps below which a launch runs on the calling th
 _DLPACK_CPU = 1
 _ALIGN = 64  # bytes: each scratch array starts on a cache line
 
-EMITTER_VERSION = 21
+EMITTER_VERSION = 22
 _loaded: dict[str, CpuKernel] = {}  # by generated module name (program digest and versions)
 # (id(program), shape) -> (program, its compiled launch); the program is kept so its id stays
 # its own
@@ -119,11 +119,12 @@ class CpuKernel:
     def function(self, nsteps, *arguments, blocks: np.ndarray, nthreads: int = 1,
                  ) -> tuple[int, int]:
         """One thread's share of a launch of ``nsteps`` on ``arguments`` (``arguments()``,
-        then the first step where the program reads counters): it claims blocks from
-        ``blocks`` (a one-element int64 counter, zero at the start of the launch, shared by
-        the ``nthreads`` threads of the launch) until none is left, and returns (live samples
-        left in its blocks, steps its slowest took). It allocates the thread's scratch and
-        calls the compiled ``run_blocks``, which holds no GIL."""
+        then the first step where the program reads counters): it claims samples from
+        ``blocks`` (a one-element int64 counter of pieces, ``emit.PIECES`` to a block, zero
+        at the start of the launch, shared by the ``nthreads`` threads of the launch) until
+        none is left, and returns (live samples left in what it claimed, steps its slowest
+        took). It allocates the thread's scratch and calls the compiled ``run_blocks``, which
+        holds no GIL."""
         n = arguments[0].shape[0]
         block = self.interface.shape.block
         nblocks = -(-n // block)
@@ -146,7 +147,7 @@ class CpuKernel:
             array = arguments[array_at]
             values[at] = array.strides[0] // array.itemsize
         out = np.zeros(2, np.int64)
-        self._run_blocks(int(nsteps), n, *values, *[base + o for o in offsets], mine,
+        self._run_blocks(int(nsteps), int(nthreads), n, *values, *[base + o for o in offsets], mine,
                          blocks.ctypes.data, out.ctypes.data)
         return int(out[0]), int(out[1])
 

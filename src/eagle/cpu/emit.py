@@ -6,10 +6,10 @@ share of it (``cpu.team``). Its shape was chosen by measurement against the fast
 could write by hand (``benchmarks/cpu_loop.py``, ``peer_numba.py``):
 
 - samples are cut into blocks (``Shape.block``), which the threads claim one at a time from a
-  shared counter (``atomics.claim``), so a thread that is slowed down, or whose blocks finish
-  early, takes more; a block's live lanes are gathered into the thread's scratch (which stays
-  in L2) with their read-only values and per-sample invariants (``dt * omega * omega``)
-  computed once there;
+  shared counter (``atomics.claim``), so a thread that is slowed down takes fewer, and near
+  the end in smaller pieces (``PIECES``), so that the threads finish together; a block's live
+  lanes are gathered into the thread's scratch (which stays in L2) with their read-only
+  values and per-sample invariants (``dt * omega * omega``) computed once there;
 - a *visit* is one pass over the scratch lanes taking ``Shape.unroll`` steps per lane, written
   out, the lane's values in registers; the lane loop is innermost and branch-free, so LLVM
   vectorises it. A finished lane is frozen by selects written ``x = new if alive else x``,
@@ -52,10 +52,11 @@ from hawk.reference import IN_DOUBLE
 from ..codegen import ExpressionRenderer, invariant_ops, stale_reads, walk
 from .helpers import HELPERS, RANDOM_HELPERS, SHIFT_HELPERS
 
-__all__ = ["emit_launch", "launch_interface", "LaunchInterface", "ScratchArray", "Shape",
+__all__ = ["emit_launch", "launch_interface", "LaunchInterface", "PIECES", "ScratchArray", "Shape",
            "SHAPE", "SHAPE_DRAWING", "SHAPE_SHORT", "SHAPE_LONG", "shape_for"]
 
 PAD = 16  # lanes are padded to a multiple of this, so LLVM's vector loop covers them
+PIECES = 8  # threads claim samples in pieces of a block over this (a block at a time at first)
 
 
 @dataclass(frozen=True)
@@ -360,7 +361,8 @@ class _Layout:
         """The launch's C parameters, (name, Numba type): arrays by their address
         (``at_<name>``), values by value (``backend.launch_arguments`` gives them in this
         order)."""
-        values = [("nsteps", "int64"), ("n", "int64"), ("at_flags", "voidptr")]
+        values = [("nsteps", "int64"), ("nthreads", "int64"), ("n", "int64"),
+                  ("at_flags", "voidptr")]
         for slot in self.program.slots:
             values.append((slot.name, _NUMBA_TYPES[slot.dtype]) if slot.is_uniform
                           else (f"at_{slot.name}", "voidptr"))
@@ -590,6 +592,7 @@ def _run_blocks(layout: _Layout) -> list[str]:
     most of a kernel's, so it holds one copy of each piece (gathering, stepping, compaction,
     putting back)."""
     shape = layout.shape
+    piece = shape.block // PIECES
     a, b = layout.buffers("a"), layout.buffers("b")
     # what the visits take after the uniforms, the visit's first step being the set's
     counters = [("first_step + d" if name == "step0" else name)
@@ -609,9 +612,15 @@ def _run_blocks(layout: _Layout) -> list[str]:
 
     pick = [  # the next set of lanes: a block's live lanes, or the pool's next ones
         "if not in_pool:",
-        "    # the next block no other thread has, while the pool has room for its lanes",
-        f"    blk = claim(at_blocks, zero + 1) if npool + {shape.block} <= mine else nblocks",
-        "    if blk >= nblocks:",
+        "    # The next samples no other thread has, while the pool has room for their lanes:",
+        "    # a block at a time, and near the end smaller pieces (an eighth of a block at",
+        "    # least; guided: what is left over twice the threads), so threads finish together.",
+        "    lo = n",
+        f"    if npool + {shape.block} <= mine:",
+        f"        k = min({PIECES}, max(1, (npieces - claim(at_blocks, zero)) // (2 * nthreads)))",
+        f"        lo = claim(at_blocks, k) * {piece}",
+        f"        hi = min(lo + k * {piece}, n)",
+        "    if lo >= n:",
         "        if npool == 0:",
         "            out[0], out[1] = live, most",
         "            return",
@@ -621,8 +630,6 @@ def _run_blocks(layout: _Layout) -> list[str]:
         *_indent(_sort_pool(), 2),
         "        in_pool = True",
         "        continue",
-        f"    lo = blk * {shape.block}",
-        f"    hi = min(lo + {shape.block}, n)",
         "    m = 0",
         "    for i in range(lo, hi):",
         "        m += not flags[i]",
@@ -749,9 +756,9 @@ def _run_blocks(layout: _Layout) -> list[str]:
         f'@cfunc("{signature}", error_model="numpy", no_rewrites=True)',
         f"def run_blocks({', '.join(name for name, _ in parameters)}):",
         *_indent(layout.views(), 1),
-        f"    nblocks = (n + {shape.block - 1}) // {shape.block}",
+        f"    npieces = (n + {piece - 1}) // {piece}",
         "    zero = nsteps - nsteps  # an int64 (a literal would type the loop's values apart)",
-        "    npool, live, most, blk, q, m = zero, zero, zero, zero, zero, zero",
+        "    npool, live, most, q, m, hi = zero, zero, zero, zero, zero, zero",
         "    d, target, park = zero, zero, zero",
         "    in_pool, dense, lo = False, False, zero",
         "    while True:",
