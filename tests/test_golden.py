@@ -10,11 +10,13 @@ instead of comparing them) and review the diff with ``git diff tests/golden``.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 from pathlib import Path
 
 import pytest
 
+from eagle.cpu.backend import EMITTER_VERSION
 from eagle.cpu.emit import emit_launch
 from eagle.cuda.emit import emit_cuda
 from kernels import falling, oscillator
@@ -42,3 +44,25 @@ def test_emitted_code_matches_golden_file(name, suffix):
                     "If the change is deliberate, update the golden files in the same commit: "
                     "EAGLE_UPDATE_GOLDEN=1 python -m pytest tests/test_golden.py",
                     pytrace=False)
+
+
+def test_a_change_to_the_cpu_emitter_bumps_its_version():
+    """The CPU cache keys a launch's object code by ``EMITTER_VERSION``, not by the emitted
+    text: emitted code that changes under the same version would let a later process link the
+    old code from a cache entry. ``golden/cpu-emitter-version.txt`` records the version with
+    the SHA-256 of the Numba golden texts; new texts under the version it records fail here,
+    and ``EAGLE_UPDATE_GOLDEN=1`` records new texts only under a new version."""
+    texts = "".join(emit_launch(KERNELS[name].specialize({})) for name in sorted(KERNELS))
+    digest = hashlib.sha256(texts.encode()).hexdigest()
+    path = GOLDEN / "cpu-emitter-version.txt"
+    version, recorded = path.read_text().split() if path.exists() else ("none", "none")
+    if recorded != digest and version == str(EMITTER_VERSION):
+        pytest.fail(f"the CPU emitter's output changed but EMITTER_VERSION is still {version}: "
+                    "bump it in eagle/cpu/backend.py, then rerun with EAGLE_UPDATE_GOLDEN=1",
+                    pytrace=False)
+    if os.environ.get("EAGLE_UPDATE_GOLDEN") == "1":
+        path.write_text(f"{EMITTER_VERSION} {digest}\n")
+        return
+    assert (version, recorded) == (str(EMITTER_VERSION), digest), (
+        f"{path} records version {version}; EMITTER_VERSION is {EMITTER_VERSION}: "
+        "rerun with EAGLE_UPDATE_GOLDEN=1")
