@@ -34,8 +34,8 @@ could write by hand (``benchmarks/cpu_loop.py``, ``peer_numba.py``):
   per side the set is in: swapping the sides' array variables instead is reference-count
   traffic at every visit (6-12% of the oscillator's launch). LLVM does not inline the visits
   (each is compiled once, and called); everything else is one function, ``run_blocks``,
-  whose first compile is most of a kernel's, so it is kept small: one copy-back, one
-  compaction and one live count per set, and a shell sort for the pool (Numba's ``argsort``
+  whose first compile is most of a kernel's, so it is kept small: one copy-back and one
+  live count per set, and a shell sort for the pool (Numba's ``argsort``
   alone compiled in about a second).
 
 No fastmath and no FMA contraction: results equal the NumPy reference executor bit for bit.
