@@ -4,10 +4,11 @@ Every entry is a folder named by a key that hashes everything the compiled code 
 IR, the dtypes, the backend and toolchain versions). Files are written to a temporary name,
 flushed to disk and renamed into place, so a reader sees either no file or a complete one.
 
-Nothing read back is trusted for being there: a backend verifies each file against what it
-would write (``read_verified``) or against digests it recorded (``digests``), and whatever does
-not verify, whatever its shape (a file where a folder belongs, a folder where a file belongs,
-bad bytes, a piece missing), is removed (``discard``) and written again.
+Nothing read back is trusted for being there: a backend verifies each file against a digest
+(``read_verified``: of what it would write, or one recorded with the file), keeps in an entry
+only the files it knows (``keep_only``), and whatever does not verify, whatever its shape (a
+file where a folder belongs, a folder where a file belongs, bad bytes, a piece missing), is
+removed (``discard``) and written again.
 
 The cache is used only where nobody else could have written it, as OpenSSH asks of ``~/.ssh``:
 the root must be a folder of this user's that neither group nor others may write. A root that
@@ -28,10 +29,11 @@ import threading
 import warnings
 from pathlib import Path
 
-__all__ = ["ENV_VAR", "cache_dir", "root", "entry_dir", "private_folder", "untrusted", "key",
-           "write_atomic", "store", "read_verified", "discard", "digests"]
+__all__ = ["ENV_VAR", "cache_dir", "root", "entry_dir", "private_folder", "key", "write_atomic",
+           "store", "read_verified", "discard", "keep_only"]
 
 ENV_VAR = "EAGLE_CACHE_DIR"
+_PARTIAL = ".tmp"  # the suffix of a file ``write_atomic`` has not finished (its name: .<name>.*)
 _warned: set[str] = set()
 _warn_lock = threading.Lock()
 
@@ -85,15 +87,6 @@ def _warn_once(path: Path, problem: str) -> None:
                   f"Kernels are compiled in memory and not kept for the next process; set "
                   f"{ENV_VAR} to a folder of your own that only you can write.", RuntimeWarning,
                   stacklevel=2)
-
-
-def untrusted(path: Path) -> str | None:
-    """Why the folder ``path`` may hold what somebody else wrote (it is not a folder, another
-    user owns it, group or others may write it), or None."""
-    try:
-        return _untrusted(os.stat(path), follow=True)
-    except OSError as exc:
-        return f"cannot be read ({exc.strerror or exc})"
 
 
 def _untrusted(st: os.stat_result, follow: bool = False) -> str | None:
@@ -155,7 +148,7 @@ def private_folder(path: Path) -> Path:
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so that no reader ever sees a partial file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=_PARTIAL)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -198,25 +191,13 @@ def discard(path: Path) -> None:
         pass
 
 
-def digests(folder: Path, prefix: str) -> dict[str, str | None]:
-    """The SHA-256 of each file in ``folder`` whose name starts with ``prefix`` (files being
-    written, ``*.tmp.*``, aside), by name; None for one that is not a plain file of this
-    user's. A missing folder has none."""
+def keep_only(folder: Path, names: set[str]) -> None:
+    """Remove whatever else is in the entry ``folder`` (a planted ``__pycache__``, files of an
+    older version), leaving files being written (``write_atomic``) to their writers."""
     try:
-        names = sorted(os.listdir(folder))
-    except FileNotFoundError:
-        return {}
-    found: dict[str, str | None] = {}
-    for name in names:
-        if not name.startswith(prefix) or ".tmp." in name:
-            continue
-        path = folder / name
-        try:
-            st = os.lstat(path)
-            ours = stat.S_ISREG(st.st_mode) and st.st_uid == _uid()
-            found[name] = hashlib.sha256(path.read_bytes()).hexdigest() if ours else None
-        except FileNotFoundError:  # removed by another process meanwhile
-            continue
-        except OSError:
-            found[name] = None
-    return found
+        found = os.listdir(folder)
+    except OSError:
+        return
+    for name in found:
+        if name not in names and not (name.startswith(".") and name.endswith(_PARTIAL)):
+            discard(folder / name)

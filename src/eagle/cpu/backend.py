@@ -28,7 +28,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import linecache
-import os
 import sys
 import threading
 import time
@@ -244,7 +243,7 @@ def _build(module_name: str, key: str, source: str):
     path = None if folder is None else folder / f"{module_name}.py"
     code_path = None if folder is None else folder / "run_blocks.o"
     if folder is not None:
-        _tidy(folder, {path.name, code_path.name})
+        cache.keep_only(folder, {path.name, code_path.name})
         try:
             if cache.read_verified(path, _sha256(source)) is None:
                 cache.store(path, source.encode())  # for the reader: what the code came from
@@ -261,18 +260,6 @@ def _build(module_name: str, key: str, source: str):
         except OSError:
             pass  # not kept for the next process; this one has what it needs
     return function.address, function, path
-
-
-def _tidy(folder, names: set[str]) -> None:
-    """Remove whatever else is in the entry ``folder`` (a planted ``__pycache__``, files of an
-    older eagle), leaving files being written (``cache.write_atomic``) to their writers."""
-    try:
-        found = os.listdir(folder)
-    except OSError:
-        return
-    for name in found:
-        if name not in names and not (name.startswith(".") and name.endswith(".tmp")):
-            cache.discard(folder / name)
 
 
 def _linked(code_path) -> tuple[int, object] | None:
