@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 import eagle
+from eagle.cpu import native
 from kernels import oscillator
 
 TESTS = Path(__file__).resolve().parent
@@ -144,11 +145,8 @@ def _corrupt_pyc(folder: Path) -> None:
 
 def _rename_symbol(path: Path) -> None:
     """The object code whole (its digest verifies) but the symbol to call one it lacks."""
-    data = path.read_bytes()
-    first, header, code = data.split(b"\n", 2)
-    meta = json.loads(header)
-    meta["symbol"] = "no_such_function"
-    path.write_bytes(first + b"\n" + json.dumps(meta).encode() + b"\n" + code)
+    code, _ = native.unpack(path.read_bytes())
+    path.write_bytes(native.pack(code, "no_such_function"))
 
 
 def _each(pattern: str, action):
