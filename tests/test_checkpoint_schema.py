@@ -32,6 +32,7 @@ HOST = "".join(c if c.isalnum() else "-" for c in socket.gethostname())
 
 # --- trial counts (docs/reliability.md includes these lines) ---
 KILLED_WRITES = 3  # checkpoint writers killed mid-write, each followed by a clean write
+KILLED_UNREAPED = 12  # writers killed at random moments and left unreaped (zombies), per phase
 # --- end of trial counts ---
 
 
@@ -230,6 +231,74 @@ def test_writes_killed_mid_way_leave_nothing_behind_after_the_next_write(tmp_pat
         runner.checkpoint(target)
         assert temporaries(tmp_path) == [], f"trial {trial}"
         assert load(target)[0]["n"] == N
+
+
+LOOPING_WRITER = f"""
+import sys
+sys.path[:0] = [{str(TESTS)!r}, {str(SRC)!r}]
+import numpy as np, eagle
+from kernels import spread_oscillator
+n = 300_000
+runner = eagle.until_done(eagle.deploy(spread_oscillator), max_steps=5, x=np.ones(n),
+                          v=np.zeros(n), t=np.zeros(n), omega=np.ones(n), t_end=np.ones(n),
+                          dt=1e-3)
+print("ready", flush=True)
+while True:
+    runner.checkpoint(sys.argv[1])
+"""
+
+
+def kill_writers_at_random_moments(target: Path, count: int, seed: int) -> list:
+    """``count`` processes writing checkpoints to ``target`` in a loop, each SIGKILLed at a
+    random moment and not reaped: they stay zombies, as under a parent that reaps late (a
+    shell, a job runner, a test harness). The caller reaps them."""
+    rng = np.random.default_rng(seed)
+    children = []
+    for _ in range(count):
+        child = subprocess.Popen([sys.executable, "-c", LOOPING_WRITER, str(target)],
+                                 stdout=subprocess.PIPE, text=True)
+        children.append(child)
+        assert child.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + 60
+        while not temporaries(target.parent) and not target.exists() \
+                and time.monotonic() < deadline:
+            time.sleep(0.001)  # its first write has begun
+        time.sleep(rng.uniform(0.0, 0.08))
+        child.send_signal(signal.SIGKILL)
+    for child in children:  # dead, not reaped: /proc says Z
+        deadline = time.monotonic() + 30
+        while _state(child.pid) not in ("Z", "X", None) and time.monotonic() < deadline:
+            time.sleep(0.005)
+    return children
+
+
+def _state(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states in /proc")
+def test_writers_killed_at_random_moments_leave_nothing_even_unreaped(tmp_path):
+    target = tmp_path / "run.npz"
+    plan = eagle.deploy(spread_oscillator)
+    left = {}
+    for phase in ("next write", "restore"):
+        children = kill_writers_at_random_moments(target, KILLED_UNREAPED, len(left))
+        try:
+            left[phase] = len(temporaries(tmp_path))
+            assert left[phase] > 0, "no kill landed mid-write: the test tests nothing"
+            if phase == "next write":
+                runner = eagle.until_done(plan, max_steps=5, **bindings())
+                runner.checkpoint(target)
+            else:
+                eagle.Runner.restore(target, plan)
+            assert temporaries(tmp_path) == [], f"{phase}: left {temporaries(tmp_path)}"
+        finally:
+            for child in children:
+                child.wait()
+    print(f"orphans before clean-up: {left}, after: 0")
 
 
 def test_the_folder_is_flushed_after_the_rename(tmp_path, monkeypatch):

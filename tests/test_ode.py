@@ -336,6 +336,23 @@ def test_the_ode_kernels_compile_to_cuda():
     (dict(on_stop=kick), ValueError, "on_stop needs tstops"),
     (dict(method="euler_maruyama", dt=0.1), ValueError, "noise"),
     (dict(max_steps=0), ValueError, "max_steps must be an int >= 1"),
+    # Non-finite times, steps and tolerances, named (an infinite t_end ran to max_steps).
+    (dict(t_span=(0.0, math.inf)), ValueError, r"t_span\[1\] must be a finite number, got inf"),
+    (dict(t_span=(-math.inf, 1.0)), ValueError, r"t_span\[0\] must be a finite number"),
+    (dict(t_span=(math.nan, 1.0)), ValueError, r"t_span\[0\] must be a finite number, got nan"),
+    (dict(t_span=(0.0, np.array([1.0, np.nan, 2.0]))), ValueError,
+     r"t_span\[1\] must be a finite number for every sample, got .*nan.* at sample 1"),
+    (dict(method="rk4", dt=math.nan), ValueError, "dt must be a finite number, got nan"),
+    (dict(method="rk4", dt=math.inf), ValueError, "dt must be a finite number, got inf"),
+    (dict(method="rk4", dt=np.array([0.1, np.inf, 0.1])), ValueError,
+     "dt must be a finite number for every sample"),
+    (dict(rtol=math.nan), ValueError, "rtol must be a finite number, got nan"),
+    (dict(atol=math.inf), ValueError, "atol must be a finite number, got inf"),
+    (dict(max_step=math.nan), ValueError, r"max_step must be a number \(inf for none\), got nan"),
+    (dict(max_step=-math.inf), ValueError, r"max_step must be a number \(inf for none\)"),
+    (dict(saveat=(0.0, math.inf, 3)), ValueError, "saveat: first and last must be finite"),
+    (dict(tstops=(math.nan, 0.1)), ValueError, "tstops .* must be finite numbers"),
+    (dict(tstops=(0.0, math.inf)), ValueError, "tstops .* must be finite numbers"),
 ])
 def test_bad_input_is_refused_before_anything_runs(change, error, message):
     u0 = np.ones((2, 3))

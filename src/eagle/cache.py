@@ -29,6 +29,8 @@ import threading
 import warnings
 from pathlib import Path
 
+from .interrupts import deferred_interrupts
+
 __all__ = ["ENV_VAR", "cache_dir", "root", "entry_dir", "private_folder", "key", "write_atomic",
            "store", "read_verified", "discard", "keep_only"]
 
@@ -147,17 +149,19 @@ def private_folder(path: Path) -> Path:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that no reader ever sees a partial file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=_PARTIAL)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write ``data`` to ``path`` so that no reader ever sees a partial file (a Ctrl-C
+    meanwhile is raised once the file is in place)."""
+    with deferred_interrupts():
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=_PARTIAL)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
 
 def store(path: Path, data: bytes) -> None:

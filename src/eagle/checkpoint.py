@@ -7,11 +7,14 @@ a temporary file beside the target (so a large state is never built in memory fi
 to disk, renamed into place, and the folder flushed too (so the rename itself survives a power
 cut). A reader finds either the previous checkpoint or the new one, whole.
 
-Temporaries are named ``.NAME.eagle-HOST-PID-TOKEN.tmp``. A write that was killed leaves its
-temporary behind; the next write to the same path removes every such orphan whose writer is
-gone: written on this host by a process that no longer runs, or named the way
+Temporaries are named ``.NAME.eagle-HOST-PID-TOKEN.tmp``, and their writer holds an exclusive
+``flock`` on each while it writes. A write that was killed leaves its temporary behind; the next
+write to the same path, and ``Runner.restore`` of it, remove every such orphan whose writer is
+gone: written on this host, no lock held on it (the kernel drops a dead process's locks), and
+its process no longer running (exited, or a zombie its parent has not reaped yet) or the file
+older than a minute (the process number reused); and those named the way
 ``eagle.cache.write_atomic`` names temporaries (``.NAME.XXXXXXXX.tmp``, how checkpoints were
-written before). A temporary of a live process, or of another host, is left alone: it may be a
+written before). A temporary of a live writer, or of another host, is left alone: it may be a
 write in progress.
 
 ``load`` trusts nothing in the file: every metadata field is checked against ``SCHEMA`` (type
@@ -28,6 +31,7 @@ import re
 import secrets
 import socket
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +39,12 @@ import numpy as np
 from .backend import backend_for
 from .errors import CheckpointError
 
-__all__ = ["save", "load", "CheckpointError", "FORMAT", "SCHEMA"]
+try:
+    import fcntl
+except ImportError:  # not POSIX: a writer's process number alone says if it is gone
+    fcntl = None
+
+__all__ = ["save", "load", "remove_orphans", "CheckpointError", "FORMAT", "SCHEMA"]
 
 FORMAT = "eagle-checkpoint/1"
 _DTYPES = ("bool", "int32", "int64", "uint32", "uint64", "float32", "float64")
@@ -82,7 +91,7 @@ def save(runner, path: str | Path) -> Path:
     arrays["flags"] = to_host(runner.bound.flags)
     encoded = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     path.parent.mkdir(parents=True, exist_ok=True)
-    _remove_orphans(path)
+    remove_orphans(path)
     _write_atomic(path, lambda f: np.savez(f, meta=encoded, **arrays))
     return path
 
@@ -209,6 +218,8 @@ def _write_atomic(path: Path, write) -> None:
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
                      0o600)
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # held until the file is closed, or this process dies
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
@@ -236,8 +247,12 @@ def _fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-def _remove_orphans(path: Path) -> None:
+_ORPHAN_AGE_S = 60.0  # no write holds its temporary unlocked this long after creating it
+
+
+def remove_orphans(path: Path) -> None:
     """Remove the temporaries that killed writes to ``path`` left behind (module docstring)."""
+    path = Path(path)
     ours = re.compile(rf"\.{re.escape(path.name)}\.eagle-([A-Za-z0-9-]+)-(\d+)-[0-9a-f]{{8}}\.tmp")
     legacy = re.compile(rf"\.{re.escape(path.name)}\.[A-Za-z0-9_]{{8}}\.tmp")
     try:
@@ -251,8 +266,7 @@ def _remove_orphans(path: Path) -> None:
             with _in_flight_lock:
                 if tmp in _in_flight:
                     continue
-            host, pid = match.group(1), int(match.group(2))
-            if host != _HOST or (pid != os.getpid() and _running(pid)):
+            if match.group(1) != _HOST or not _writer_gone(tmp, int(match.group(2))):
                 continue
         elif not legacy.fullmatch(entry.name):
             continue
@@ -262,8 +276,29 @@ def _remove_orphans(path: Path) -> None:
             pass
 
 
+def _writer_gone(tmp: Path, pid: int) -> bool:
+    """Whether the process that made ``tmp`` on this host has stopped writing it for good."""
+    if fcntl is None:
+        return pid == os.getpid() or not _running(pid)
+    try:
+        fd = os.open(tmp, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False  # gone already, or a link: not ours to judge
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False  # its writer holds it: a write in progress
+        if pid == os.getpid() or not _running(pid):
+            return True
+        return time.time() - os.fstat(fd).st_mtime > _ORPHAN_AGE_S  # the number was reused
+    finally:
+        os.close(fd)
+
+
 def _running(pid: int) -> bool:
-    """Whether a process ``pid`` runs on this host (assumed so where that cannot be asked)."""
+    """Whether a process ``pid`` runs on this host (assumed so where that cannot be asked). A
+    zombie (exited, not yet reaped by its parent) does not."""
     if os.name == "nt":
         return True  # os.kill(pid, 0) would send CTRL_C_EVENT there
     try:
@@ -272,4 +307,9 @@ def _running(pid: int) -> bool:
         return False
     except OSError:  # PermissionError: it runs, as another user
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):  # no /proc (macOS): kill(pid, 0) said it exists
+        return True
+    return state not in (b"Z", b"X")

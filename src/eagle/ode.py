@@ -114,8 +114,15 @@ def _params(p, xp, n: int, dtype):
                      f"{tuple(p.shape)}")
 
 
-def _per_sample(name: str, value, xp, n: int, dtype, positive: bool = False):
+def _per_sample(name: str, value, xp, n: int, dtype, positive: bool = False,
+                infinite: bool = False):
+    """``value`` (a number or an array ``(n,)``) as an array ``(n,)``; ``ValueError`` naming
+    ``name`` where a value is NaN, infinite (unless ``infinite``: +inf only) or, with
+    ``positive``, not > 0."""
+    allowed = "a finite number" if not infinite else "a number (inf for none)"
     if isinstance(value, int | float | np.integer | np.floating):
+        if math.isnan(value) or (math.isinf(value) and not (infinite and value > 0)):
+            raise ValueError(f"{name} must be {allowed}, got {value!r}")
         if positive and not value > 0:
             raise ValueError(f"{name} must be positive, got {value!r}")
         return xp.full(n, value, dtype=dtype)
@@ -123,9 +130,25 @@ def _per_sample(name: str, value, xp, n: int, dtype, positive: bool = False):
     if value.shape != (n,):
         raise ValueError(f"{name} must be a number or an array of shape ({n},), got shape "
                          f"{tuple(value.shape)}")
+    bad = xp.isnan(value) | (xp.isinf(value) & ((value < 0) if infinite else True))
+    if bool(bad.any()):
+        first = int(xp.argmax(bad))
+        raise ValueError(f"{name} must be {allowed} for every sample, got {value[first]!r} "
+                         f"at sample {first}")
     if positive and not bool((value > 0).all()):
         raise ValueError(f"{name} must be positive for every sample")
     return value
+
+
+def _finite_pair(name: str, value) -> tuple[float, float]:
+    """``value`` as two finite floats, else ``ValueError`` naming ``name``."""
+    try:
+        a, b = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a pair of numbers, got {value!r}") from None
+    if not (math.isfinite(a) and math.isfinite(b)):
+        raise ValueError(f"{name} must be finite numbers, got {value!r}")
+    return a, b
 
 
 def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol=1e-6,
@@ -218,6 +241,9 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
             first, last = float(first), float(last)
         except (TypeError, ValueError):
             raise ValueError(f"saveat must be (first, last, count), got {saveat!r}") from None
+        if not (math.isfinite(first) and math.isfinite(last)):
+            raise ValueError(f"saveat: first and last must be finite, got {first!r} and "
+                             f"{last!r}")
         if not (isinstance(save_count, int | np.integer) and save_count >= 1):
             raise ValueError(f"saveat: count must be an int >= 1, got {save_count!r}")
         if save_count > 1 and not last > first:
@@ -235,16 +261,13 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
     if adaptive:
         rtol = _per_sample("rtol", rtol, xp, n, dtype, positive=True)
         atol = _per_sample("atol", atol, xp, n, dtype, positive=True)
-        max_step = _per_sample("max_step", max_step, xp, n, dtype, positive=True)
+        max_step = _per_sample("max_step", max_step, xp, n, dtype, positive=True,
+                               infinite=True)
         stop_first, stop_every = 0.0, 1.0
         if on_stop is not None and tstops is None:
             raise ValueError("on_stop needs tstops=(first, every): the times it is applied at")
         if tstops is not None:
-            try:
-                stop_first, stop_every = (float(v) for v in tstops)
-            except (TypeError, ValueError):
-                raise ValueError(f"tstops must be a pair (first, every) of numbers, got "
-                                 f"{tstops!r}") from None
+            stop_first, stop_every = _finite_pair("tstops (first, every)", tstops)
             if not stop_every > 0:
                 raise ValueError(f"tstops: every must be positive, got {stop_every!r}")
         kernel = hawk_ode.dopri5_kernel(f, state, params, event=event, on_event=on_event,

@@ -30,6 +30,7 @@ from .errors import (
     RunnerBusy,
     TruncationWarning,
 )
+from .interrupts import deferred_interrupts
 from .plan import Plan, deploy
 
 __all__ = ["Runner", "Report", "until_done", "simulate"]
@@ -215,49 +216,51 @@ class Runner:
                 raise ValueError(f"checkpoint_every needs a loop whose launches the host sees; "
                                  f"on {self.device} the whole loop runs on the device, so call "
                                  "runner.checkpoint(path) between run() calls")
-        self._acquire("run")
-        at_boundary = True  # the state is at a launch boundary (nothing is mid-launch)
-        try:
-            start = time.perf_counter()
-            watch = getattr(self._loop, "watch", None)
-            if watch is not None:  # a loop whose device writes progress only when asked
-                watch(progress)
-            build_s = self._loop.build()
-            launches0, steps0 = self.launches, self.steps
-            last_checkpoint = time.perf_counter()
-            finite = _FiniteCheck(self) if self.check_finite else None
-            with _progress_bar(self, progress) as bar, _polling(bar, self._loop, self.n):
+        with deferred_interrupts() as interrupts:  # raised at launch boundaries only
+            self._acquire("run")
+            at_boundary = True  # the state is at a launch boundary (nothing is mid-launch)
+            try:
+                start = time.perf_counter()
+                watch = getattr(self._loop, "watch", None)
+                if watch is not None:  # a loop whose device writes progress only when asked
+                    watch(progress)
+                build_s = self._loop.build()
+                launches0, steps0 = self.launches, self.steps
+                last_checkpoint = time.perf_counter()
+                finite = _FiniteCheck(self) if self.check_finite else None
+                with _progress_bar(self, progress) as bar, _polling(bar, self._loop, self.n):
 
-                def after_launch():
-                    nonlocal last_checkpoint, at_boundary
-                    at_boundary = True
-                    if bar is not None:
-                        bar.update(self.n - self.live - bar.n)
-                    if finite is not None:
-                        finite.check()
-                    if checkpoint_every is not None and \
-                            time.perf_counter() - last_checkpoint >= checkpoint_every:
-                        self._save(checkpoint_path)
-                        last_checkpoint = time.perf_counter()
-                    if self._snapshots:
-                        self._serve_snapshots()
+                    def after_launch():
+                        nonlocal last_checkpoint, at_boundary
+                        at_boundary = True
+                        if bar is not None:
+                            bar.update(self.n - self.live - bar.n)
+                        if finite is not None:
+                            finite.check()
+                        if checkpoint_every is not None and \
+                                time.perf_counter() - last_checkpoint >= checkpoint_every:
+                            self._save(checkpoint_path)
+                            last_checkpoint = time.perf_counter()
+                        if self._snapshots:
+                            self._serve_snapshots()
+                        at_boundary = False
+
                     at_boundary = False
-
-                at_boundary = False
-                self._loop.run(self, after_launch)
-                at_boundary = True
-            if finite is not None and not self._loop.sees_launches:
-                finite.check()
-            report = self._report(build_s, launches0, steps0, start)
-            if checkpoint_path is not None:
-                self._save(checkpoint_path)
-            return report
-        except KeyboardInterrupt:
-            # a loop the host sees stops at a launch boundary (eagle.interrupts)
-            at_boundary = at_boundary or self._loop.sees_launches
-            raise
-        finally:
-            self._release(at_boundary)
+                    self._loop.run(self, after_launch)
+                    at_boundary = True
+                interrupts.check()  # one held while a device ran the whole loop
+                if finite is not None and not self._loop.sees_launches:
+                    finite.check()
+                report = self._report(build_s, launches0, steps0, start)
+                if checkpoint_path is not None:
+                    self._save(checkpoint_path)
+                return report
+            except KeyboardInterrupt:
+                # a loop the host sees stops at a launch boundary (eagle.interrupts)
+                at_boundary = at_boundary or self._loop.sees_launches
+                raise
+            finally:
+                self._release(at_boundary)
 
     def _acquire(self, what: str) -> None:
         """Hold the runner for ``what`` ("run", "reset"); ``RunnerBusy`` while a run holds it;
@@ -339,6 +342,10 @@ class Runner:
         written. Where the host does not see launches (a GPU, whose loop is one graph launch)
         it raises ``eagle.RunnerBusy`` instead: checkpoint between ``run()`` calls there.
         """
+        with deferred_interrupts():  # never half a checkpoint, never the runner left held
+            return self._checkpoint(path)
+
+    def _checkpoint(self, path) -> Path:
         me = threading.current_thread()
         request, held = None, False
         with self._guard:
@@ -378,9 +385,11 @@ class Runner:
         """A runner continuing from the checkpoint at ``path``, for the same kernel as
         ``plan``. The arrays are new NumPy arrays (``xp.asarray`` of them when ``xp`` is given,
         e.g. ``cupy``); ``runner.arrays`` holds them. ``CheckpointError`` when the file does
-        not fit ``plan`` (another kernel, body, dtypes or parameters)."""
-        from .checkpoint import load
+        not fit ``plan`` (another kernel, body, dtypes or parameters). Temporaries that killed
+        writes to ``path`` left beside it are removed."""
+        from .checkpoint import load, remove_orphans
 
+        remove_orphans(path)  # what killed writes to it left behind
         meta, arrays, flags = load(path)  # every field checked
         if meta["kernel"] != plan.kernel.name:
             raise CheckpointError(f"{path} was made by kernel {meta['kernel']!r}; it cannot "
@@ -444,14 +453,15 @@ class Runner:
     def reset(self) -> None:
         """Clear the terminated flags and the step counters; the state arrays are the user's
         to re-initialise. ``RunnerBusy`` while a ``run()`` is going on."""
-        self._acquire("reset")
-        try:
-            self.backend.clear(self.bound.flags)
-            self.steps = 0
-            self.launches = 0
-            self.live = None
-        finally:
-            self._release()
+        with deferred_interrupts():
+            self._acquire("reset")
+            try:
+                self.backend.clear(self.bound.flags)
+                self.steps = 0
+                self.launches = 0
+                self.live = None
+            finally:
+                self._release()
 
     def __repr__(self) -> str:
         return (f"<eagle.Runner {self.plan.kernel.name} n={self.n} on {self.device}, "
