@@ -41,4 +41,4 @@ fuzz: venv
 	EAGLE_FUZZ_EXAMPLES=$${EAGLE_FUZZ_EXAMPLES:-300} $(PY) -m pytest -q tests/test_random_kernels.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis docs/_build
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis docs/_build .eagle-test-cache

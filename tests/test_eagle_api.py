@@ -136,3 +136,41 @@ def test_numpy_scalars_bind_like_python_numbers():
     broadcast = dict(bindings(), t_end=np.float64(0.5))  # a Scalar given one NumPy number
     report = eagle.simulate(spread_oscillator, max_steps=5000, **broadcast)
     assert report.steps == 500
+
+
+SUBPACKAGES = ["ode", "distributed", "cuda", "pipeline", "compose", "loaded"]
+
+
+def test_subpackages_are_attributes_after_import_eagle_in_a_fresh_process():
+    """``import eagle; eagle.ode.solve(...)``, the README's spelling (an AttributeError before:
+    the user had to write ``import eagle.ode``); ``hawk.ode`` likewise."""
+    code = ("import eagle, hawk\n"
+            f"for name in {SUBPACKAGES!r}:\n"
+            "    assert getattr(eagle, name).__name__ == 'eagle.' + name, name\n"
+            "    assert name in dir(eagle), name\n"
+            "assert callable(eagle.ode.solve) and callable(eagle.distributed.run_on_cluster)\n"
+            "assert hawk.ode.__name__ == 'hawk.ode'\n"
+            "try:\n"
+            "    eagle.no_such_thing\n"
+            "except AttributeError as exc:\n"
+            "    assert 'no_such_thing' in str(exc)\n"
+            "print('ok')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_import_eagle_imports_neither_numbas_compiler_nor_dask():
+    """What ``python -X importtime -c 'import eagle'`` lists: none of Numba, llvmlite, Dask,
+    distributed, nor the subpackages that ``eagle.ode`` and ``eagle.distributed`` import on
+    first use."""
+    done = subprocess.run([sys.executable, "-X", "importtime", "-c", "import eagle"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines()
+                if line.startswith("import time:") and "|" in line}
+    assert "eagle" in imported
+    heavy = sorted(m for m in imported if m.split(".")[0] in (
+        "numba", "llvmlite", "dask", "distributed", "scipy")
+        or m in ("eagle.ode", "eagle.distributed", "hawk.ode"))
+    assert heavy == [], heavy

@@ -37,6 +37,23 @@ __all__ = [
 ]  # fmt: skip
 
 
+# Subpackages reachable as attributes after ``import eagle`` (``eagle.ode.solve(...)``), each
+# imported on first use (PEP 562) so that ``import eagle`` stays as quick as it is.
+_SUBMODULES = ("ode", "distributed", "cuda", "pipeline", "compose", "loaded")
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_SUBMODULES})
+
+
 def _apply_environment() -> None:
     from .threads import apply_environment
 

@@ -40,6 +40,17 @@ try:  # one version for both packages: [project] version in pyproject.toml (eagl
 except _metadata.PackageNotFoundError:  # a source tree that was never installed
     __version__ = "0+unknown"
 
+
+
+def __getattr__(name: str):
+    """``hawk.ode`` after ``import hawk``, imported on first use (PEP 562)."""
+    if name == "ode":
+        import importlib
+
+        return importlib.import_module(".ode", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "kernel", "Kernel", "ProgramKernel", "CompileError", "IRError",
     "Scalar", "Param", "Mutable", "Terminated", "Vec2", "Vec3", "Vec4", "Out", "Series",
