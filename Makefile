@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test docs lint bench fuzz clean
+.PHONY: venv demo test test-all docs lint bench fuzz clean
 
 venv: $(STAMP)
 
@@ -20,7 +20,16 @@ demo: venv
 	$(PY) examples/seed.py
 	$(PY) -m eagle bench --quick
 
+# The fast tier, to run before every commit: every module's core behaviour, in at most three
+# minutes on a 2-core machine once .venv and the tests' compile cache (.eagle-test-cache) exist.
 test: venv
+	$(PY) -m ruff check src tests benchmarks examples docs
+	$(PY) -m pytest -q -m "not slow"
+
+# Everything (what CI runs, via .ci/run): the fast tier and the slow one (fresh venvs and
+# processes with cold caches, long fuzzing and stress runs, cluster processes, gpu-check's
+# own runs).
+test-all: venv
 	$(PY) -m ruff check src tests benchmarks examples docs
 	$(PY) -m pytest -q
 

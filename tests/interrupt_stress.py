@@ -51,18 +51,31 @@ def run_options(mode: str, folder: Path) -> dict:
     return options
 
 
-def bar_in_another_thread() -> None:
-    """Draw and close a progress bar from another thread, as eagle's GPU progress poller and a
-    user's own bars do, and wait for it: it never returns if a lock of tqdm's was left held."""
-    from tqdm import tqdm
+class BarDrawer(threading.Thread):
+    """Draws and closes a progress bar from its own thread when asked, as eagle's GPU progress
+    poller and a user's own bars do: it never finishes if a lock of tqdm's was left held. The
+    main thread asks and waits by plain attributes and ``time.sleep``: starting or joining a
+    thread takes locks of Python's own, and the signals this harness sends could leave one of
+    those held."""
 
-    def draw():
-        with tqdm(total=1, desc="another thread", leave=False) as bar:
-            bar.update(1)
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.asked = self.drawn = 0
 
-    other = threading.Thread(target=draw)
-    other.start()
-    other.join()
+    def draw(self) -> None:
+        self.asked += 1
+        while self.drawn != self.asked:
+            time.sleep(0.0005)
+
+    def run(self) -> None:
+        from tqdm import tqdm
+
+        while True:
+            time.sleep(0.0005)
+            if self.drawn != self.asked:
+                with tqdm(total=1, desc="another thread", leave=False) as bar:
+                    bar.update(1)
+                self.drawn = self.asked
 
 
 class Sender(threading.Thread):
@@ -105,8 +118,10 @@ def main(mode: str, trials: int, seed: int, folder: Path) -> None:
     count = dict(trials=0, interrupts=0, mismatches=0)
 
     sender_thread = Sender() if sender == "self" else None
-    if sender_thread is not None:
-        sender_thread.start()
+    drawer = BarDrawer() if "progress" in options else None
+    for thread in (sender_thread, drawer):
+        if thread is not None:
+            thread.start()
 
     def trial():
         bindings = fresh_bindings()
@@ -122,8 +137,8 @@ def main(mode: str, trials: int, seed: int, folder: Path) -> None:
         until_it_returns(lambda: runner.run(**options))
         same = all(np.array_equal(bindings[k], expected[k]) for k in ("x", "v", "t"))
         count["mismatches"] += not same
-        if "progress" in options:
-            bar_in_another_thread()
+        if drawer is not None:
+            drawer.draw()
         count["trials"] += 1
 
     def until_it_returns(call):

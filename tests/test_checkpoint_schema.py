@@ -250,24 +250,26 @@ while True:
 
 def kill_writers_at_random_moments(target: Path, count: int, seed: int) -> list:
     """``count`` processes writing checkpoints to ``target`` in a loop, each SIGKILLed at a
-    random moment and not reaped: they stay zombies, as under a parent that reaps late (a
-    shell, a job runner, a test harness). The caller reaps them."""
+    random moment of its writes (the last one mid-write, so an orphan is surely left) and not
+    reaped: they stay zombies, as under a parent that reaps late (a shell, a job runner, a test
+    harness). The caller reaps them."""
     rng = np.random.default_rng(seed)
     children = []
-    for _ in range(count):
+    for k in range(count):
+        before = set(temporaries(target.parent))
         child = subprocess.Popen([sys.executable, "-c", LOOPING_WRITER, str(target)],
                                  stdout=subprocess.PIPE, text=True)
         children.append(child)
         assert child.stdout.readline().strip() == "ready"
         deadline = time.monotonic() + 60
-        while not temporaries(target.parent) and not target.exists() \
-                and time.monotonic() < deadline:
-            time.sleep(0.001)  # its first write has begun
-        time.sleep(rng.uniform(0.0, 0.08))
+        while not set(temporaries(target.parent)) - before and time.monotonic() < deadline:
+            time.sleep(0.0005)  # a write of its own has begun
+        if k < count - 1:
+            time.sleep(rng.uniform(0.0, 0.08))
         child.send_signal(signal.SIGKILL)
-    for child in children:  # dead, not reaped: /proc says Z
+    for child in children:  # dead, not reaped: a zombie whose files the kernel has closed
         deadline = time.monotonic() + 30
-        while _state(child.pid) not in ("Z", "X", None) and time.monotonic() < deadline:
+        while not _dead(child.pid) and time.monotonic() < deadline:
             time.sleep(0.005)
     return children
 
@@ -277,6 +279,18 @@ def _state(pid: int) -> str | None:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return None
+
+
+def _dead(pid: int) -> bool:
+    """Exited, reaped or not, and its files released: the kernel drops a killed process's file
+    locks a few milliseconds after its main thread shows Z."""
+    if _state(pid) not in ("Z", "X", None):
+        return False
+    try:
+        holders = {line.split()[4] for line in Path("/proc/locks").read_text().splitlines()}
+    except (OSError, IndexError):
+        return True
+    return str(pid) not in holders
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states in /proc")
@@ -294,7 +308,9 @@ def test_writers_killed_at_random_moments_leave_nothing_even_unreaped(tmp_path):
                 runner.checkpoint(target)
             else:
                 eagle.Runner.restore(target, plan)
-            assert temporaries(tmp_path) == [], f"{phase}: left {temporaries(tmp_path)}"
+            assert temporaries(tmp_path) == [], (phase, [
+                (name, [(c.pid, _state(c.pid)) for c in children if f"-{c.pid}-" in name])
+                for name in temporaries(tmp_path)])
         finally:
             for child in children:
                 child.wait()

@@ -225,6 +225,7 @@ class Runner:
                 if watch is not None:  # a loop whose device writes progress only when asked
                     watch(progress)
                 build_s = self._loop.build()
+                interrupts.check()  # a Ctrl-C during the compile: no launch has begun
                 launches0, steps0 = self.launches, self.steps
                 last_checkpoint = time.perf_counter()
                 finite = _FiniteCheck(self) if self.check_finite else None
