@@ -26,6 +26,7 @@ def card(tmp_path_factory):
     return out, done
 
 
+@pytest.mark.slow
 def test_every_arm_is_timed_five_times_with_its_spread_and_raw_samples(card):
     out, _ = card
     rows = json.loads((out / "card.json").read_text())["rows"]

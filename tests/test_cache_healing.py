@@ -186,6 +186,7 @@ def _flip(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
+@pytest.mark.slow
 def test_damage_of_every_shape_is_rebuilt_and_the_next_process_loads_it(warm, tmp_path):
     expected = expected_hash()
     good = listing(warm)
@@ -236,6 +237,7 @@ def test_a_planted_pyc_whose_header_matches_is_never_run(warm, tmp_path):
     assert not list(cache.rglob("*.pyc")), "a .pyc is left in the cache"
 
 
+@pytest.mark.slow
 def test_damage_while_a_process_compiles_never_crashes_it(tmp_path):
     expected = expected_hash()
     rng = random.Random(16)
@@ -303,6 +305,7 @@ def _immutable(path: Path, on: bool) -> bool:
     return done.returncode == 0
 
 
+@pytest.mark.slow
 def test_an_unusable_cache_location_compiles_in_memory_with_one_warning(tmp_path):
     a_file = tmp_path / "a-file"
     a_file.write_text("not a folder")
@@ -333,6 +336,7 @@ def test_an_unusable_cache_location_compiles_in_memory_with_one_warning(tmp_path
     assert a_file.read_text() == "not a folder"
 
 
+@pytest.mark.slow
 def test_a_cache_root_others_may_write_or_own_is_not_used(tmp_path):
     roots = {}
     for name, mode in (("group-writable", 0o770), ("world-writable", 0o1777)):
@@ -394,6 +398,7 @@ def _interrupted(cache: Path, delay: float) -> subprocess.Popen:
                             text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_the_first_compile_then_run_again_is_bit_identical(tmp_path):
     warm = tmp_path / "warm"
     clean = finish(_interrupted(warm, -1.0))  # also fills the warm cache

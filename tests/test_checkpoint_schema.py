@@ -293,6 +293,7 @@ def _dead(pid: int) -> bool:
     return str(pid) not in holders
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states in /proc")
 def test_writers_killed_at_random_moments_leave_nothing_even_unreaped(tmp_path):
     target = tmp_path / "run.npz"

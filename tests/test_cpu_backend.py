@@ -98,6 +98,7 @@ def tail_bindings(n=9001, seed=5, dt=1e-3):
                 t_end=dt * stops - dt / 2, dt=dt)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("steps_per_launch", [1, 3, 50, None])

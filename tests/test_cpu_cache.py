@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import eagle
 from kernels import oscillator
@@ -66,6 +67,7 @@ def test_damaged_generated_source_is_rewritten(tmp_path):
     assert source.read_text() == good
 
 
+@pytest.mark.slow
 def test_damaged_machine_code_is_rebuilt(tmp_path):
     first = run_process(tmp_path)
     for path in entry_files(tmp_path, "run_blocks.o"):
@@ -74,6 +76,7 @@ def test_damaged_machine_code_is_rebuilt(tmp_path):
     assert again["x"] == first["x"] and again["steps"] == first["steps"]
 
 
+@pytest.mark.slow
 def test_processes_compiling_the_same_kernel_at_once_agree(tmp_path):
     results = [None] * 3
 

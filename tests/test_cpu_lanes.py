@@ -91,6 +91,7 @@ def oscillator_bindings(stops: list[int], done_at_start: list[bool], dt=1e-3):
 stop_steps = st.one_of(st.integers(1, 12), st.integers(13, 90), st.just(0))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data(), shape=st.sampled_from(SHAPES), threads=st.integers(1, 3))
@@ -131,6 +132,7 @@ def test_pool_sets_line_up_and_overflow(shape):
         assert_bitwise_equal(actual, expected)
 
 
+@pytest.mark.slow
 def test_vector_kernel_with_float32_state():
     """A Vec3 kernel in float32 (its own lanes and invariants) through the same paths."""
     rng = np.random.default_rng(0)
@@ -144,6 +146,7 @@ def test_vector_kernel_with_float32_state():
     assert_bitwise_equal(actual, expected)
 
 
+@pytest.mark.slow
 @settings(max_examples=6, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(source=random_kernels.kernel_sources(), seed=st.integers(0, 2**16),
@@ -200,6 +203,7 @@ def flag_from_state_and_temporaries(terminated: hawk.Terminated, x: Mutable[Scal
     terminated = x * x + y > 30.0  # reads only the new state: moved after the selects
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kernel", [flag_reads_the_old_state, flag_shares_an_op_with_a_store,
                                     flag_from_state_and_temporaries])
 def test_the_flag_after_the_selects_reads_what_the_kernel_says(kernel):

@@ -71,6 +71,7 @@ def test_float32_kernel_compiles(arch):
     assert_compiles(program, arch)
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(source=random_kernels.kernel_sources())

@@ -149,6 +149,7 @@ def test_dask_arrays_in_one_submission_and_out(client, monkeypatch):
     np.testing.assert_array_equal(result.arrays["t"].compute(), expected["t"])
 
 
+@pytest.mark.slow
 def test_vector_state_from_strided_dask_blocks(client):
     n = 3000
     rng = np.random.default_rng(18)
@@ -261,6 +262,7 @@ def test_the_plan_device_and_fmad_reach_the_worker(monkeypatch):
     assert output.report.device == "cpu" and output.report.done == 100
 
 
+@pytest.mark.slow
 def test_workers_killed_at_random_moments_change_nothing():
     n = 200_000
     rng = random.Random(18)
@@ -307,6 +309,7 @@ def test_progress_across_the_cluster_counts_every_sample(client, capsys):
     assert result.report.done == N_SPREAD
 
 
+@pytest.mark.slow
 def test_a_run_past_its_timeout_stops_and_says_so(client):
     def slow(lo, hi):
         if hi - lo > 1:  # not the client's one-sample probe: never done within the timeout
@@ -345,6 +348,7 @@ def brownian(drift: Param, barrier: Param, terminated: Terminated, x: Mutable[Sc
     terminated = x > barrier
 
 
+@pytest.mark.slow
 def test_random_draws_do_not_depend_on_the_chunks(client):
     """A draw is keyed by the sample's global index: the same seed gives the same bits on one
     machine and cut into any chunks (issue 14)."""

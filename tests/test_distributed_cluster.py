@@ -196,6 +196,7 @@ def check_resumed(client, folder: Path, finished_before: int) -> None:
         np.testing.assert_array_equal(final[key], expected[key])
 
 
+@pytest.mark.slow
 def test_every_worker_lost_is_a_clear_error_and_a_rerun_resumes(cli, tmp_path):
     cluster, client = cli
     folder = tmp_path / "chunks"

@@ -73,6 +73,7 @@ def test_the_page_has_examples():
         assert construct in text, construct
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", KERNEL_BLOCKS)
 def test_kernel_example_runs(source, tmp_path_factory):
     kernels = _kernels(_module(source, tmp_path_factory))
@@ -103,6 +104,7 @@ MONTE_CARLO = DOC.parent / "guide" / "monte-carlo" / "monte-carlo.md"
 _CELL = re.compile(r"^```\{code-cell\} python\n(.*?)^```", re.S | re.M)
 
 
+@pytest.mark.slow
 def test_the_monte_carlo_examples_match_their_closed_forms(tmp_path, capsys):
     """The page's cells, run in order as one module (as the docs build runs them): the barrier
     option and the first-passage time differ from the continuous closed forms by their

@@ -85,6 +85,7 @@ def test_a_true_constant_if_keeps_only_its_branch():
     assert_same(x, np.arange(4.0) + 3.0)
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::eagle.TruncationWarning")
 def test_helpers_on_the_cpu_backend_match_the_reference():
     n = A.size

@@ -38,6 +38,7 @@ def gpu_check(tmp_path: Path, *arguments: str, **environment: str):
     return done, files
 
 
+@pytest.mark.slow
 def test_gpu_check_gets_through_every_step_without_platformdirs_pyelftools_dask(tmp_path):
     done, files = gpu_check(tmp_path, "--rehearse", GPU_CHECK_TESTS="tests/test_gpu.py")
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
@@ -55,6 +56,7 @@ def test_gpu_check_gets_through_every_step_without_platformdirs_pyelftools_dask(
     assert "the kernel fired" in files["seed.log"]  # the spec's cell, on the CPU here
 
 
+@pytest.mark.slow
 def test_gpu_check_stops_a_hanging_step_shows_where_and_keeps_its_limit(tmp_path):
     hang = tmp_path / "test_hang.py"
     hang.write_text("import time\n\n\ndef test_hangs_here():\n    time.sleep(600)\n")
@@ -67,6 +69,7 @@ def test_gpu_check_stops_a_hanging_step_shows_where_and_keeps_its_limit(tmp_path
     assert "gpu-check: FAILED" in summary
 
 
+@pytest.mark.slow
 def test_gpu_check_skips_tests_that_would_outlast_the_step_and_keeps_the_xml(tmp_path):
     slow = tmp_path / "test_slow.py"
     slow.write_text("import time\n\nimport pytest\n\n\n@pytest.mark.parametrize('k', range(40))"
@@ -125,6 +128,7 @@ def cupy_on(driver):
                                deviceSynchronize=lambda: None)))
 
 
+@pytest.mark.slow
 def test_the_benchmark_arms_run_on_the_emulated_gpu(gpu):
     bench = load_benchmark()
     cp = cupy_on(gpu)

@@ -27,7 +27,7 @@ WATCHDOG_S = 240  # the child dumps its stacks and exits; the test's own bound i
 MODES = ["progress", "checkpoint", "both"]
 
 # --- trial counts (docs/reliability.md includes these lines) ---
-SELF_TRIALS = 150  # runs per mode, each sent 1 to 3 SIGINTs by a thread of its own process
+SELF_TRIALS = 60  # runs per mode, each sent 1 to 3 SIGINTs by a thread of its own process
 PARENT_TRIALS = 60  # runs per mode while the test sends SIGINTs 0.2 to 6 ms apart
 SLOW_SELF_TRIALS = 2000  # the same in make test-all (the slow tier)
 SLOW_PARENT_TRIALS = 600

@@ -53,6 +53,7 @@ BACKENDS = ["cpu", pytest.param("host-cuda", marks=pytest.mark.skipif(
     compiler() is None, reason="no host C++ compiler to run the generated CUDA code"))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", ["integer-division", "domain-float64", "domain-float32"])
 def test_every_backend_gives_the_reference_result(backend, case, tmp_path):

@@ -63,6 +63,7 @@ def observed_order(errors, sizes):
 # -- fixed steps ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method, order", [("euler", 1), ("rk4", 4)])
 def test_fixed_step_error_falls_at_the_methods_order(method, order):
     omega = np.array([1.0, 1.5, 2.0])
@@ -89,6 +90,7 @@ def test_a_fixed_step_that_does_not_divide_the_span_lands_on_t_end():
 # -- the adaptive pair ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_dopri5_global_error_falls_at_fifth_order_in_the_steps_it_takes():
     omega = np.array([1.0, 2.0, 3.0])
     u0 = np.stack([np.ones(3), np.zeros(3)])
@@ -111,6 +113,7 @@ def test_dopri5_scalar_state_decays_within_its_tolerance():
         assert np.all(np.abs(sol.u - exact) <= TOLERANCE_FACTOR * tol * (1.0 + exact))
 
 
+@pytest.mark.slow
 def test_kepler_orbit_closes_and_keeps_its_energy_better_at_a_finer_tolerance():
     e = np.array([0.0, 0.3, 0.6])  # eccentricities; a = 1, mu = 1: period 2 pi
     u0 = np.stack([1.0 - e, np.zeros(3), np.zeros(3), np.sqrt((1.0 + e) / (1.0 - e))])
@@ -151,6 +154,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tol", [1e-6, 1e-9])
 @pytest.mark.parametrize("case", list(CASES))
 def test_end_states_and_step_counts_agree_with_scipy(case, tol):
@@ -172,6 +176,7 @@ def test_end_states_and_step_counts_agree_with_scipy(case, tol):
 # -- events and stops ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_falling_ball_with_drag_stops_at_ground_contact():
     drag = np.array([0.0, 0.05, 0.5, 2.0])
     h0 = np.array([10.0, 20.0, 5.0, 1.0])
@@ -205,6 +210,7 @@ def analytic_bounces(h0, restitution, t_end):
     return times, (v * s - 0.5 * G * s * s, v - G * s)
 
 
+@pytest.mark.slow
 def test_bounce_times_match_the_analytic_ones():
     h0, restitution, t_end = np.array([10.0, 5.0, 2.0]), 0.9, 6.0
     u0 = np.stack([h0, np.zeros(3)])
@@ -227,6 +233,7 @@ def test_bounce_times_match_the_analytic_ones():
         assert sol.u[1, i] == pytest.approx(v, abs=1e-7)
 
 
+@pytest.mark.slow
 def test_stops_land_exactly_and_apply_their_kick():
     sol = eagle.ode.solve(still, np.zeros((2, 3)), (0.0, np.array([1.0, 2.5, 10.0])),
                           p=np.array([1.0, 2.0, 0.5]), tstops=(0.25, 0.5), on_stop=kick)
@@ -238,6 +245,7 @@ def test_stops_land_exactly_and_apply_their_kick():
 # -- SDEs ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_euler_maruyama_ornstein_uhlenbeck_statistics():
     n, theta, mu, sigma, t_end, dt = 40_000, 1.0, 0.5, 0.5, 1.0, 2e-3
     sol = eagle.ode.solve(ornstein_uhlenbeck_drift, np.full(n, 2.0), (0.0, t_end),
@@ -277,6 +285,7 @@ def dopri5_bindings(kernel_f, u0, p, t_end, tol):
     return arrays
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("steps_per_launch", [3, None])
 def test_the_bouncing_kernel_equals_the_reference(target, steps_per_launch):  # noqa: F811
     if not target.target.exact_math:
@@ -365,6 +374,7 @@ def test_bad_input_is_refused_before_anything_runs(change, error, message):
         assert np.array_equal(u0, np.ones((2, 3)))
 
 
+@pytest.mark.slow
 def test_max_steps_reached_is_reported_not_hidden():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -375,6 +385,7 @@ def test_max_steps_reached_is_reported_not_hidden():
     assert any(issubclass(w.category, eagle.TruncationWarning) for w in caught)
 
 
+@pytest.mark.slow
 def test_a_sample_that_blows_up_is_marked_failed():
     sol = eagle.ode.solve(square, np.array([1.0, -1.0]), (0.0, 2.0), rtol=1e-8, atol=1e-8)
     assert sol.status.tolist() == [ode.STATUS_FAILED, ode.STATUS_DONE]
@@ -385,6 +396,7 @@ def test_a_sample_that_blows_up_is_marked_failed():
 # -- saveat --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("saves_in_a_step", ["few", "many"])
 def test_saveat_records_the_trajectory_to_the_tolerance(saves_in_a_step):
     omega = np.array([0.5, 1.0, 3.0])
@@ -404,6 +416,7 @@ def test_saveat_records_the_trajectory_to_the_tolerance(saves_in_a_step):
         assert np.all(sol.accepted <= plain.accepted + count)
 
 
+@pytest.mark.slow
 def test_saveat_stops_at_a_terminating_event_and_skips_times_before_t0():
     sol = eagle.ode.solve(falling_with_drag, np.stack([np.full(2, 10.0), np.zeros(2)]),
                           (np.array([0.0, 0.5]), 100.0), p=0.0, rtol=1e-10, atol=1e-10,
@@ -417,6 +430,7 @@ def test_saveat_stops_at_a_terminating_event_and_skips_times_before_t0():
     assert sol.t[0] == pytest.approx(contact, abs=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["rk4", "euler_maruyama"])
 def test_fixed_steps_land_on_recorded_times(method):
     noise = dict(noise=ornstein_uhlenbeck_noise, seed=5) if method == "euler_maruyama" else {}

@@ -220,6 +220,7 @@ def test_the_inputs_exercise_every_op(dtype):
         assert np.bitwise_or.reduce(~bits & 15) == 15, name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", list(FLOATS.values()), ids=list(FLOATS))
 def test_cpu_backend_equals_reference(dtype):
     bound = bindings(dtype)
@@ -288,6 +289,7 @@ def test_the_inputs_exercise_the_new_ops(dtype):
     assert (b["ci"] < 0).any() and (b["ci"] >= 32).any() and (b["cr"] >= 64).any()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", list(FLOATS.values()), ids=list(FLOATS))
 def test_cpu_backend_equals_reference_for_the_new_ops(dtype):
     bound = more_bindings(dtype)

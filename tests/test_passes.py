@@ -374,12 +374,14 @@ def assert_optimizing_changes_no_bit(kernel, dtype, seed: int) -> None:
         assert bits(actual[name]) == bits(value), name
 
 
+@pytest.mark.slow
 @_SETTINGS
 @given(source=random_kernels.kernel_sources(), seed=st.integers(0, 2**16))
 def test_random_kernel_gives_the_same_bits_optimized_or_not(tmp_path, source, seed):
     assert_optimizing_changes_no_bit(random_kernels.load(source, tmp_path), np.float64, seed)
 
 
+@pytest.mark.slow
 @_SETTINGS
 @given(source=random_kernels.kernel_sources(exact=True), seed=st.integers(0, 2**16))
 def test_random_float32_kernel_gives_the_same_bits_optimized_or_not(tmp_path, source, seed):

@@ -64,6 +64,7 @@ def a_random_moment(rng, runner, thread):
     time.sleep(rng.uniform(0.0, 0.001))
 
 
+@pytest.mark.slow
 def test_a_second_run_while_one_is_running_is_refused(expected):
     rng = random.Random(16)
     refused = 0
@@ -99,6 +100,7 @@ def run_after(runner, barrier, outcomes, jitter):
     outcomes.append((outcome, start, time.perf_counter()))
 
 
+@pytest.mark.slow
 def test_two_runs_started_together_give_one_result(expected):
     rng = random.Random(61)
     for trial in range(START_TRIALS):
@@ -134,6 +136,7 @@ def test_reset_during_a_run_is_refused(expected):
     assert_same_state(b, expected)
 
 
+@pytest.mark.slow
 def test_checkpoint_during_a_run_is_consistent_and_resumes_bit_identically(expected, tmp_path):
     rng = random.Random(2)
     plan = eagle.deploy(spread_oscillator)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
@@ -34,6 +35,7 @@ _SETTINGS = settings(max_examples=_FUZZ or 12, deadline=None, derandomize=not _F
                                             HealthCheck.too_slow])
 
 
+@pytest.mark.slow
 @_SETTINGS
 @given(source=random_kernels.kernel_sources(), seed=st.integers(0, 2**16),
        steps_per_launch=st.sampled_from([1, 3, 64, None]))
@@ -46,6 +48,7 @@ def test_random_float64_kernel_equals_reference(tmp_path, source, seed, steps_pe
     assert report.steps == expected_steps, source
 
 
+@pytest.mark.slow
 @settings(max_examples=_FUZZ // 2 or 6, deadline=None, derandomize=not _FUZZ,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(source=random_kernels.kernel_sources(exact=True), seed=st.integers(0, 2**16))
@@ -79,6 +82,7 @@ def test_random_kernel_on_every_device_equals_reference(target, tmp_path, data, 
     assert {"q2", "q", "q4"} <= actual.keys() and actual["q4"].shape == (4, N)
 
 
+@pytest.mark.slow
 @settings(max_examples=_FUZZ // 2 or 6, deadline=None, derandomize=not _FUZZ,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(source=random_kernels.drawing_kernel_sources(), seed=st.integers(0, 2**16),
@@ -95,6 +99,7 @@ def test_random_drawing_kernel_equals_reference(tmp_path, source, seed, steps_pe
     assert report.steps == expected_steps, source
 
 
+@pytest.mark.slow
 @settings(max_examples=_FUZZ // 2 or 6, deadline=None, derandomize=not _FUZZ,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(source=random_kernels.integer_kernel_sources(), seed=st.integers(0, 2**16),

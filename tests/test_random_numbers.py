@@ -120,6 +120,7 @@ def test_the_stream_layout_keeps_samples_steps_and_positions_apart():
 # -- every backend equals the reference ----------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
 def test_every_backend_equals_the_reference_bit_for_bit(target, dtype):  # noqa: F811
     """Uniform draws bit for bit everywhere; normal and exponential draws too where the math

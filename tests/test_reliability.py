@@ -108,6 +108,7 @@ print("finished", flush=True)
 """
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_from_its_checkpoint_bit_identically(tmp_path):
     expected = uninterrupted()
     path = tmp_path / "run.npz"

@@ -333,6 +333,7 @@ def walk_bindings(n: int):
     return dict(x=np.zeros(n), xs=np.full((12, n), NAN), hs=np.full((5, 3, n), NAN))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("steps_per_launch", [1, 5, None])
 def test_every_backend_writes_what_the_reference_writes(target, steps_per_launch,  # noqa: F811
@@ -358,6 +359,7 @@ def test_every_backend_writes_what_the_reference_writes(target, steps_per_launch
         eagle.set_num_threads(previous)
 
 
+@pytest.mark.slow
 def test_cpu_lanes_compaction_pool_and_redo():
     """Tiny blocks and unrolled visits, launch by launch: a lane that finishes inside an
     unrolled visit writes nothing after its last step, and the visit's redo writes the same."""

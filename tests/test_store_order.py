@@ -55,6 +55,7 @@ def cases(n: int = 37):
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("steps_per_launch", [1, None])
 @pytest.mark.parametrize("case", list(cases()))
 def test_stores_read_the_start_of_step_values(target, case, steps_per_launch):  # noqa: F811
