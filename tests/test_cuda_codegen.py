@@ -107,7 +107,8 @@ def test_compile_error_shows_the_log_and_the_numbered_source():
     assert info.value.call == "nvrtcCompileProgram"
 
 
-def test_damaged_cached_cubin_is_rebuilt():
+def test_damaged_cached_cubin_is_rebuilt(tmp_path, monkeypatch):
+    monkeypatch.setenv("EAGLE_CACHE_DIR", str(tmp_path))  # its own: one entry of this cubin
     source = emit_cuda(bouncing.specialize({}))
     good = nvrtc.compile_source(source, "sm_80")
     from eagle import cache
