@@ -196,12 +196,14 @@ def test_orphan_temporaries_are_removed_by_the_next_write(tmp_path):
     assert restored.steps == 0 and restored.n == N
 
 
-KILLED_WRITER = f"""
+def looping_writer(n: int) -> str:
+    """A script that writes checkpoints of ``n`` samples to ``argv[1]`` until it is killed."""
+    return f"""
 import sys
 sys.path[:0] = [{str(TESTS)!r}, {str(SRC)!r}]
 import numpy as np, eagle
 from kernels import spread_oscillator
-n = 4_000_000
+n = {n}
 runner = eagle.until_done(eagle.deploy(spread_oscillator), max_steps=5, x=np.ones(n),
                           v=np.zeros(n), t=np.zeros(n), omega=np.ones(n), t_end=np.ones(n),
                           dt=1e-3)
@@ -209,6 +211,9 @@ print("ready", flush=True)
 while True:
     runner.checkpoint(sys.argv[1])
 """
+
+
+KILLED_WRITER = looping_writer(4_000_000)  # each write long enough for a kill to land in it
 
 
 def test_writes_killed_mid_way_leave_nothing_behind_after_the_next_write(tmp_path):
@@ -233,19 +238,7 @@ def test_writes_killed_mid_way_leave_nothing_behind_after_the_next_write(tmp_pat
         assert load(target)[0]["n"] == N
 
 
-LOOPING_WRITER = f"""
-import sys
-sys.path[:0] = [{str(TESTS)!r}, {str(SRC)!r}]
-import numpy as np, eagle
-from kernels import spread_oscillator
-n = 300_000
-runner = eagle.until_done(eagle.deploy(spread_oscillator), max_steps=5, x=np.ones(n),
-                          v=np.zeros(n), t=np.zeros(n), omega=np.ones(n), t_end=np.ones(n),
-                          dt=1e-3)
-print("ready", flush=True)
-while True:
-    runner.checkpoint(sys.argv[1])
-"""
+LOOPING_WRITER = looping_writer(300_000)  # writes of a few tens of ms, back to back
 
 
 def kill_writers_at_random_moments(target: Path, count: int, seed: int) -> list:
