@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import struct
 import sys
 from dataclasses import replace
@@ -396,3 +397,41 @@ def test_optimized_programs_compute_each_value_once(kernel):
     keys = [(op.kind, op.dtype, op.args, struct.pack("<d", op.attr)
              if isinstance(op.attr, float) else op.attr) for op in program.ops]
     assert len(set(keys)) == len(keys)
+
+
+BRANCHY = '''
+import hawk
+from hawk import Mutable, Param, Scalar, Terminated
+
+
+@hawk.kernel
+def branchy(dt: Param, terminated: Terminated, x: Mutable[Scalar], y: Mutable[Scalar],
+            z: Mutable[Scalar], w: Mutable[Scalar]):
+    if x > 0.5:
+        alpha, beta, gamma, delta = x * dt, y + dt, z - dt, w * 2.0
+    else:
+        alpha, beta, gamma, delta = y * dt, x + dt, w - dt, z * 3.0
+    x, y, z, w = alpha, beta, gamma, delta
+    terminated = x > 1.0
+
+
+print(branchy.specialize({}).digest())
+'''
+
+
+def test_a_program_and_its_digest_are_the_same_in_every_process(tmp_path):
+    """An ``if`` that binds several names merges them in a fixed order: the program (and so
+    its cache key) does not depend on the process's string hashing (it did: each process of
+    a DP5 kernel compiled again)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "branchy.py"
+    script.write_text(BRANCHY)
+    digests = set()
+    for seed in ("0", "1", "2", "3", "4", "5"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                             text=True, check=True)
+        digests.add(out.stdout.strip())
+    assert len(digests) == 1, digests

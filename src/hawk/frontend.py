@@ -446,7 +446,9 @@ class Lowering:
         else_env = self.env
         self.node = node
         merged = {}
-        for name in then_env.keys() | else_env.keys():
+        # In the order the names were first bound, never a set's: the selects' order is the
+        # program's, and so its digest (the cache key), the same in every process.
+        for name in dict.fromkeys([*then_env, *else_env]):
             a, b = then_env.get(name), else_env.get(name)
             if a is b:
                 merged[name] = a
