@@ -8,9 +8,7 @@ Processes that do not depend on each other run at the same time to keep the suit
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import marshal
 import os
 import random
 import shutil
@@ -115,17 +113,6 @@ def warm(tmp_path_factory) -> Path:
     return cache
 
 
-def _pyc(source: Path, code: str) -> tuple[Path, bytes]:
-    """Where Python's import would look for ``source``'s bytecode, and a .pyc of ``code`` whose
-    header matches ``source`` (so that an import from the file would run it)."""
-    st = source.stat()
-    header = (importlib.util.MAGIC_NUMBER + (0).to_bytes(4, "little")
-              + (int(st.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little")
-              + (st.st_size & 0xFFFFFFFF).to_bytes(4, "little"))
-    body = marshal.dumps(compile(code, str(source), "exec"))
-    return Path(importlib.util.cache_from_source(str(source))), header + body
-
-
 def _replace_by_file(path: Path) -> None:
     shutil.rmtree(path)
     path.write_bytes(b"not a folder")
@@ -134,13 +121,6 @@ def _replace_by_file(path: Path) -> None:
 def _replace_by_folder(path: Path) -> None:
     path.unlink()
     (path / "inside").mkdir(parents=True)
-
-
-def _corrupt_pyc(folder: Path) -> None:
-    (source,) = folder.glob("*.py")
-    pyc, data = _pyc(source, "x = 1\n")
-    pyc.parent.mkdir(exist_ok=True)
-    pyc.write_bytes(data[:16] + b"\x00garbage marshal" * 3)  # a good header, bad marshal data
 
 
 def _rename_symbol(path: Path) -> None:
@@ -165,10 +145,9 @@ CTRL_C_RANDOM_CACHED = 1  # and at a random moment of it
 CTRL_C_RANDOM_COLD = 2  # at random moments of a first compile
 # Shapes of damage; the last five leave no usable machine code, so the process compiles anew.
 DAMAGE = {
-    "corrupt .pyc": _corrupt_pyc,
-    ".py replaced by a folder": _each("*.py", _replace_by_folder),
-    ".py missing": _each("*.py", Path.unlink),
-    "null bytes in the .py": _each("*.py", lambda p: p.write_bytes(b"\x00" * 64)),
+    ".ll replaced by a folder": _each("*.ll", _replace_by_folder),
+    ".ll missing": _each("*.ll", Path.unlink),
+    "null bytes in the .ll": _each("*.ll", lambda p: p.write_bytes(b"\x00" * 64)),
     "entry folder replaced by a file": _replace_by_file,
     "a folder everyone may write in the entry": lambda f: (f / "stray").mkdir(mode=0o777),
     "object code replaced by a folder": _each("run_blocks.o", _replace_by_folder),
@@ -190,7 +169,7 @@ def _flip(path: Path) -> None:
 def test_damage_of_every_shape_is_rebuilt_and_the_next_process_loads_it(warm, tmp_path):
     expected = expected_hash()
     good = listing(warm)
-    source = {p.name: p.read_bytes() for p in entry(warm).glob("*.py")}
+    source = {p.name: p.read_bytes() for p in entry(warm).glob("*.ll")}
     caches = {}
     for name, damage in DAMAGE.items():
         cache = tmp_path / name.replace(" ", "_")
@@ -209,7 +188,7 @@ def test_damage_of_every_shape_is_rebuilt_and_the_next_process_loads_it(warm, tm
             problems[name] = "wrong result"
         elif listing(cache) != good:
             problems[name] = f"entry not rebuilt: {listing(cache)}"
-        elif {p.name: p.read_bytes() for p in entry(cache).glob("*.py")} != source:
+        elif {p.name: p.read_bytes() for p in entry(cache).glob("*.ll")} != source:
             problems[name] = "source not rewritten"
     assert not problems, problems
     stamps = {name: machine_code_stamps(cache) for name, cache in caches.items()}
@@ -220,21 +199,6 @@ def test_damage_of_every_shape_is_rebuilt_and_the_next_process_loads_it(warm, tm
         elif machine_code_stamps(cache) != stamps[name]:
             problems[name] = "next process compiled again instead of loading the rebuilt entry"
     assert not problems, problems
-
-
-def test_a_planted_pyc_whose_header_matches_is_never_run(warm, tmp_path):
-    cache = tmp_path / "cache"
-    shutil.copytree(warm, cache)
-    marker = tmp_path / "planted-code-ran"
-    (source,) = entry(cache).glob("*.py")
-    pyc, data = _pyc(source, f"open({str(marker)!r}, 'w').close()\n"
-                             "def run_blocks(*args):\n    return 0, 0\n")
-    pyc.parent.mkdir(exist_ok=True)
-    pyc.write_bytes(data)
-    (result,) = run_all([cache])
-    assert not marker.exists(), "the planted .pyc was executed"
-    assert result.get("x") == [expected_hash()], result.get("error")
-    assert not list(cache.rglob("*.pyc")), "a .pyc is left in the cache"
 
 
 @pytest.mark.slow
@@ -279,7 +243,7 @@ def _damage_once(cache: Path, rng: random.Random) -> int:
             return 0
         folder = folders[0]
         shape = rng.randrange(5)
-        sources = list(folder.glob("*.py"))
+        sources = list(folder.glob("*.ll"))
         if shape == 0 and sources:
             sources[0].write_bytes(b"\x00" * 32)
         elif shape == 1 and sources:

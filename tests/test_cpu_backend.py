@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from differential import assert_bitwise_equal, eagle_run, reference_run
-from eagle.cpu.emit import SHAPE
+from eagle.cpu.layout import SHAPE
 from kernels import oscillator, spread_oscillator
 
 N = 3001  # not a multiple of the block size, so the last block is partial

@@ -59,9 +59,9 @@ def test_second_process_loads_the_cache_without_recompiling(tmp_path):
 
 def test_damaged_generated_source_is_rewritten(tmp_path):
     first = run_process(tmp_path)
-    (source,) = entry_files(tmp_path, ".py")
+    (source,) = entry_files(tmp_path, ".ll")
     good = source.read_text()
-    source.write_text("def run_blocks(*args):\n    return 0, 0\n")  # plausible but wrong
+    source.write_text("define void @eagle_run_blocks() {\n  ret void\n}\n")  # plausible, wrong
     again = run_process(tmp_path)
     assert again["x"] == first["x"] and again["steps"] == first["steps"]
     assert source.read_text() == good

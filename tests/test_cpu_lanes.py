@@ -22,7 +22,7 @@ import random_kernels
 from differential import assert_bitwise_equal, reference_run
 from eagle.bindings import bind
 from eagle.cpu.backend import compile_program, launch_arguments
-from eagle.cpu.emit import PIECES, Shape
+from eagle.cpu.layout import PIECES, Shape
 from hawk import Mutable, Scalar, reference
 from kernels import falling, spread_oscillator
 
@@ -174,7 +174,7 @@ def test_kernel_with_nothing_but_state():
 
 
 # The termination flag is read from the state after the selects where that changes nothing
-# (cpu.emit._Layout._flag_from_selected_state); these kernels are the cases where it must not be.
+# (cpu.layout.Layout._flag_from_selected_state); these kernels are the cases where it must not be.
 
 
 @hawk.kernel
@@ -223,11 +223,11 @@ def test_the_flag_is_moved_only_where_it_reads_the_new_state_alone():
     """Which kernels get the flag after the selects: the oscillator and the one above that
     reads only the new state do; a flag reading the old state, or an op also stored, does
     not."""
-    from eagle.cpu.emit import SHAPE, _Layout
+    from eagle.cpu.layout import SHAPE, Layout
 
     def moved(kernel, dtypes) -> bool:
         program = kernel.specialize({k: np.dtype(v) for k, v in dtypes.items()})
-        return bool(_Layout(program, SHAPE).selected)
+        return bool(Layout(program, SHAPE).selected)
 
     two = dict(x="float64", y="float64", terminated="bool")
     assert moved(flag_from_state_and_temporaries, two)
@@ -246,7 +246,7 @@ def drawing(x: Mutable[Scalar]):
 def test_a_short_step_is_written_out_eight_times_per_visit():
     """The oscillator's step (6 ops) gets unroll 8, a Vec3 kernel's (dozens) unroll 4, and a
     kernel that draws one step per visit (``cpu.emit.shape_for``)."""
-    from eagle.cpu.emit import SHAPE, SHAPE_DRAWING, SHAPE_SHORT, shape_for
+    from eagle.cpu.layout import SHAPE, SHAPE_DRAWING, SHAPE_SHORT, shape_for
 
     def program(kernel):
         return kernel.specialize({p.name: np.dtype(bool) if p.name == "terminated"

@@ -328,14 +328,14 @@ def test_a_run_past_its_timeout_stops_and_says_so(client):
 def test_a_chunk_refuses_a_worker_whose_environment_differs():
     from eagle.distributed import _chunk
 
-    other = dict(ed.environment(), numba="0.1.0")
+    other = dict(ed.environment(), llvmlite="0.1.0")
     spec = _chunk.ChunkSpec(kernel=ProgramKernel(spread_oscillator.specialize({})),
                             device="cpu", fmad=False, max_steps=10, steps_per_launch=None,
                             uniforms={"dt": 1e-3}, written=("x",), init=make_spread,
                             reduce=None, keep=True, checkpoint=None, token="",
                             environment=other)
     with pytest.raises(ed.WorkerEnvironmentError,
-                       match=r"refusing to run on worker .*: it runs numba "
+                       match=r"refusing to run on worker .*: it runs llvmlite "
                              r"\S+ \(the client has 0.1.0\)"):
         _chunk.run_chunk(spec, 0, 0, 10, {})
 

@@ -1,5 +1,5 @@
 """Golden text of the emitted code: the spec's oscillator and a Vec3 kernel (``falling``), at
-float64, as Numba source (``eagle.cpu.emit``) and as CUDA C++ (``eagle.cuda.emit``), compared
+float64, as LLVM IR (``eagle.cpu.emit``) and as CUDA C++ (``eagle.cuda.emit``), compared
 exactly with the files in ``tests/golden/``.
 
 A deliberate change to an emitter updates these files in the same commit: run
@@ -23,7 +23,7 @@ from kernels import falling, oscillator
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 KERNELS = {"oscillator": oscillator, "falling": falling}
-EMITTERS = {"numba.py.txt": emit_launch, "cu": emit_cuda}
+EMITTERS = {"ll.txt": emit_launch, "cu": emit_cuda}
 
 
 @pytest.mark.parametrize("suffix", list(EMITTERS))
@@ -50,7 +50,7 @@ def test_a_change_to_the_cpu_emitter_bumps_its_version():
     """The CPU cache keys a launch's object code by ``EMITTER_VERSION``, not by the emitted
     text: emitted code that changes under the same version would let a later process link the
     old code from a cache entry. ``golden/cpu-emitter-version.txt`` records the version with
-    the SHA-256 of the Numba golden texts; new texts under the version it records fail here,
+    the SHA-256 of the LLVM IR golden texts; new texts under the version it records fail here,
     and ``EAGLE_UPDATE_GOLDEN=1`` records new texts only under a new version."""
     texts = "".join(emit_launch(KERNELS[name].specialize({})) for name in sorted(KERNELS))
     digest = hashlib.sha256(texts.encode()).hexdigest()

@@ -28,7 +28,7 @@ def _size(path) -> int:
 def info() -> int:
     import platform
 
-    import numba
+    import llvmlite
     import numpy
 
     import hawk
@@ -37,7 +37,7 @@ def info() -> int:
     from .backend import backends
 
     print(f"eagle {__version__}, hawk {hawk.__version__}, Python {platform.python_version()}, "
-          f"NumPy {numpy.__version__}, Numba {numba.__version__}")
+          f"NumPy {numpy.__version__}, llvmlite {llvmlite.__version__}")
     for backend in backends():
         for line in backend.describe():
             print(line)

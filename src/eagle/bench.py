@@ -235,13 +235,13 @@ def metadata(devices: list[str], repeats: int, quick: bool = False) -> dict:
         repeats: timed runs per arm, recorded as is.
         quick: the card was made with ``--quick`` (recorded, so a quick card says so).
     """
-    import numba
+    import llvmlite
 
     meta = dict(date=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
                 commit=_commit(), machine=platform.machine(), os=platform.platform(),
                 cpu_model=_cpu_model(), cpu_cores=os.cpu_count(), threads=get_num_threads(),
                 eagle=__version__, python=platform.python_version(), numpy=np.__version__,
-                numba=numba.__version__, devices=list(devices), repeats=repeats, quick=quick)
+                llvmlite=llvmlite.__version__, devices=list(devices), repeats=repeats, quick=quick)
     gpus = [d for d in devices if d != HOST]
     if gpus:
         meta["gpu"] = [line.strip() for line in backend_for(gpus[0]).describe()]
@@ -262,7 +262,7 @@ def caption(meta: dict) -> str:
     return (f"Measured {meta['date']} on {meta['cpu_model']} ({meta['machine']}, "
             f"{meta['cpu_cores']} cores, eagle on {meta['threads']} threads){gpu}; {meta['os']}; "
             f"eagle {meta['eagle']}{commit}, Python {meta['python']}, NumPy {meta['numpy']}, "
-            f"Numba {meta['numba']}. Wall time: median of {meta['repeats']} runs after a "
+            f"llvmlite {meta['llvmlite']}. Wall time: median of {meta['repeats']} runs after a "
             f"warm-up run, with the fastest and slowest run in brackets.")
 
 

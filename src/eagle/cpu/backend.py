@@ -1,37 +1,33 @@
-"""The CPU backend: compile a hawk program with Numba, cache its machine code, run launches.
+"""The CPU backend: compile a hawk program with LLVM, cache its machine code, run launches.
 
 ``CpuBackend`` is the ``eagle.backend.Backend`` of the host: NumPy views of the user's arrays,
 the compiled launch (``CpuKernel``), and ``CpuLoop``, the host loop that ``until_done`` runs
 with its adaptive launch size.
 
-The emitted source (``cpu.emit``) is compiled by Numba into a C function; the object code LLVM
-wrote for it is kept in the cache entry (``cpu.native``), and a later process links it in a few
-milliseconds instead of compiling. The entry's key covers the program, the emitter's shape, the
-numba/llvmlite/eagle/NumPy/Python versions and the CPU the code was compiled for. What runs is
-what was verified:
+The emitted LLVM IR (``cpu.emit``) is compiled by llvmlite into a C function, with no Python
+source and no type inference in between; the object code is kept in the cache entry
+(``cpu.native``), and a later process links it in a few milliseconds instead of compiling. The
+entry's key covers the program, the emitter's shape, the llvmlite/eagle/NumPy/Python versions
+and the CPU the code was compiled for. What runs is what was verified:
 
-- the generated module is compiled from the emitter's own bytes, never imported from a file (so
-  no ``.pyc``, planted or damaged, is ever read, and none is written); the ``.py`` beside it is
-  for the reader, and is rewritten whenever it is not exactly those bytes;
+- the module is compiled from the emitter's own text, never read back from a file; the ``.ll``
+  beside it is for the reader, and is rewritten whenever it is not exactly that text;
 - the object code is used only from a folder of this user's that nobody else may write, only
   if it is whole (its SHA-256 is recorded in the same file) and only if every symbol it needs
   resolves in this process; anything else is compiled again and the entry rewritten;
 - where the cache cannot be used at all (``cache.root``: one warning naming
   ``EAGLE_CACHE_DIR``), the launch is compiled in memory.
 
-Ctrl-C during a compile is held until the compile is over, then raised: cut short, Numba's
-first import leaves the process unable to compile anything again.
+Ctrl-C during a compile is held until the compile is over, then raised.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
-import linecache
 import sys
 import threading
 import time
-import types
 
 import numpy as np
 
@@ -43,7 +39,8 @@ from ..bindings import series_field
 from ..interrupts import deferred_interrupts
 from ..threads import get_num_threads
 from . import native
-from .emit import LaunchInterface, Shape, emit_launch, launch_interface
+from .emit import SYMBOL, emit_launch
+from .layout import LaunchInterface, Shape, launch_interface
 from .team import team
 
 __all__ = ["CpuBackend", "CpuLoop", "CpuKernel", "compile_program", "launch_arguments",
@@ -72,7 +69,7 @@ SPLIT_WORK = 1 << 18  # sample-steps below which a launch runs on the calling th
 _DLPACK_CPU = 1
 _ALIGN = 64  # bytes: each scratch array starts on a cache line
 
-EMITTER_VERSION = 22
+EMITTER_VERSION = 23
 _loaded: dict[str, CpuKernel] = {}  # by generated module name (program digest and versions)
 # (id(program), shape) -> (program, its compiled launch); the program is kept so its id stays
 # its own
@@ -88,14 +85,6 @@ _C_TYPES = {"int64": ctypes.c_int64, "voidptr": ctypes.c_void_p, "float64": ctyp
             "uint64": ctypes.c_uint64, "boolean": ctypes.c_bool}
 
 
-def _numba():
-    try:
-        import numba
-    except ImportError as exc:  # pragma: no cover - numba is a core dependency
-        raise ImportError("eagle's CPU backend needs numba: pip install numba") from exc
-    return numba
-
-
 class CpuKernel:
     """One program compiled for the CPU: ``launch(nsteps, nthreads, arguments(bound))``;
     ``source_path`` is the cached file of its generated source (None: compiled in memory)."""
@@ -105,7 +94,7 @@ class CpuKernel:
         self.program = program
         self.interface = interface
         self.source_path = source_path
-        self._keep = keep  # what holds the machine code (Numba's cfunc, or an MCJIT engine)
+        self._keep = keep  # what holds the machine code (an MCJIT engine)
         self._run_blocks = ctypes.CFUNCTYPE(
             None, *(_C_TYPES[kind] for _, kind in interface.parameters))(address)
         self._scratch = [(np.dtype(a.dtype.numpy).itemsize, a.pool) for a in interface.scratch]
@@ -207,18 +196,17 @@ def _entry(program: Program, shape: Shape) -> tuple[str, str]:
     """The generated module's name and the cache key of ``program``'s launch."""
     import llvmlite
 
-    numba = _numba()
     from .. import __version__
 
     key = cache.key("cpu", program.digest(), EMITTER_VERSION, shape.block, shape.unroll,
-                    numba.__version__, llvmlite.__version__, __version__, sys.version_info[:2],
-                    np.__version__, *native.target())
+                    llvmlite.__version__, __version__, sys.version_info[:2], np.__version__,
+                    *native.target())
     return f"eagle_cpu_{program.name}_{key[:16]}", key
 
 
 def compile_program(program: Program, shape: Shape | None = None) -> CpuKernel:
-    """The compiled launch of ``program`` (``shape``: ``emit.shape_for(program)``; tests pass
-    small blocks), from memory, from disk, or new. A Ctrl-C meanwhile is raised once the
+    """The compiled launch of ``program`` (``shape``: ``layout.shape_for(program)``; tests
+    pass small blocks), from memory, from disk, or new. A Ctrl-C meanwhile is raised once the
     compile is over. A program compiled once in this process costs a dictionary look-up: no
     emitting, no hashing."""
     known = _by_program.get((id(program), shape))
@@ -229,37 +217,40 @@ def compile_program(program: Program, shape: Shape | None = None) -> CpuKernel:
         module_name, key = _entry(program, interface.shape)
         kernel = _loaded.get(module_name)
         if kernel is None:
-            source = emit_launch(program, interface.shape)
-            address, keep, path = _build(module_name, key, source)
+            text = emit_launch(program, interface.shape)
+            address, keep, path = _build(program.name, module_name, key, text)
             kernel = _loaded[module_name] = CpuKernel(program, interface, address, keep, path)
         _by_program[(id(program), shape)] = (program, kernel)
     return kernel
 
 
-def _build(module_name: str, key: str, source: str):
-    """(address of ``run_blocks``, what holds its code, the cached source file or None): linked
-    from the cache entry, else compiled and stored there."""
+def _build(kernel: str, module_name: str, key: str, text: str):
+    """(address of the launch, what holds its code, the cached LLVM IR file or None): linked
+    from the cache entry, else compiled from ``text`` and stored there."""
     folder = cache.entry_dir("cpu", key)
-    path = None if folder is None else folder / f"{module_name}.py"
+    path = None if folder is None else folder / f"{module_name}.ll"
     code_path = None if folder is None else folder / "run_blocks.o"
     if folder is not None:
         cache.keep_only(folder, {path.name, code_path.name})
         try:
-            if cache.read_verified(path, _sha256(source)) is None:
-                cache.store(path, source.encode())  # for the reader: what the code came from
+            if cache.read_verified(path, _sha256(text)) is None:
+                cache.store(path, text.encode())  # for the reader: what the code came from
         except OSError:
             path = None
         loaded = _linked(code_path)
         if loaded is not None:
             return (*loaded, path)
-    function = _compile(module_name, source, str(path) if path else f"<eagle {module_name}>")
-    compiled = native.object_code(function)
-    if code_path is not None and compiled is not None:
+    code = native.compile_ir(text, kernel)
+    if code_path is not None:
         try:
-            cache.store(code_path, native.pack(*compiled))
+            cache.store(code_path, native.pack(code, SYMBOL))
         except OSError:
             pass  # not kept for the next process; this one has what it needs
-    return function.address, function, path
+    loaded = native.load(code, SYMBOL)
+    if loaded is None:
+        raise RuntimeError(f"eagle could not link the launch it compiled for kernel {kernel!r}: "
+                           "a C library function it calls is missing in this process")
+    return (*loaded, path)
 
 
 def _linked(code_path) -> tuple[int, object] | None:
@@ -277,18 +268,6 @@ def _linked(code_path) -> tuple[int, object] | None:
         return native.load(*unpacked)
     except Exception:  # llvmlite refused it: compiled anew
         return None
-
-
-def _compile(module_name: str, source: str, filename: str):
-    """The generated module's ``run_blocks``, compiled by Numba from ``source`` (never from a
-    file or a ``.pyc``); ``filename`` is where Numba's messages say its lines are."""
-    _numba()
-    text = source.splitlines(True)
-    linecache.cache[filename] = (len(source), None, text, filename)
-    module = types.ModuleType(module_name)
-    module.__file__ = filename
-    exec(compile(source, filename, "exec", dont_inherit=True), module.__dict__)
-    return module.run_blocks
 
 
 def _sha256(text: str) -> str:
@@ -461,7 +440,7 @@ def host_repeat_while(condition, body, max_iterations: int | None) -> int:
 
 class CpuBackend:
     """The host: NumPy arrays (and anything exporting ``__array_interface__``, the buffer
-    protocol or a CPU DLPack capsule: PyTorch and JAX CPU arrays), Numba-compiled launches and
+    protocol or a CPU DLPack capsule: PyTorch and JAX CPU arrays), LLVM-compiled launches and
     eagle's own team of host threads."""
 
     family = "cpu"
@@ -528,4 +507,4 @@ class CpuBackend:
 
         return [f"CPU: {platform.machine()} {platform.processor() or ''}".rstrip(),
                 f"  host team: {get_num_threads()} threads (eagle's own pool over GIL-free "
-                f"Numba code; set ${ENV_VAR} or eagle.set_num_threads)"]
+                f"machine code; set ${ENV_VAR} or eagle.set_num_threads)"]

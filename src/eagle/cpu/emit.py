@@ -1,820 +1,869 @@
-"""The CPU emitter: a hawk program as the source of the Numba functions that run a launch.
+"""The CPU emitter: a hawk program's launch as LLVM IR, its ``run_blocks`` and the lane visits.
 
-A launch advances every live sample by up to ``nsteps`` steps and reports how many samples are
-still live and how many steps the slowest one took; ``run_blocks`` is one host-team thread's
-share of it (``cpu.team``). Its shape was chosen by measurement against the fastest kernels we
-could write by hand (``benchmarks/cpu_loop.py``, ``peer_numba.py``):
+The launch ``cpu.layout`` describes (blocks claimed from a shared counter, a block's live
+lanes gathered into the thread's scratch, visits of ``Shape.unroll`` steps per lane, finished
+lanes put back and the rest compacted, the stragglers of many blocks pooled), written as LLVM
+IR text that llvmlite compiles directly: no Python source, no type inference. What a kernel
+contributes is its step (``_Visit``), rendered op by op through ``llvm_ops``; the lane
+machinery around it (``_run_blocks``) is the same text for every kernel but for the copies of
+the kernel's own arrays, which it writes out per array.
 
-- samples are cut into blocks (``Shape.block``), which the threads claim one at a time from a
-  shared counter (``atomics.claim``), so a thread that is slowed down takes fewer, and near
-  the end in smaller pieces (``PIECES``), so that the threads finish together; a block's live
-  lanes are gathered into the thread's scratch (which stays in L2) with their read-only
-  values and per-sample invariants (``dt * omega * omega``) computed once there;
-- a *visit* is one pass over the scratch lanes taking ``Shape.unroll`` steps per lane, written
-  out, the lane's values in registers; the lane loop is innermost and branch-free, so LLVM
-  vectorises it. A finished lane is frozen by selects written ``x = new if alive else x``,
-  which AVX-512 turns into merge-masked operations, and the termination flag is read from the
-  state after the selects (``_Layout._flag_from_selected_state``), so that its compare folds
-  into the masks too: nothing per lane but the step itself;
-- no per-lane step counter: the lanes of a set are all at the same step. A visit reads one
-  copy of the state and writes the other (ping-pong), so when a visit ends with no lane live,
-  the set's last lane finished in it, and that visit is redone from its start one step at a
-  time to find the exact step (same operations, same values: the same bits);
-- finished lanes are put back and the rest compacted whenever a quarter have finished, so the
-  work follows the useful sample-steps (Lorenz, whose samples stop at scattered steps: 1.15x
-  over compacting at half; at an eighth no better); a block's last few live lanes
-  (``Shape.park``) go to its thread's pool, in which lanes of many blocks are stepped until
-  they line up at the same step and then share one dense set (1% of samples 100x longer than
-  the rest, scattered: as fast as the same targets sorted). A thread whose pool has no room
-  for another block's lanes (``mine``, which the caller sizes) finishes its pool before it
-  claims the next block;
-- a kernel that draws random numbers takes one step per visit (``SHAPE_DRAWING``): its step
-  is long, and every written-out step would be another copy of each draw to compile;
-- a visit is its own small function (LLVM vectorises it reliably), called from two sites, one
-  per side the set is in: swapping the sides' array variables instead is reference-count
-  traffic at every visit (6-12% of the oscillator's launch). LLVM does not inline the visits
-  (each is compiled once, and called); everything else is one function, ``run_blocks``,
-  whose first compile is most of a kernel's, so it is kept small: one copy-back and one
-  live count per set, and a shell sort for the pool (Numba's ``argsort``
-  alone compiled in about a second).
-
-No fastmath and no FMA contraction: results equal the NumPy reference executor bit for bit.
+The visits are straight-line SSA over one lane, inside a counted loop LLVM vectorises; the
+machinery keeps its variables in stack slots (``_Builder``) that LLVM promotes to registers.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+from contextlib import contextmanager
 
-from hawk.ir import COMPARISONS, COUNTER_ARGUMENTS, DType, Op, OpKind, Program, Role
-from hawk.passes import Stage, classify
-from hawk.reference import IN_DOUBLE
+from hawk.ir import DType, Program
 
-from ..codegen import ExpressionRenderer, invariant_ops, stale_reads, walk
-from .helpers import HELPERS, RANDOM_HELPERS, SHIFT_HELPERS
+from ..codegen import walk
+from .layout import PAD, PIECES, Layout, Shape, base_name, shape_for
+from .llvm_ops import MEMORY_TYPES, TYPES, LlvmRenderer
+from .llvm_random import declarations as random_declarations
+from .llvm_random import random_ir
 
-__all__ = ["emit_launch", "launch_interface", "LaunchInterface", "PIECES", "ScratchArray", "Shape",
-           "SHAPE", "SHAPE_DRAWING", "SHAPE_SHORT", "SHAPE_LONG", "shape_for"]
+__all__ = ["emit_launch", "SYMBOL"]
 
-PAD = 16  # lanes are padded to a multiple of this, so LLVM's vector loop covers them
-PIECES = 8  # threads claim samples in pieces of a block over this (a block at a time at first)
-
-
-@dataclass(frozen=True)
-class Shape:
-    """How a launch cuts its work: ``block`` samples per block (a thread's scratch holds one
-    block, and stays in L2), ``unroll`` steps written out per lane visit, and ``park``: a
-    block with fewer live lanes than this sends them to the thread's pool."""
-
-    block: int = 8192
-    unroll: int = 4
-
-    def __post_init__(self):
-        if self.block % PAD or self.block <= 0 or self.unroll < 1:
-            raise ValueError(f"block must be a positive multiple of {PAD} and unroll >= 1, "
-                             f"got {self}")
-
-    @property
-    def park(self) -> int:
-        return max(1, self.block // 16)
+SYMBOL = "eagle_run_blocks"  # the one external function of a generated module
+_C_TYPES = {"int64": "i64", "voidptr": "ptr", "float64": "double", "float32": "float",
+            "int32": "i32", "uint32": "i32", "uint64": "i64", "boolean": "i8"}
 
 
-# 8192-lane blocks (a thread's scratch: about 0.5 MB of float64 state, in L2): on the
-# oscillator's launch 0.98x the lane peer against 0.94x at 4096 (the per-visit costs are paid
-# half as often); Lorenz, the spread and the scattered tail the same or better, the `if`
-# kernel within the noise (benchmarks/cpu_loop.py's workloads, 1 thread, n = 1e6).
-SHAPE = Shape(block=8192, unroll=4)
-# A long step (a program that draws random numbers: a Philox block per draw; or a long body, such
-# as an adaptive Runge-Kutta step): writing steps out gains nothing, and each written-out step is
-# another copy of the body to compile. Six draws: 51 s of compile at unroll 8, a few seconds at 1.
-# The Dormand-Prince Lorenz kernel of hawk.ode (351 ops), 1 thread: unroll 4 compiled in 21 s and
-# ran 11 M steps/s, unroll 1 in 8 s and 15 M steps/s.
-SHAPE_DRAWING = Shape(block=4096, unroll=1)
-SHAPE_LONG = SHAPE_DRAWING
-#: a step of more ops than this is a long step
-LONG_STEP = 64
+def _load(lines: list[str], name: str, dtype: DType, pointer: str, index: str) -> str:
+    """Append the load of element ``index`` of ``pointer`` as register value ``%name``."""
+    memory = MEMORY_TYPES[dtype]
+    target = f"%{name}" if dtype is not DType.BOOL else f"%{name}.byte"
+    lines += [f"%{name}.at = getelementptr {memory}, ptr {pointer}, i64 {index}",
+              f"{target} = load {memory}, ptr %{name}.at"]
+    if dtype is DType.BOOL:
+        lines.append(f"%{name} = trunc i8 {target} to i1")
+    return f"%{name}"
 
 
-# A short step (at most SHORT_STEP ops computed per step) is written out 8 times per visit:
-# the visit's own costs (the call, the live count, writing the state out and reading it back)
-# are paid half as often. On the oscillator's spread (6 ops) 1.00x the lane peer against 0.90x
-# at unroll 4 (uniform: the same); the bouncing ball's `if` (13 ops) 0.86x against 1.02x at 4
-# (register pressure), Lorenz (17 ops) slightly slower too.
-SHORT_STEP = 8
-SHAPE_SHORT = Shape(block=8192, unroll=8)
+def _store(lines: list[str], name: str, dtype: DType, value: str, pointer: str,
+           index: str) -> None:
+    """Append the store of register value ``value`` to element ``index`` of ``pointer``."""
+    memory = MEMORY_TYPES[dtype]
+    if dtype is DType.BOOL:
+        lines.append(f"%{name}.byte = zext i1 {value} to i8")
+        value = f"%{name}.byte"
+    lines += [f"%{name}.at = getelementptr {memory}, ptr {pointer}, i64 {index}",
+              f"store {memory} {value}, ptr %{name}.at"]
 
 
-def shape_for(program: Program) -> Shape:
-    """The launch shape ``emit_launch`` uses for ``program`` by default."""
-    if program.counters:
-        return SHAPE_DRAWING
-    invariant = invariant_ops(program)
-    step = sum(1 for i, op in enumerate(program.ops)
-               if i not in invariant and op.kind is not OpKind.LOAD)
-    if step > LONG_STEP:
-        return SHAPE_LONG
-    return SHAPE_SHORT if step <= SHORT_STEP else SHAPE
+class _Visit:
+    """A lane visit: ``steps`` steps of each of ``mp`` lanes, read from one side's buffers and
+    written to the other's; returns whether any lane is still live."""
 
-
-_NUMPY_TYPES = {DType.BOOL: "np.bool_", DType.INT64: "np.int64",
-                DType.FLOAT32: "np.float32", DType.FLOAT64: "np.float64",
-                DType.INT32: "np.int32", DType.UINT32: "np.uint32",
-                DType.UINT64: "np.uint64"}  # fmt: skip
-# Exact or rounding-free functions go through NumPy's scalar versions (floor/ceil return floats,
-# as in C); the rest through math, which Numba lowers to the C library's functions.
-_FUNCTIONS = {"sqrt": "math.sqrt", "exp": "math.exp", "log": "math.log", "sin": "math.sin",
-              "cos": "math.cos", "tan": "math.tan", "tanh": "math.tanh", "fabs": "abs",
-              "floor": "np.floor", "ceil": "np.ceil", "atan2": "math.atan2",
-              "pow": "math.pow", "hypot": "math.hypot", "asin": "math.asin",
-              "acos": "math.acos", "atan": "math.atan", "erf": "math.erf",
-              "log10": "math.log10", "log1p": "math.log1p", "expm1": "math.expm1",
-              "cbrt": "np.cbrt", "sinh": "math.sinh", "cosh": "math.cosh"}  # fmt: skip
-
-
-_NUMBA_TYPES = {DType.BOOL: "boolean", DType.INT64: "int64", DType.FLOAT32: "float32",
-                DType.FLOAT64: "float64", DType.INT32: "int32", DType.UINT32: "uint32",
-                DType.UINT64: "uint64"}  # fmt: skip
-_BITS = {DType.FLOAT32: 32, DType.FLOAT64: 64}
-
-
-@dataclass(frozen=True)
-class ScratchArray:
-    """One array of a launch thread's scratch: a lane of a block per element, or (``pool``)
-    one per pooled lane (``mine`` elements, at least a block's)."""
-
-    name: str
-    dtype: DType
-    pool: bool = False
-
-# Numba computes 32-bit integers in 64 bits: their results are wrapped back to 32 bits.
-_NARROW = {DType.INT32, DType.UINT32}
-_NOT_WRAPPED = {OpKind.CONST, OpKind.CAST, OpKind.SELECT, OpKind.MIN, OpKind.MAX}
-
-
-class NumbaRenderer(ExpressionRenderer):
-    formats = {
-        **ExpressionRenderer.formats,
-        OpKind.FLOORDIV: "({0} // {1})", OpKind.MOD: "({0} % {1})", OpKind.ABS: "abs({0})",
-        OpKind.AND: "({0} & {1})", OpKind.OR: "({0} | {1})", OpKind.NOT: "(not {0})",
-        OpKind.BITAND: "({0} & {1})", OpKind.BITOR: "({0} | {1})", OpKind.BITXOR: "({0} ^ {1})",
-        OpKind.INVERT: "(~{0})",
-    }  # fmt: skip
-
-    def literal(self, value, dtype: DType) -> str:
-        if dtype is DType.BOOL:
-            return repr(bool(value))
-        if dtype.is_integer:
-            return f"{_NUMPY_TYPES[dtype]}({int(value)})"
-        text = self.float_text(value)
-        if text in ("nan", "inf", "-inf"):
-            text = f"np.{text}" if text != "-inf" else "-np.inf"
-        return f"{_NUMPY_TYPES[dtype]}({text})"
-
-    def cast(self, arg: str, dtype: DType) -> str:
-        return f"{_NUMPY_TYPES[dtype]}({arg})"
-
-    def call(self, name: str, args: list[str], dtype: DType) -> str:
-        if dtype is DType.FLOAT32 and name in IN_DOUBLE:  # as the reference: no sinf
-            args = [f"np.float64({a})" for a in args]
-        value = f"{_NUMPY_TYPES[dtype]}({_FUNCTIONS[name]}({', '.join(args)}))"
-        return f"canonical_nan{_BITS[dtype]}({value})"
-
-    def render(self, op: Op, args: list[str]) -> str:
-        value = self._render(op, args)
-        if op.dtype in _NARROW and op.kind not in _NOT_WRAPPED and op.kind not in COMPARISONS:
-            return f"{_NUMPY_TYPES[op.dtype]}({value})"
-        return value
-
-    def _render(self, op: Op, args: list[str]) -> str:
-        if op.kind in (OpKind.LSHIFT, OpKind.RSHIFT):
-            zero, bits = self.literal(0, op.dtype), self.literal(op.dtype.bits, op.dtype)
-            if op.kind is OpKind.LSHIFT:
-                return f"shift_left({args[0]}, {args[1]}, {zero}, {bits})"
-            if op.dtype.is_unsigned:
-                return f"shift_right({args[0]}, {args[1]}, {zero}, {bits})"
-            top = self.literal(op.dtype.bits - 1, op.dtype)  # a >> top: the sign, 0 or -1
-            return f"shift_right_signed({args[0]}, {args[1]}, {zero}, {bits}, {top})"
-        if op.kind is OpKind.FLOORDIV and op.dtype.is_integer and not op.dtype.is_unsigned:
-            return f"int_floordiv({args[0]}, {args[1]})"
-        if op.kind is OpKind.SAMPLE_INDEX:
-            return "sample_id"
-        if op.kind is OpKind.STEP_INDEX:
-            return "step_id"
-        if op.kind is OpKind.DRAW:
-            distribution, position = op.attr
-            counters = f"seed, sample_id, step_id, np.uint64({position})"
-            if distribution == "randint":
-                return f"draw_randint({counters}, {args[0]}, {args[1]})"
-            if distribution == "uniform":
-                return f"draw_uniform{_BITS[op.dtype]}({counters})"
-            value = f"draw_{distribution}64({counters})"  # float32: the float64 draw, rounded
-            return value if op.dtype is DType.FLOAT64 else f"np.float32({value})"
-        return super().render(op, args)
-
-
-class _Layout:
-    """Where each value of a lane visit comes from, and the names the generated code gives it.
-
-    A sample's *state* (what the step stores: Mutable and Out values) is carried in two scratch
-    buffers, ``a_*`` and ``b_*``, that visits read from one and write to the other; its
-    read-only per-sample values and per-sample invariants (``Stage.SAMPLE``: ``dt * omega *
-    omega``) are computed once per launch into lane arrays ``lane_*``; values shared by every
-    sample are arguments, and invariants of them (``Stage.LAUNCH``) are computed once a visit.
-    """
-
-    def __init__(self, program: Program, shape: Shape):
-        p = self.program = program
-        self.shape = shape
-        self.renderer = NumbaRenderer()
-        self.slots = {slot.key: slot for slot in p.slots}
-        self.state = sorted({(s.param, s.component) for s in p.stores}, key=str)
-        self.outputs = {(s.param, s.component) for s in p.stores
-                        if p.param(s.param).role is Role.OUT}
-        stages = classify(p)
-        self.invariant = invariant_ops(p)
-        self.launch_ops = frozenset(i for i in self.invariant if stages[i] is Stage.LAUNCH)
-        # What the step itself reads: the args of the ops computed every step, the stored
-        # values and the termination flag.
-        used = {a for i, op in enumerate(p.ops)
-                if i not in self.invariant and op.kind is not OpKind.LOAD for a in op.args}
-        used |= {s.value for s in p.stores}
-        used |= {i for r in p.row_stores for i in (r.row, r.value, r.guard) if i is not None}
-        if p.terminated is not None:
-            used.add(p.terminated)
-        self.sample_ops = sorted(i for i in used
-                                 if i in self.invariant and i not in self.launch_ops)
-        state = set(self.state)
-
-        def per_sample_load(i: int) -> bool:
-            op = p.ops[i]
-            return op.kind is OpKind.LOAD and not self.slots[op.attr].is_uniform
-
-        self.lane_keys = sorted({p.ops[i].attr for i in used if per_sample_load(i)
-                                 and p.ops[i].attr not in state}, key=str)
-        self.gathered_keys = sorted({p.ops[a].attr for i in self.invariant
-                                     for a in p.ops[i].args if per_sample_load(a)}, key=str)
-        self.known = {i: f"v{i}_h" if i in self.launch_ops else f"h{i}" for i in self.invariant}
-        self.selected, self.flag_ops = self._flag_from_selected_state()
-
-    def _flag_from_selected_state(self) -> tuple[dict[int, tuple], frozenset[int]]:
-        """The termination flag read from the state after the selects, as the hand-written
-        kernel reads it: the stored values the flag depends on (op -> state key, whose local
-        holds that value after its select), and the ops between them and the flag, computed
-        after the selects from those locals.
-
-        Read from the values before the selects (``t_new >= t_end``), the flag needs ``t_new``
-        beside the selected ``t``, and LLVM adds a blend or a masked move per step; read from
-        the selected ``t``, the compare folds into the masked add's mask. The same bits: in a
-        live lane the select chose the new value, and a lane that is not live stays so
-        whatever the flag. Done only where every op between the stored values and the flag
-        serves the flag alone (nothing is computed twice) and none of them reads a state's
-        value from before the step (after the selects its local holds the new one); else
-        ({}, frozenset())."""
-        p = self.program
-        if p.terminated is None:
-            return {}, frozenset()
-        selected = {}
-        for store in p.stores:
-            key = (store.param, store.component)
-            if not (key in self.outputs and p.accumulate):  # the local is the value itself
-                selected.setdefault(store.value, key)
-        cone, todo = set(), [p.terminated]  # what the flag reads, down to stored values
-        while todo:
-            i = todo.pop()
-            if i not in cone and i not in self.invariant and p.ops[i].kind is not OpKind.LOAD:
-                cone.add(i)
-                if i not in selected:
-                    todo += p.ops[i].args
-        flag_ops = set()
-        for i in sorted(cone - set(selected)):  # an op's args come before it
-            if any(a in selected or a in flag_ops for a in p.ops[i].args):
-                flag_ops.add(i)
-        if not flag_ops and p.terminated not in selected:
-            return {}, frozenset()  # the flag does not read the stored values
-        stored = {s.value for s in p.stores}
-        stored |= {i for r in p.row_stores for i in (r.row, r.value, r.guard) if i is not None}
-        for i, op in enumerate(p.ops):
-            if i not in flag_ops and any(a in flag_ops for a in op.args):
-                return {}, frozenset()  # needed before the selects too: not moved
-        if stored & flag_ops:
-            return {}, frozenset()
-        state = set(self.state)
-        if any(p.ops[a].kind is OpKind.LOAD and p.ops[a].attr in state
-               for i in flag_ops for a in p.ops[i].args):
-            return {}, frozenset()  # it reads a state's value from before the step
-        return {v: key for v, key in selected.items() if v in cone}, frozenset(flag_ops)
-
-    def local(self, key) -> str:
-        """The local variable holding a per-sample value during a visit (``s_x``, ``l_x``)."""
-        return ("s_" if key in self.state else "l_") + _base(self.slots[key])
-
-    def value(self, key) -> str:
-        """A loaded value's name in the step: a ``Param``'s argument, else the lane's local."""
-        slot = self.slots[key]
-        return slot.name if slot.is_uniform else self.local(key)
-
-    def buffers(self, side: str) -> list[str]:
-        """One side's state buffers and its alive flags (``a_x, a_v, a_t, a_alive``)."""
-        return [f"{side}_{_base(self.slots[key])}" for key in self.state] + [f"{side}_alive"]
-
-    def lanes(self) -> list[str]:
-        """The read-only lane arrays: per-sample inputs, then per-sample invariants."""
-        return ([f"lane_{_base(self.slots[key])}" for key in self.lane_keys]
-                + [f"lane_h{i}" for i in self.sample_ops])
-
-    def visit_counters(self) -> list[str]:
-        """A visit's extra arguments in a program that reads counters (draws): the seed, the
-        global index of sample 0, the step number of the visit's first step and the lanes'
-        samples; in a program that writes Series rows, its Series arrays first (and the
-        lanes' samples, the column a lane writes)."""
-        series = [slot.name for slot in self.series_slots()]
-        if self.program.counters:
-            return [*series, "seed", "first_sample", "step0", "idx"]
-        return [*series, "idx"] if series else []
-
-    def series_slots(self) -> list:
-        """The Series' component arrays (their row counts are among the uniforms)."""
-        return [slot for slot in self.program.slots
-                if slot.param.role is Role.SERIES and not slot.is_uniform]
-
-    def uniforms(self) -> list[str]:
-        """The values every lane shares: ``Param`` values and Series' row counts (a Numba
-        array knows its own strides, so a Series' row stride is not passed on)."""
-        return [slot.name for slot in self.program.slots
-                if slot.is_uniform and slot.field != "row_stride"]
-
-    def scratch(self) -> list[ScratchArray]:
-        """A thread's scratch, which the caller allocates: the lanes' samples, both sides'
-        buffers and alive flags, the lane arrays (a block of lanes each), and the pool."""
-        arrays = [ScratchArray("idx", DType.INT64)]
-        for side in "ab":
-            arrays += [ScratchArray(name, self.slots[key].param.dtype)
-                       for key, name in zip(self.state, self.buffers(side), strict=False)]
-            arrays.append(ScratchArray(f"{side}_alive", DType.BOOL))
-        arrays += [ScratchArray(f"lane_{_base(self.slots[key])}", self.slots[key].param.dtype)
-                   for key in self.lane_keys]
-        arrays += [ScratchArray(f"lane_h{i}", self.program.ops[i].dtype)
-                   for i in self.sample_ops]
-        return arrays + [ScratchArray("pool", DType.INT64, pool=True),
-                         ScratchArray("pool_steps", DType.INT64, pool=True)]
+    def __init__(self, layout: Layout, renderer: LlvmRenderer):
+        self.layout = layout
+        self.renderer = renderer
+        p = layout.program
+        self.program = p
+        self.uniforms = [slot for slot in p.slots if slot.is_uniform]
+        self.series = layout.series_slots()
 
     def parameters(self) -> list[tuple[str, str]]:
-        """The launch's C parameters, (name, Numba type): arrays by their address
-        (``at_<name>``), values by value (``backend.launch_arguments`` gives them in this
-        order)."""
-        values = [("nsteps", "int64"), ("nthreads", "int64"), ("n", "int64"),
-                  ("at_flags", "voidptr")]
-        for slot in self.program.slots:
-            values.append((slot.name, _NUMBA_TYPES[slot.dtype]) if slot.is_uniform
-                          else (f"at_{slot.name}", "voidptr"))
+        """(LLVM type, name) of the visit's parameters, in ``_run_blocks``' call order."""
+        lay = self.layout
+        arrays = [*lay.buffers("src"), *lay.lanes()]
+        values = [(TYPES[slot.dtype], slot.name) for slot in self.uniforms]
+        after = [("ptr noalias", slot.name) for slot in self.series]
         if self.program.counters:
-            values += list(zip(COUNTER_ARGUMENTS, ("uint64", "int64", "int64"), strict=True))
-        values += [(f"at_{array.name}", "voidptr") for array in self.scratch()]
-        return [*values, ("mine", "int64"), ("at_blocks", "voidptr"), ("at_out", "voidptr")]
+            after += [("i64", "seed"), ("i64", "first_sample"), ("i64", "step0")]
+        if self.program.counters or self.series:
+            after.append(("ptr noalias", "idx"))
+        return [("i64", "mp"), *[("ptr noalias", a) for a in arrays], *values,
+                *[("ptr noalias", a) for a in lay.buffers("dst")], *after]
 
-    def views(self) -> list[str]:
-        """The launch's arrays as Numba arrays over the addresses it was given."""
-        block = self.shape.block
-        lines = ["flags = carray(at_flags, n, np.bool_)"]
-        for slot in self.program.slots:
-            if slot.is_uniform:
-                continue
-            dtype = _NUMPY_TYPES[slot.dtype]
-            if slot.param.role is Role.SERIES:  # (T, n); rows any whole number of elements apart
-                rows, stride = (self.slots[(slot.param.name, field)].name
-                                for field in ("rows", "row_stride"))
-                size = slot.dtype.bits // 8
-                lines.append(f"{slot.name} = np.lib.stride_tricks.as_strided(carray("
-                             f"at_{slot.name}, 1, {dtype}), ({rows}, n), ({stride} * {size}, "
-                             f"{size}))")
-            else:
-                lines.append(f"{slot.name} = carray(at_{slot.name}, n, {dtype})")
-        for array in self.scratch():
-            size = "mine" if array.pool else str(block)
-            lines.append(f"{array.name} = carray(at_{array.name}, {size}, "
-                         f"{_NUMPY_TYPES[array.dtype]})")
-            if array.name.endswith("_alive"):
-                lines.append(f"{array.name[0]}_words = carray(at_{array.name}, {block // 8}, "
-                             "np.uint64)  # eight flags a word")
-        return [*lines, "out = carray(at_out, 2, np.int64)"]
-
-    # -- the step ----------------------------------------------------------------------------
-
-    def step(self, k: int) -> list[str]:
-        """Step ``k`` of a visit, the lane's values in registers. A lane that is not live
-        keeps its state through selects written ``x = new if alive else x``, which AVX-512
-        turns into merge-masked operations (``x if done else new`` costs a blend each)."""
-        p = self.program
-        before = None if not self.selected else \
-            [i for i in range(len(p.ops)) if i not in self.flag_ops]
-        assignments, names = walk(p, self.renderer, self.value, suffix=f"_{k}",
-                                  known=self.known, only=before)
-        lines = [f"{a.name} = {a.expression}" for a in assignments]
-        # Series rows first (a row or value may be a loaded state value, which the stores
-        # below replace): written by a live lane, on the write's path, at a row in [0, T).
-        for r in p.row_stores:
-            slot = self.slots[(r.param, r.component)]
-            row = names[r.row]
-            guard = "" if r.guard is None else f" and {names[r.guard]}"
-            rows = self.slots[(r.param, "rows")].name
-            lines += [f"if alive{guard} and {row} >= 0 and {row} < {rows}:",
-                      f"    {slot.name}[{row}, idx[i]] = {names[r.value]}"]
-        stale = stale_reads(p, names, self.local)  # start-of-step values the stores replace
-        lines += [f"{copy} = {value}" for value, (copy, _) in stale.items()]
-        for store in p.stores:
-            key = (store.param, store.component)
-            local, value = self.local(key), names[store.value]
-            value = stale[value][0] if value in stale else value
-            if key in self.outputs and p.accumulate:
-                value = f"({local} + {value})"
-            lines.append(f"{local} = {value} if alive else {local}")
-        if self.selected:  # the flag from the selected state (_flag_from_selected_state)
-            known = {**self.known, **{i: name for i, name in enumerate(names) if name},
-                     **{v: self.local(key) for v, key in self.selected.items()}}
-            after, names = walk(p, self.renderer, self.value, suffix=f"_{k}", known=known,
-                                only=self.flag_ops)
-            lines += [f"{a.name} = {a.expression}" for a in after]
-        if p.terminated is not None:
-            lines.append(f"alive = alive & (not {names[p.terminated]})")
-        return lines
-
-    def visit(self, name: str, steps: int) -> list[str]:
-        """``name(mp, <src>, <lanes>, <uniforms>, <dst>)``: ``steps`` steps of each of ``mp``
-        lanes, read from one side's buffers and written to the other's; returns
-        whether any lane is still live. No per-lane step counter: a visit's lanes are all at
-        the same step, which the caller counts."""
-        src, dst = self.buffers("src"), self.buffers("dst")
-        hoisted, _ = walk(self.program, self.renderer, self.value, suffix="_h",
-                          only=self.launch_ops)
-        lane = [f"{self.local(key)} = {name}[i]"
-                for key, name in zip(self.state, src, strict=False)]
-        lane += [f"{self.local(key)} = lane_{_base(self.slots[key])}[i]"
-                 for key in self.lane_keys]
-        lane += [f"h{i} = lane_h{i}[i]" for i in self.sample_ops]
-        lane.append(f"alive = {src[-1]}[i]")
-        if self.program.counters:  # the lane's sample: its draws' stream (hawk.philox)
-            lane.append("sample_id = first_sample + idx[i]")
+    def define(self, name: str, steps: int) -> list[str]:
+        lay, p = self.layout, self.program
+        hoisted, _ = walk(p, self.renderer, lay.value, suffix="_h", only=lay.launch_ops)
+        body: list[str] = []
+        current = {key: _load(body, f"s_{base_name(lay.slots[key])}.0", lay.slots[key].dtype,
+                              f"%src_{base_name(lay.slots[key])}", "%i") for key in lay.state}
+        for key in lay.lane_keys:
+            _load(body, f"l_{base_name(lay.slots[key])}", lay.slots[key].dtype,
+                  f"%lane_{base_name(lay.slots[key])}", "%i")
+        for i in lay.sample_ops:
+            _load(body, f"h{i}", p.ops[i].dtype, f"%lane_h{i}", "%i")
+        alive = _load(body, "alive.0", DType.BOOL, "%src_alive", "%i")
+        if p.counters:
+            column = _load(body, "column", DType.INT64, "%idx", "%i")
+            body.append(f"%sample_id = add i64 %first_sample, {column}")
+        elif self.series:
+            _load(body, "column", DType.INT64, "%idx", "%i")
+        block = "lane"
         for k in range(steps):
-            if self.program.counters:  # a live lane has taken every step of the visit so far
-                lane.append(f"step_id = step0 + np.int64({k})")
-            lane += self.step(k)
-        lane += [f"{name}[i] = {self.local(key)}"
-                 for key, name in zip(self.state, dst, strict=False)]
-        lane += [f"{dst[-1]}[i] = alive", "some = some | alive"]
-        arguments = ", ".join(["mp", *src, *self.lanes(), *self.uniforms(), *dst,
-                               *self.visit_counters()])
+            alive, block = self._step(k, current, alive, body, block)
+        latch: list[str] = []
+        for key in lay.state:
+            _store(latch, f"d_{base_name(lay.slots[key])}", lay.slots[key].dtype, current[key],
+                   f"%dst_{base_name(lay.slots[key])}", "%i")
+        _store(latch, "d_alive", DType.BOOL, alive, "%dst_alive", "%i")
+        parameters = ", ".join(f"{t} %{n}" for t, n in self.parameters())
         return [
-            _JIT,
-            f"def {name}({arguments}):",
-            *[f"    {a.name} = {a.expression}" for a in hoisted],
-            "    some = False",
-            # An unsigned lane index: with a signed one Numba emits a negative-index
-            # wraparound check that keeps LLVM from vectorising the loop (4x slower).
-            "    for i in range(np.uint64(0), np.uint64(mp)):",
-            *[f"        {line}" for line in lane],
-            "    return some",
-            "",
+            f"define internal i1 @{name}({parameters}) noinline nounwind {{",
+            "entry:",
+            *_indent(_expand(hoisted)),
+            # mp is a multiple of PAD: said so, LLVM's vector loop needs no remainder loop
+            f"  %lanes = and i64 %mp, {-PAD}",
+            "  %any = icmp sgt i64 %lanes, 0",
+            "  br i1 %any, label %lane, label %done",
+            "lane:",
+            "  %i = phi i64 [0, %entry], [%i.next, %latch]",
+            "  %some = phi i1 [false, %entry], [%some.next, %latch]",
+            *_indent(body),
+            "  br label %latch",
+            "latch:",
+            *_indent(latch),
+            f"  %some.next = or i1 %some, {alive}",
+            "  %i.next = add nuw nsw i64 %i, 1",
+            "  %more = icmp slt i64 %i.next, %lanes",
+            "  br i1 %more, label %lane, label %done",
+            "done:",
+            "  %result = phi i1 [false, %entry], [%some.next, %latch]",
+            "  ret i1 %result",
+            "}",
             "",
         ]
 
-    # -- moving lanes between the user's arrays and the scratch ------------------------------
+    def _step(self, k: int, current: dict, alive: str, body: list[str], block: str,
+              ) -> tuple[str, str]:
+        """Step ``k`` of the lane (``current``: each state value's register, replaced by the
+        selected new value): the new alive flag and the basic block the step ends in. A lane
+        that is not live keeps its state through ``select``s, which AVX-512 turns into
+        merge-masked operations."""
+        lay, p, renderer = self.layout, self.program, self.renderer
+        renderer.draw_counters = ("seed", "sample_id", f"step_id.{k}")
+        if p.counters:
+            body.append(f"%step_id.{k} = add i64 %step0, {k}")
 
-    def take(self, side: str, at: str = "m") -> list[str]:
-        """Lane ``at`` of ``side`` from sample ``i`` of the user's arrays: its state, its
-        read-only values and its per-sample invariants."""
-        p = self.program
+        def value(key) -> str:
+            slot = lay.slots[key]
+            if slot.is_uniform:
+                return slot.name
+            return current[key][1:] if key in current else f"l_{base_name(slot)}"
+
+        before = None if not lay.selected else \
+            [i for i in range(len(p.ops)) if i not in lay.flag_ops]
+        assignments, names = walk(p, renderer, value, suffix=f"_{k}", known=lay.known,
+                                  only=before)
+        body += _expand(assignments)
+        for j, r in enumerate(p.row_stores):  # written by a live lane on the write's path
+            slot = lay.slots[(r.param, r.component)]
+            rows = lay.slots[(r.param, "rows")].name
+            stride = lay.slots[(r.param, "row_stride")].name
+            tag = f"row.{k}.{j}"
+            row = self._as_int64(body, f"%{names[r.row]}", p.ops[r.row].dtype, tag)
+            inside = [f"%{tag}.low = icmp sge i64 {row}, 0",
+                      f"%{tag}.high = icmp slt i64 {row}, %{rows}",
+                      f"%{tag}.in = and i1 %{tag}.low, %{tag}.high",
+                      f"%{tag}.go = and i1 %{tag}.in, {alive}"]
+            if r.guard is not None:
+                inside[-1] = f"%{tag}.live = and i1 %{tag}.in, {alive}"
+                inside.append(f"%{tag}.go = and i1 %{tag}.live, %{names[r.guard]}")
+            body += [*inside, f"br i1 %{tag}.go, label %{tag}.write, label %{tag}.end",
+                     f"{tag}.write:"]
+            written = self._converted(body, f"%{names[r.value]}", p.ops[r.value].dtype,
+                                      slot.dtype, tag)
+            body += [f"%{tag}.base = mul i64 {row}, %{stride}",
+                     f"%{tag}.offset = add i64 %{tag}.base, %column"]
+            _store(body, f"{tag}.v", slot.dtype, written, f"%{slot.name}", f"%{tag}.offset")
+            body += [f"br label %{tag}.end", f"{tag}.end:"]
+            block = f"{tag}.end"
+        new = dict(current)
+        for s, store in enumerate(p.stores):
+            key = (store.param, store.component)
+            dtype = lay.slots[key].dtype
+            t = TYPES[dtype]
+            tag = f"s_{base_name(lay.slots[key])}.{k + 1}"
+            if f"%{tag}" in new.values():  # a second store to the same value in the step
+                tag = f"{tag}.{s}"
+            result = self._converted(body, f"%{names[store.value]}", p.ops[store.value].dtype,
+                                     dtype, tag)
+            if key in lay.outputs and p.accumulate:
+                add = "fadd" if dtype.is_float else "add"
+                body.append(f"%{tag}.sum = {add} {t} {new[key]}, {result}")
+                result = f"%{tag}.sum"
+            body.append(f"%{tag} = select i1 {alive}, {t} {result}, {t} {new[key]}")
+            new[key] = f"%{tag}"
+        current.update(new)
+        if lay.selected:  # the flag from the selected state (Layout._flag_from_selected_state)
+            known = {**lay.known, **{i: name for i, name in enumerate(names) if name},
+                     **{v: current[key][1:] for v, key in lay.selected.items()}}
+            after, names = walk(p, renderer, value, suffix=f"_{k}", known=known,
+                                only=lay.flag_ops)
+            body += _expand(after)
+        if p.terminated is None:
+            return alive, block
+        body += [f"%done.{k} = xor i1 %{names[p.terminated]}, true",
+                 f"%alive.{k + 1} = and i1 {alive}, %done.{k}"]
+        return f"%alive.{k + 1}", block
+
+    def _as_int64(self, body: list[str], value: str, dtype: DType, tag: str) -> str:
+        if dtype in (DType.INT64, DType.UINT64):
+            return value
+        extend = "zext" if dtype.is_unsigned or dtype is DType.BOOL else "sext"
+        body.append(f"%{tag}.wide = {extend} {TYPES[dtype]} {value} to i64")
+        return f"%{tag}.wide"
+
+    def _converted(self, body: list[str], value: str, source: DType, target: DType,
+                   tag: str) -> str:
+        """``value`` as ``target`` (the reference stores ``value.astype(target)``)."""
+        if source is target:
+            return value
+        body.append(f"%{tag}.cast = {self.renderer._cast(value, source, target, None)}")
+        return f"%{tag}.cast"
+
+
+def _expand(assignments) -> list[str]:
+    """``codegen.walk``'s assignments as lines: an expression's last line is the value."""
+    lines = []
+    for a in assignments:
+        *before, last = a.expression.split("\n")
+        lines += [*before, f"%{a.name} = {last}"]
+    return lines
+
+
+def _indent(lines: list[str]) -> list[str]:
+    return [line if line.endswith(":") else f"  {line}" for line in lines]
+
+
+class _Builder:
+    """LLVM IR text for the lane machinery: variables in stack slots, structured control flow
+    (``if_``, ``loop``, ``break_``, ``continue_``), each temporary named once."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self.slots: list[str] = []
+        self.types: dict[str, str] = {}
+        self.metadata: list[str] = []  # the loops' hints, defined after the functions
+        self._count = itertools.count()
+        self._loops: list[tuple[str, str]] = []
+
+    def fresh(self, hint: str = "r") -> str:
+        return f"{hint}{next(self._count)}"
+
+    def do(self, text: str) -> str:
+        name = f"%{self.fresh()}"
+        self.lines.append(f"  {name} = {text}")
+        return name
+
+    def i64(self, opcode: str, x, y) -> str:
+        """``x opcode y`` on int64 values (``add``, ``sub``, ``mul``, ``sdiv``...)."""
+        return self.do(f"{opcode} i64 {x}, {y}")
+
+    def cmp(self, predicate: str, x, y) -> str:
+        """``x predicate y`` on int64 values (``slt``, ``eq``...), an i1."""
+        return self.do(f"icmp {predicate} i64 {x}, {y}")
+
+    def not_(self, x: str) -> str:
+        return self.do(f"xor i1 {x}, true")
+
+    def both(self, x: str, y: str) -> str:
+        return self.do(f"and i1 {x}, {y}")
+
+    def either(self, x: str, y: str) -> str:
+        return self.do(f"or i1 {x}, {y}")
+
+    def line(self, text: str) -> None:
+        self.lines.append(f"  {text}")
+
+    def label(self, name: str) -> None:
+        self.lines.append(f"{name}:")
+
+    def var(self, name: str, kind: str, initial: str | None = None) -> None:
+        self.slots.append(f"  %{name}.slot = alloca {kind}")
+        self.types[name] = kind
+        if initial is not None:
+            self.set(name, initial)
+
+    def get(self, name: str) -> str:
+        return self.do(f"load {self.types[name]}, ptr %{name}.slot")
+
+    def set(self, name: str, value: str) -> None:
+        self.line(f"store {self.types[name]} {value}, ptr %{name}.slot")
+
+    def add(self, name: str, amount: str) -> None:
+        self.set(name, self.do(f"add i64 {self.get(name)}, {amount}"))
+
+    def at(self, kind: str, pointer: str, index: str) -> str:
+        return self.do(f"getelementptr {kind}, ptr {pointer}, i64 {index}")
+
+    def read(self, kind: str, pointer: str, index: str) -> str:
+        return self.do(f"load {kind}, ptr {self.at(kind, pointer, index)}")
+
+    def write(self, kind: str, pointer: str, index: str, value: str) -> None:
+        self.line(f"store {kind} {value}, ptr {self.at(kind, pointer, index)}")
+
+    def jump(self, label: str) -> None:
+        """A branch, then a fresh block for what follows (unreachable unless labelled)."""
+        self.line(f"br label %{label}")
+        self.label(self.fresh("after"))
+
+    @contextmanager
+    def if_(self, condition: str):
+        then, end = self.fresh("then"), self.fresh("end")
+        self.line(f"br i1 {condition}, label %{then}, label %{end}")
+        self.label(then)
+        yield
+        self.line(f"br label %{end}")
+        self.label(end)
+
+    def if_else(self, condition: str, then, otherwise) -> None:
+        yes, no, end = self.fresh("then"), self.fresh("else"), self.fresh("end")
+        self.line(f"br i1 {condition}, label %{yes}, label %{no}")
+        self.label(yes)
+        then()
+        self.line(f"br label %{end}")
+        self.label(no)
+        otherwise()
+        self.line(f"br label %{end}")
+        self.label(end)
+
+    @contextmanager
+    def loop(self, vectorize: bool = False):
+        """``while True``: leave it with ``break_``; ``continue_`` starts it again. Neither
+        unrolled nor (unless ``vectorize``: one vector at a time) vectorised: the machinery's
+        loops run once per lane per launch, and each vectorised copy is more code to compile
+        (the oscillator's module took three times as long to compile)."""
+        head, end = self.fresh("loop"), self.fresh("exit")
+        number = 2 * len(self.metadata) // 3 + 100
+        hint = ('!{!"llvm.loop.interleave.count", i32 1}' if vectorize
+                else '!{!"llvm.loop.vectorize.enable", i1 false}')
+        self.metadata += [f"!{number} = distinct !{{!{number}, !{number + 1}, !0}}",
+                          f"!{number + 1} = {hint}", ""]
+        self.line(f"br label %{head}")
+        self.label(head)
+        self._loops.append((head, end))
+        yield
+        self._loops.pop()
+        self.line(f"br label %{head}, !llvm.loop !{number}")
+        self.label(end)
+
+    def while_(self, condition, vectorize: bool = False):
+        """``while condition():`` as a ``loop`` that breaks when the condition fails."""
+        builder = self
+
+        @contextmanager
+        def body():
+            with builder.loop(vectorize):
+                with builder.if_(builder.do(f"xor i1 {condition()}, true")):
+                    builder.break_()
+                yield
+
+        return body()
+
+    def range_(self, name: str, start: str, stop: str, vectorize: bool = False):
+        """``for name in range(start, stop)`` (``name`` a variable; ``stop`` read once)."""
+        builder = self
+        self.var(name, "i64") if name not in self.types else None
+
+        @contextmanager
+        def body():
+            builder.set(name, start)
+            with builder.while_(lambda: builder.do(f"icmp slt i64 {builder.get(name)}, "
+                                                   f"{stop}"), vectorize):
+                yield builder.get(name)
+                builder.add(name, "1")
+
+        return body()
+
+    def break_(self) -> None:
+        self.jump(self._loops[-1][1])
+
+    def continue_(self) -> None:
+        self.jump(self._loops[-1][0])
+
+
+class _RunBlocks:
+    """``run_blocks``: one thread's share of a launch (``cpu.layout``'s module docstring)."""
+
+    def __init__(self, layout: Layout, renderer: LlvmRenderer, visit: _Visit):
+        self.layout = layout
+        self.renderer = renderer
+        self.visit_parameters = visit.parameters()
+        self.b = _Builder()
+        self.scratch = {a.name: a for a in layout.scratch()}
+        self._takes = itertools.count()
+
+    def array(self, name: str) -> str:
+        return f"%at_{name}"
+
+    def kind(self, name: str) -> str:
+        return MEMORY_TYPES[self.scratch[name].dtype]
+
+    def state_arrays(self) -> list[tuple[str, str]]:
+        """(scratch base name, user's slot name) of each state value."""
+        lay = self.layout
+        return [(base_name(lay.slots[key]), lay.slots[key].name) for key in lay.state]
+
+    # -- lanes in and out --------------------------------------------------------------------
+
+    def take(self, side: str, at: str, i: str) -> None:
+        """Lane ``at`` of ``side`` from sample ``i``: its state, its read-only values and its
+        per-sample invariants."""
+        lay, b, p = self.layout, self.b, self.layout.program
+        for base, slot_name in self.state_arrays():
+            kind = self.kind(f"{side}_{base}")
+            b.write(kind, self.array(f"{side}_{base}"), at, b.read(kind, f"%at_{slot_name}", i))
+        site = next(self._takes)
+        lines: list[str] = []
+        for key in lay.gathered_keys:
+            slot = lay.slots[key]
+            _load(lines, f"g{site}_{base_name(slot)}", slot.dtype, f"%at_{slot.name}", i)
+        if p.counters:
+            lines.append(f"%sample_id.g{site} = add i64 %first_sample, {i}")
+        self.renderer.draw_counters = ("seed", f"sample_id.g{site}", "no_step")
 
         def gathered(key) -> str:
-            slot = self.slots[key]
-            return slot.name if slot.is_uniform else f"g_{_base(slot)}"
+            slot = lay.slots[key]
+            return slot.name if slot.is_uniform else f"g{site}_{base_name(slot)}"
 
-        invariants, names = walk(p, self.renderer, gathered, suffix="_g", only=self.invariant)
-        lines = [f"{name}[{at}] = {self.slots[key].name}[i]"
-                 for key, name in zip(self.state, self.buffers(side), strict=False)]
-        lines += [f"g_{_base(self.slots[key])} = {self.slots[key].name}[i]"
-                  for key in self.gathered_keys]
-        if p.counters:  # hawk.sample_index() is a per-sample invariant
-            lines.append("sample_id = first_sample + i")
-        lines += [f"{a.name} = {a.expression}" for a in invariants]
-        lines += [f"lane_{_base(self.slots[key])}[{at}] = {self.slots[key].name}[i]"
-                  for key in self.lane_keys]
-        lines += [f"lane_h{i}[{at}] = {names[i]}" for i in self.sample_ops]
-        return [*lines, f"{side}_alive[{at}] = True"]
+        invariants, names = walk(p, self.renderer, gathered, suffix=f"_g{site}",
+                                 only=lay.invariant)
+        lines += _expand(invariants)
+        for key in lay.lane_keys:
+            slot = lay.slots[key]
+            value = _load(lines, f"l{site}_{base_name(slot)}", slot.dtype, f"%at_{slot.name}", i)
+            _store(lines, f"ls{site}_{base_name(slot)}", slot.dtype, value,
+                   self.array(f"lane_{base_name(slot)}"), at)
+        for op in lay.sample_ops:
+            _store(lines, f"hs{site}_{op}", p.ops[op].dtype, f"%{names[op]}",
+                   self.array(f"lane_h{op}"), at)
+        b.lines += _indent(lines)
+        b.write("i8", self.array(f"{side}_alive"), at, "1")
 
-    def put(self, side: str) -> list[str]:
-        """Lane ``j`` of ``side``'s state back to sample ``i`` of the user's arrays."""
-        return [f"{self.slots[key].name}[i] = {name}[j]"
-                for key, name in zip(self.state, self.buffers(side), strict=False)]
+    def put(self, side: str, j: str, i: str) -> None:
+        """Lane ``j`` of ``side``'s state back to sample ``i``."""
+        b = self.b
+        for base, slot_name in self.state_arrays():
+            kind = self.kind(f"{side}_{base}")
+            b.write(kind, f"%at_{slot_name}", i, b.read(kind, self.array(f"{side}_{base}"), j))
 
-    def move(self, side: str) -> list[str]:
-        """Lane ``j`` of ``side`` (with its lane values) to lane ``k``."""
-        return ["idx[k] = idx[j]",
-                *[f"{name}[k] = {name}[j]" for name in [*self.buffers(side), *self.lanes()]]]
+    def copy(self, names: list[str], source: str, target: str) -> None:
+        """Element ``source`` of each scratch array in ``names`` to element ``target``."""
+        b = self.b
+        for name in names:
+            kind = self.kind(name)
+            b.write(kind, self.array(name), target, b.read(kind, self.array(name), source))
 
-    def compact(self, side: str) -> list[str]:
-        """``side``'s live lanes moved to its front, the finished ones put back (``m``: how
-        many remain)."""
-        return ["k = 0",
-                "for j in range(m):",
-                f"    if {side}_alive[j]:",
-                *[f"        {line}" for line in self.move(side)],
-                "        k += 1",
-                "    else:",
-                "        i = idx[j]",
-                *[f"        {line}" for line in self.put(side)],
-                "        flags[i] = True",
-                "m = k"]
+    def side_arrays(self, side: str) -> list[str]:
+        return [f"{side}_{base}" for base, _ in self.state_arrays()] + [f"{side}_alive"]
 
-    def pad(self) -> list[str]:
-        """Lanes ``m`` to ``mp`` of the side the set is in (``swapped``: side b): copies of
-        lane 0, never live, never put back, so that LLVM's vector loop covers every lane."""
-        def lane(side: str) -> list[str]:
-            return [f"        {side}_alive[j] = False",
-                    *[f"        {name}[j] = {name}[0]" for name in self.buffers(side)[:-1]]]
+    def lane_arrays(self) -> list[str]:
+        return self.layout.lanes()
 
-        return [f"mp = min({self.shape.block}, (m + {PAD - 1}) // {PAD} * {PAD})",
-                "for j in range(m, mp):",
-                "    if swapped:", *lane("b"), "    else:", *lane("a"),
-                *[f"    {name}[j] = {name}[0]" for name in self.lanes()]]
+    def compact(self) -> None:
+        """Side a's live lanes moved to its front, the finished ones put back."""
+        b = self.b
+        m = b.get("m")
+        b.set("k", "0")
+        with b.range_("j", "0", m) as j:
+            alive = b.do(f"trunc i8 {b.read('i8', self.array('a_alive'), j)} to i1")
+            k = b.get("k")
+
+            def keep():
+                b.write("i64", self.array("idx"), k, b.read("i64", self.array("idx"), j))
+                self.copy([*self.side_arrays("a"), *self.lane_arrays()], j, k)
+                b.add("k", "1")
+
+            def put_back():
+                i = b.read("i64", self.array("idx"), j)
+                self.put("a", j, i)
+                b.write("i8", "%at_flags", i, "1")
+
+            b.if_else(alive, keep, put_back)
+        b.set("m", b.get("k"))
+
+    # -- visits ------------------------------------------------------------------------------
+
+    def call_visit(self, name: str) -> None:
+        """``some = name(...)`` from the side the set is in (``swapped``: side b)."""
+        b, lay = self.b, self.layout
+        mp = b.get("mp")
+        step0 = b.do(f"add i64 %first_step, {b.get('d')}") if lay.program.counters else None
+
+        def call(source: str, target: str):
+            def emit():
+                arguments = []
+                for kind, parameter in self.visit_parameters:
+                    if parameter == "mp":
+                        value = mp
+                    elif parameter.startswith("src_"):
+                        value = self.array(source + parameter[3:])
+                    elif parameter.startswith("dst_"):
+                        value = self.array(target + parameter[3:])
+                    elif parameter.startswith("lane_") or parameter == "idx":
+                        value = self.array(parameter)
+                    elif parameter == "step0":
+                        value = step0
+                    elif kind.startswith("ptr"):  # a Series' array
+                        value = f"%at_{parameter}"
+                    else:
+                        value = f"%{parameter}"
+                    arguments.append(f"{kind.split()[0]} {value}")
+                b.set("some", b.do(f"call i1 @{name}({', '.join(arguments)})"))
+            return emit
+
+        b.if_else(b.get("swapped"), call("b", "a"), call("a", "b"))
+
+    def flip(self) -> None:
+        b = self.b
+        b.set("swapped", b.do(f"xor i1 {b.get('swapped')}, true"))
+
+    # -- the function ------------------------------------------------------------------------
+
+    def define(self) -> list[str]:
+        lay, b = self.layout, self.b
+        piece = lay.shape.block // PIECES
+        for name in ("npool", "live", "most", "q", "m", "hi", "d", "target", "park", "lo",
+                     "left", "q0", "q1", "k", "mp", "npieces"):
+            b.var(name, "i64", "0")
+        for name in ("in_pool", "dense", "swapped", "some"):
+            b.var(name, "i1", "false")
+        b.var("source", "ptr", self.array("idx"))
+        b.set("npieces", b.do(f"sdiv i64 {b.do(f'add i64 %n, {piece - 1}')}, {piece}"))
+        with b.loop():
+            b.if_else(b.get("in_pool"), self.pick_from_pool, self.pick_block)
+            with b.range_("qq", b.get("q0"), b.get("q1")) as qq:
+                i = b.read("i64", b.get("source"), qq)
+                m = b.get("m")
+                b.write("i64", self.array("idx"), m, i)
+                self.take("a", m, i)
+                b.add("m", "1")
+            self.advance()
+            self.finish()
+        uniforms = [f"  %{s.name} = icmp ne i8 %{s.name}.byte, 0" for s in lay.program.slots
+                    if s.is_uniform and s.dtype is DType.BOOL]
+        # Every array is its own (the binding refuses a written array that shares memory
+        # with another), so LLVM copies lanes without checking for overlaps at run time.
+        parameters = []
+        for name, kind in lay.parameters():
+            value = f"%{name}.byte" if kind == "boolean" else f"%{name}"
+            parameters.append(f"{_C_TYPES[kind]}{' noalias' if kind == 'voidptr' else ''} "
+                              f"{value}")
+        return [f"define void @{SYMBOL}({', '.join(parameters)}) nounwind {{", "entry:",
+                *b.slots, *uniforms, *b.lines, "  unreachable", "}", "",
+                '!0 = !{!"llvm.loop.unroll.disable"}', *b.metadata]
+
+    def pick_block(self) -> None:
+        """The next samples no other thread has, while the pool has room for their lanes: a
+        block at a time, and near the end smaller pieces, so threads finish together."""
+        b, lay = self.b, self.layout
+        shape = lay.shape
+        block, piece, park = shape.block, shape.block // PIECES, shape.park
+        b.set("lo", "%n")
+        room = b.cmp("sle", b.i64("add", b.get("npool"), block), "%mine")
+        with b.if_(room):
+            claimed = b.do("atomicrmw add ptr %at_blocks, i64 0 monotonic")
+            left = b.do(f"sub i64 {b.get('npieces')}, {claimed}")
+            share = b.do(f"sdiv i64 {left}, {b.do('mul i64 %nthreads, 2')}")
+            count = _smin(b, PIECES, _smax(b, 1, share))
+            first = b.do(f"atomicrmw add ptr %at_blocks, i64 {count} monotonic")
+            lo = b.do(f"mul i64 {first}, {piece}")
+            b.set("lo", lo)
+            b.set("hi", _smin(b, "%n", b.do(f"add i64 {lo}, {b.do(f'mul i64 {count}, {piece}')}")))
+        with b.if_(b.do(f"icmp sge i64 {b.get('lo')}, %n")):
+            with b.if_(b.do(f"icmp eq i64 {b.get('npool')}, 0")):
+                b.write("i64", "%at_out", "0", b.get("live"))
+                b.write("i64", "%at_out", "1", b.get("most"))
+                b.line("ret void")
+                b.label(b.fresh("after"))
+            self.sort_pool()
+            b.set("in_pool", "true")
+            b.continue_()
+        lo, hi = b.get("lo"), b.get("hi")
+        b.set("m", "0")
+        with b.range_("i", lo, hi) as i:
+            flag = b.read("i8", "%at_flags", i)
+            b.add("m", b.do(f"zext i1 {b.do(f'icmp eq i8 {flag}, 0')} to i64"))
+        b.set("d", "0")
+        b.set("target", "%nsteps")
+        b.set("park", str(park))
+        m = b.get("m")
+        dense = b.do(f"icmp eq i64 {m}, {b.do(f'sub i64 {hi}, {lo}')}")
+        b.set("dense", dense)
+
+        def contiguous():  # every lane live: contiguous copies, which LLVM vectorises
+            with b.range_("j", "0", m, vectorize=True) as j:
+                i = b.do(f"add i64 {lo}, {j}")
+                b.write("i64", self.array("idx"), j, i)
+                self.take("a", j, i)
+            b.set("q0", "0")
+            b.set("q1", "0")
+
+        def scattered():
+            b.set("m", "0")
+            with b.range_("i", lo, hi) as i:
+                with b.if_(b.do(f"icmp eq i8 {b.read('i8', '%at_flags', i)}, 0")):
+                    b.write("i64", self.array("idx"), b.get("m"), i)
+                    b.add("m", "1")
+            count = b.get("m")
+            with b.if_(b.do(f"icmp slt i64 {count}, {park}")):  # few live lanes: to the pool
+                with b.range_("j", "0", count) as j:
+                    npool = b.get("npool")
+                    b.write("i64", self.array("pool"), npool,
+                            b.read("i64", self.array("idx"), j))
+                    b.write("i64", self.array("pool_steps"), npool, "0")
+                    b.add("npool", "1")
+                b.set("m", "0")
+                b.continue_()
+            b.set("source", self.array("idx"))
+            b.set("q0", "0")
+            b.set("q1", count)
+            b.set("m", "0")
+
+        b.if_else(dense, contiguous, scattered)
+
+    def pick_from_pool(self) -> None:
+        """The pool's next lanes: those at the step of its first, up to a block's room."""
+        b, lay = self.b, self.layout
+        with b.if_(b.do(f"icmp eq i64 {b.get('m')}, 0")):
+            with b.if_(b.do(f"icmp eq i64 {b.get('q')}, {b.get('npool')}")):
+                b.set("npool", "0")  # the pool done: more blocks, if any are left
+                b.set("q", "0")
+                b.set("in_pool", "false")
+                b.continue_()
+            b.set("d", b.read("i64", self.array("pool_steps"), b.get("q")))
+        q = b.get("q")
+        b.set("q1", q)
+        d, npool = b.get("d"), b.get("npool")
+        room = b.do(f"sub i64 {lay.shape.block}, {b.get('m')}")
+
+        def more():
+            q1 = b.get("q1")
+            inside = b.do(f"icmp slt i64 {q1}, {npool}")
+            # the step read only where q1 is inside: a select of a load past the pool's end
+            # would still read it
+            at = b.do(f"select i1 {inside}, i64 {q1}, i64 0")
+            same = b.do(f"icmp eq i64 {b.read('i64', self.array('pool_steps'), at)}, {d}")
+            fits = b.do(f"icmp slt i64 {b.do(f'sub i64 {q1}, {q}')}, {room}")
+            return b.do(f"and i1 {inside}, {b.do(f'and i1 {fits}, {same}')}")
+
+        with b.while_(more):
+            b.add("q1", "1")
+        q1 = b.get("q1")
+        b.set("source", self.array("pool"))
+        b.set("q0", q)
+        b.set("q", q1)
+        b.set("dense", "false")
+        inside = b.do(f"icmp slt i64 {q1}, {npool}")
+        at = b.do(f"select i1 {inside}, i64 {q1}, i64 0")
+        next_step = b.read("i64", self.array("pool_steps"), at)
+        later = b.do(f"and i1 {inside}, {b.do(f'icmp sgt i64 {next_step}, {d}')}")
+        b.set("target", b.do(f"select i1 {later}, i64 {next_step}, i64 %nsteps"))
+        b.set("park", "0")
+
+    def sort_pool(self) -> None:
+        """The pool's lanes sorted in place by their steps (a shell sort: equal steps in any
+        order, a sample's values do not depend on its lane)."""
+        b = self.b
+        pool, steps = self.array("pool"), self.array("pool_steps")
+        npool = b.get("npool")
+        b.var("gap", "i64", "1")
+        def wider() -> str:
+            return b.i64("add", b.i64("mul", b.get("gap"), 3), 1)
+
+        with b.while_(lambda: b.cmp("slt", wider(), npool)):
+            b.set("gap", wider())
+        with b.while_(lambda: b.do(f"icmp sgt i64 {b.get('gap')}, 0")):
+            gap = b.get("gap")
+            with b.range_("js", gap, npool) as j:
+                key, item = b.read("i64", steps, j), b.read("i64", pool, j)
+                b.var("at", "i64") if "at" not in b.types else None
+                b.set("at", j)
+
+                def behind():
+                    at = b.get("at")
+                    inside = b.do(f"icmp sge i64 {at}, {gap}")
+                    earlier = b.do(f"select i1 {inside}, i64 {b.do(f'sub i64 {at}, {gap}')}, "
+                                   "i64 0")
+                    return b.both(inside, b.cmp("sgt", b.read("i64", steps, earlier), key))
+
+                with b.while_(behind):
+                    at = b.get("at")
+                    earlier = b.do(f"sub i64 {at}, {gap}")
+                    b.write("i64", steps, at, b.read("i64", steps, earlier))
+                    b.write("i64", pool, at, b.read("i64", pool, earlier))
+                    b.set("at", earlier)
+                at = b.get("at")
+                b.write("i64", steps, at, key)
+                b.write("i64", pool, at, item)
+            b.set("gap", b.do(f"sdiv i64 {b.get('gap')}, 3"))
+
+    def advance(self) -> None:
+        """The set, all at step d, until target, none live, or fewer than park live."""
+        b, lay = self.b, self.layout
+        unroll = lay.shape.unroll
+        b.set("swapped", "false")
+        b.set("left", b.get("m"))
+        with b.loop():
+            with b.while_(lambda: b.do(f"icmp slt i64 {b.get('d')}, {b.get('target')}")):
+                self.pad()
+                if unroll > 1:
+                    self.stepped(unroll)
+                else:
+                    self.call_visit("visit_one")
+                    self.flip()
+                    b.add("d", "1")
+                    with b.if_(b.do(f"xor i1 {b.get('some')}, true")):
+                        b.set("left", "0")
+                        b.break_()
+                self.count_live()
+                left, m = b.get("left"), b.get("m")
+                with b.if_(b.do(f"icmp slt i64 {b.do(f'mul i64 {left}, 4')}, "
+                                f"{b.do(f'mul i64 {m}, 3')}")):
+                    b.break_()
+            with b.if_(b.get("swapped")):  # the set back in side a
+                with b.range_("j", "0", b.get("m")) as j:
+                    for a, bb in zip(self.side_arrays("a"), self.side_arrays("b"), strict=True):
+                        kind = self.kind(a)
+                        b.write(kind, self.array(a), j, b.read(kind, self.array(bb), j))
+                b.set("swapped", "false")
+            left = b.get("left")
+            done = b.do(f"icmp eq i64 {left}, 0")
+            reached = b.do(f"icmp sge i64 {b.get('d')}, {b.get('target')}")
+            few = b.do(f"icmp slt i64 {left}, {b.get('park')}")
+            with b.if_(b.do(f"or i1 {done}, {b.do(f'or i1 {reached}, {few}')}")):
+                b.break_()
+            b.set("dense", "false")  # a quarter of the lanes have finished: the rest forward
+            self.compact()
+
+    def stepped(self, unroll: int) -> None:
+        """A visit of ``unroll`` steps; the last one again a step at a time where the set's
+        last lane finished in it (the same operations on the same values: the same bits)."""
+        b = self.b
+
+        def room() -> str:
+            return b.cmp("sge", b.i64("sub", b.get("target"), b.get("d")), unroll)
+
+        def unrolled():
+            self.call_visit("visit_unrolled")
+            with b.if_(b.get("some")):
+                self.flip()
+                b.add("d", str(unroll))
+
+        b.if_else(room(), unrolled, lambda: b.set("some", "true"))
+        with b.if_(b.either(b.not_(b.get("some")), b.not_(room()))):
+            b.set("some", "true")
+
+            def going() -> str:
+                return b.both(b.get("some"), b.cmp("slt", b.get("d"), b.get("target")))
+
+            with b.while_(going):
+                self.call_visit("visit_one")
+                self.flip()
+                b.add("d", "1")
+            with b.if_(b.do(f"xor i1 {b.get('some')}, true")):
+                b.set("left", "0")
+                b.break_()
+
+    def pad(self) -> None:
+        """Lanes ``m`` to ``mp`` of the set's side: copies of lane 0, never live, never put
+        back, so that LLVM's vector loop covers every lane."""
+        b = self.b
+        m = b.get("m")
+        rounded = b.i64("mul", b.i64("sdiv", b.i64("add", m, PAD - 1), PAD), PAD)
+        b.set("mp", _smin(b, str(self.layout.shape.block), rounded))
+        swapped = b.get("swapped")
+        with b.range_("j", m, b.get("mp")) as j:
+            def lane(side):
+                def emit():
+                    b.write("i8", self.array(f"{side}_alive"), j, "0")
+                    self.copy(self.side_arrays(side)[:-1], "0", j)
+                return emit
+
+            b.if_else(swapped, lane("b"), lane("a"))
+            self.copy(self.lane_arrays(), "0", j)
+
+    def count_live(self) -> None:
+        """``left``: how many of the set's lanes are live, eight flags a word (the flags are
+        bytes 0 or 1, and the padding lanes are never live)."""
+        b = self.b
+        words = b.do(f"select i1 {b.get('swapped')}, ptr {self.array('b_alive')}, "
+                     f"ptr {self.array('a_alive')}")
+        count = b.i64("sdiv", b.i64("add", b.get("m"), 7), 8)
+        b.set("left", "0")
+        with b.range_("w", "0", count) as w:
+            word = b.read("i64", words, w)
+            spread = b.do(f"mul i64 {word}, {0x0101010101010101}")
+            b.add("left", b.do(f"lshr i64 {spread}, 56"))
+
+    def finish(self) -> None:
+        """The set's lanes back to their samples, or on into the pool, or compacted."""
+        b = self.b
+
+        def put_back(dense_lanes: bool):
+            def emit():
+                lo = b.get("lo")
+                with b.range_("j", "0", b.get("m"), vectorize=dense_lanes) as j:
+                    i = b.do(f"add i64 {lo}, {j}") if dense_lanes else \
+                        b.read("i64", self.array("idx"), j)
+                    self.put("a", j, i)
+                    alive = b.read("i8", self.array("a_alive"), j)
+                    b.write("i8", "%at_flags", i, b.do(f"xor i8 {alive}, 1"))
+                    b.add("left", b.do(f"zext i8 {alive} to i64"))
+            return emit
+
+        def settle():
+            b.set("left", "0")
+            b.if_else(b.get("dense"), put_back(True), put_back(False))
+            left, d = b.get("left"), b.get("d")
+            over = b.do(f"or i1 {b.do(f'icmp eq i64 {left}, 0')}, "
+                        f"{b.do(f'icmp eq i64 {d}, %nsteps')}")
+
+            def count():
+                b.add("live", left)
+                b.set("most", _smax(b, b.get("most"), d))
+
+            def to_pool():  # a few lanes left: on in the pool with other blocks' stragglers
+                with b.range_("j", "0", b.get("m")) as j:
+                    alive = b.read("i8", self.array("a_alive"), j)
+                    with b.if_(b.do(f"icmp ne i8 {alive}, 0")):
+                        npool = b.get("npool")
+                        b.write("i64", self.array("pool"), npool,
+                                b.read("i64", self.array("idx"), j))
+                        b.write("i64", self.array("pool_steps"), npool, d)
+                        b.add("npool", "1")
+
+            b.if_else(over, count, to_pool)
+            b.set("m", "0")
+
+        left, d = b.get("left"), b.get("d")
+        ends = b.do(f"or i1 {b.do(f'icmp eq i64 {left}, 0')}, "
+                    f"{b.do(f'icmp eq i64 {d}, %nsteps')}")
+        ends = b.either(ends, b.not_(b.get("in_pool")))
+        b.if_else(ends, settle, self.compact)
 
 
-def _base(slot) -> str:
-    return slot.name[2:]  # p_x -> x
+def _smin(b: _Builder, x, y) -> str:
+    return b.do(f"select i1 {b.do(f'icmp slt i64 {x}, {y}')}, i64 {x}, i64 {y}")
 
 
-# Numba's rewrite passes (constant folding of getitems, array expressions) find nothing to do
-# in generated code; skipping them saves some 4% of a first compile.
-_JIT = '@njit(nogil=True, error_model="numpy", no_rewrites=True)'
-
-
-def _indent(lines: list[str], depth: int) -> list[str]:
-    return [" " * (4 * depth) + line for line in lines]
-
-
-def _count_live(words: str) -> list[str]:
-    """``left``: how many of the set's ``m`` lanes are live, counted eight flags at a time
-    (``words``: the side's alive flags viewed as uint64).
-
-    The flags are bytes (0 or 1) and lanes ``m`` to ``mp`` are padding, never live, so the
-    sum of the words' bytes (a multiply by 0x0101..01 puts it in the top byte) is the count.
-    It runs after every visit: a byte-by-byte count into an int64 cost 3-4% of the
-    oscillator's launch (``benchmarks/cpu_loop.py``), this one nothing measurable."""
-    return ["left = 0",
-            "for j in range(np.uint64(0), np.uint64((m + 7) // 8)):  # unsigned: vectorised",
-            f"    left += np.int64(({words}[j] * np.uint64(0x0101010101010101)) "
-            ">> np.uint64(56))"]
-
-
-def _sort_pool() -> list[str]:
-    """The pool's ``npool`` lanes (``pool``: their samples) sorted in place by their steps
-    (``pool_steps``): a shell sort, whose few integer loops compile in a few milliseconds
-    where Numba's ``np.argsort`` took about a second of the launch's first compile (a third
-    of it). The order of lanes with equal steps does not matter: a sample's values do not
-    depend on its lane."""
-    return ["gap = zero + 1",
-            "while 3 * gap + 1 < npool:",
-            "    gap = 3 * gap + 1",
-            "while gap > 0:",
-            "    for j in range(gap, npool):",
-            "        key, item = pool_steps[j], pool[j]",
-            "        i = j",
-            "        while i >= gap and pool_steps[i - gap] > key:",
-            "            pool_steps[i], pool[i] = pool_steps[i - gap], pool[i - gap]",
-            "            i -= gap",
-            "        pool_steps[i], pool[i] = key, item",
-            "    gap //= 3"]
-
-
-def _run_blocks(layout: _Layout) -> list[str]:
-    """``run_blocks``: one thread's share of a launch (see the module docstring).
-
-    One function around the two visits, with blocks and then the pool going through one loop:
-    each function is typed, lowered and optimised on its own, and this one's first compile is
-    most of a kernel's, so it holds one copy of each piece (gathering, stepping, compaction,
-    putting back)."""
-    shape = layout.shape
-    piece = shape.block // PIECES
-    a, b = layout.buffers("a"), layout.buffers("b")
-    # what the visits take after the uniforms, the visit's first step being the set's
-    counters = [("first_step + d" if name == "step0" else name)
-                for name in layout.visit_counters()]
-
-    def visit(name: str) -> list[str]:
-        """A call of visit ``name`` from the side the set is in (``swapped``: side b) to the
-        other. Two call sites rather than swapping the sides' array variables: a swap is
-        reference-count traffic (two atomic operations per array), and it cost the oscillator
-        6-12% of its launch at a visit per 4 steps of 4096-8192 lanes."""
-        def call(source: list[str], target: list[str]) -> str:
-            arguments = ["mp", *source, *layout.lanes(), *layout.uniforms(), *target,
-                         *counters]
-            return f"    some = {name}({', '.join(arguments)})"
-
-        return ["if swapped:", call(b, a), "else:", call(a, b)]
-
-    pick = [  # the next set of lanes: a block's live lanes, or the pool's next ones
-        "if not in_pool:",
-        "    # The next samples no other thread has, while the pool has room for their lanes:",
-        "    # a block at a time, and near the end smaller pieces (an eighth of a block at",
-        "    # least; guided: what is left over twice the threads), so threads finish together.",
-        "    lo = n",
-        f"    if npool + {shape.block} <= mine:",
-        f"        k = min({PIECES}, max(1, (npieces - claim(at_blocks, zero)) // (2 * nthreads)))",
-        f"        lo = claim(at_blocks, k) * {piece}",
-        f"        hi = min(lo + k * {piece}, n)",
-        "    if lo >= n:",
-        "        if npool == 0:",
-        "            out[0], out[1] = live, most",
-        "            return",
-        "        # The pool in step order: the lanes that are behind are stepped until they",
-        "        # line up with the next ones, which then join them, so the stragglers of",
-        "        # many blocks share one dense set.",
-        *_indent(_sort_pool(), 2),
-        "        in_pool = True",
-        "        continue",
-        "    m = 0",
-        "    for i in range(lo, hi):",
-        "        m += not flags[i]",
-        "    d, target, park = zero, nsteps, zero + " + str(shape.park),
-        "    dense = m == hi - lo",
-        "    if dense:  # every lane live: contiguous copies, which LLVM vectorises",
-        "        for j in range(np.uint64(0), np.uint64(m)):",
-        "            i = lo + np.int64(j)",
-        "            idx[j] = i",
-        *[f"            {line}" for line in layout.take("a", at="j")],
-        "        source, q0, q1 = idx, zero, zero",
-        "    else:",
-        "        m = 0",
-        "        for i in range(lo, hi):",
-        "            if not flags[i]:",
-        "                idx[m] = i",
-        "                m += 1",
-        f"        if m < {shape.park}:  # few live lanes: straight to the pool",
-        "            for j in range(m):",
-        "                pool[npool] = idx[j]",
-        "                pool_steps[npool] = 0",
-        "                npool += 1",
-        "            m = 0",
-        "            continue",
-        "        source, q0, q1, m = idx, zero, m, zero",
-        "else:",
-        "    if m == 0:",
-        "        if q == npool:  # the pool done: more blocks, if any are left",
-        "            npool, q, in_pool = zero, zero, False",
-        "            continue",
-        "        d = pool_steps[q]",
-        "    q1 = q",
-        f"    while q1 < npool and q1 - q < {shape.block} - m and pool_steps[q1] == d:",
-        "        q1 += 1",
-        "    source, q0, q, dense = pool, q, q1, False",
-        "    target = pool_steps[q] if q < npool and pool_steps[q] > d else nsteps",
-        "    park = zero",
-        "for qq in range(q0, q1):",
-        "    i = source[qq]",
-        "    idx[m] = i",
-        *[f"    {line}" for line in layout.take("a")],
-        "    m += 1",
-    ]
-    stepped = [  # a visit of unroll steps; the last one again a step at a time
-        f"    if target - d >= {shape.unroll}:",
-        *_indent(visit("visit_unrolled"), 2),
-        "        if some:",
-        "            swapped = not swapped",
-        f"            d += {shape.unroll}",
-        "    else:",
-        "        some = True",
-        f"    if not some or target - d < {shape.unroll}:",
-        "        # One step at a time: up to the target, or, when the set's last lane finished",
-        "        # in the visit just made, that visit again from its start (still in the",
-        "        # source buffers) to find the exact step: the same operations on the same",
-        "        # values give the same bits.",
-        "        some = True",
-        "        while some and d < target:",
-        *_indent(visit("visit_one"), 3),
-        "            swapped = not swapped",
-        "            d += 1",
-        "        if not some:",
-        "            left = 0",
-        "            break",
-    ]
-    single = [  # unroll 1: a step per visit; the step a set ends at is exact
-        *_indent(visit("visit_one"), 1),
-        "    swapped = not swapped",
-        "    d += 1",
-        "    if not some:",
-        "        left = 0",
-        "        break",
-    ]
-    advance = [  # the set, all at step d, until target, none live, or fewer than park live
-        "swapped = False",
-        "left = m",
-        "while True:",
-        "    while d < target:",
-        *_indent(layout.pad(), 2),
-        *_indent(stepped if shape.unroll > 1 else single, 1),
-        "        words = b_words if swapped else a_words",
-        *_indent(_count_live("words"), 2),
-        "        if 4 * left < 3 * m:",
-        "            break",
-        "    if swapped:  # the set back in side a",
-        "        for j in range(m):",
-        *[f"            {x}[j] = {y}[j]" for x, y in zip(a, b, strict=True)],
-        "        swapped = False",
-        "    if left == 0 or d >= target or left < park:",
-        "        break",
-        "    dense = False  # a quarter of the lanes have finished: the rest to the front",
-        *_indent(layout.compact("a"), 1),
-    ]
-
-    def put_back(loop: str, sample: str) -> list[str]:
-        """The set's lanes back to their samples, with their flags, counting the live ones."""
-        return [f"        {loop}", f"            i = {sample}",
-                *[f"            {line}" for line in layout.put("a")],
-                "            flags[i] = not a_alive[j]", "            left += a_alive[j]"]
-
-    finish = [
-        "if left == 0 or d == nsteps or not in_pool:",
-        "    left = 0",
-        "    if dense:  # the block's lanes in place: contiguous copies",
-        *put_back("for j in range(np.uint64(0), np.uint64(m)):", "lo + np.int64(j)"),
-        "    else:",
-        *put_back("for j in range(m):", "idx[j]"),
-        "    if left == 0 or d == nsteps:",
-        "        live += left",
-        "        most = max(most, d)",
-        "    else:  # a few lanes left: they go on in the pool, with other blocks' stragglers",
-        "        for j in range(m):",
-        "            if a_alive[j]:",
-        "                pool[npool] = idx[j]",
-        "                pool_steps[npool] = d",
-        "                npool += 1",
-        "    m = 0",
-        "else:",
-        *[f"    {line}" for line in layout.compact("a")],
-    ]
-    parameters = layout.parameters()
-    signature = f"void({', '.join(kind for _, kind in parameters)})"
-    return [
-        f'@cfunc("{signature}", error_model="numpy", no_rewrites=True)',
-        f"def run_blocks({', '.join(name for name, _ in parameters)}):",
-        *_indent(layout.views(), 1),
-        f"    npieces = (n + {piece - 1}) // {piece}",
-        "    zero = nsteps - nsteps  # an int64 (a literal would type the loop's values apart)",
-        "    npool, live, most, q, m, hi = zero, zero, zero, zero, zero, zero",
-        "    d, target, park = zero, zero, zero",
-        "    in_pool, dense, lo = False, False, zero",
-        "    while True:",
-        *_indent(pick, 2),
-        *_indent(advance, 2),
-        *_indent(finish, 2),
-        "",
-        "",
-    ]
+def _smax(b: _Builder, x, y) -> str:
+    return b.do(f"select i1 {b.do(f'icmp sgt i64 {x}, {y}')}, i64 {x}, i64 {y}")
 
 
 def emit_launch(program: Program, shape: Shape | None = None) -> str:
-    """The Python source of a module whose ``run_blocks`` is one thread's share of a launch of
-    ``program``: a C function (Numba's ``cfunc``) of the parameters ``launch_interface``
-    describes, writing the live samples left and the steps the slowest took to ``out``
-    (``shape``: ``shape_for(program)``; tests pass small blocks to reach every path with few
-    samples)."""
-    layout = _Layout(program, shape or shape_for(program))
-    unrolled = (layout.visit("visit_unrolled", layout.shape.unroll) if layout.shape.unroll > 1
-                else ["visit_unrolled = None  # unroll 1: visit_one does every step", "", ""])
-    body = [
-        *unrolled,
-        *layout.visit("visit_one", 1),
-        *_run_blocks(layout),
-    ]
-    header = [
-        f'"""Generated by eagle from hawk kernel {program.name!r}. Do not edit."""',
-        "import math",
-        "import numpy as np",
-        "from numba import carray, cfunc, njit",
-        "",
-        "from eagle.cpu.atomics import claim",
-        "",
-        "nan, inf = np.nan, np.inf",
-        "",
-        "",
-        HELPERS,
-        "",
-        *([RANDOM_HELPERS, ""] if program.counters else []),
-        *([SHIFT_HELPERS, ""] if any(op.kind in (OpKind.LSHIFT, OpKind.RSHIFT)
-                                     for op in program.ops) else []),
-    ]
-    return "\n".join(header + body) + "\n"
-
-
-@dataclass(frozen=True)
-class LaunchInterface:
-    """What a caller of the emitted ``run_blocks`` passes: its C parameters in order (name,
-    Numba type), and the scratch arrays each thread allocates for it."""
-
-    parameters: tuple[tuple[str, str], ...]
-    scratch: tuple[ScratchArray, ...]
-    shape: Shape
-
-
-def launch_interface(program: Program, shape: Shape | None = None) -> LaunchInterface:
-    """The parameters and scratch of ``emit_launch(program, shape)``'s ``run_blocks``."""
-    layout = _Layout(program, shape or shape_for(program))
-    return LaunchInterface(tuple(layout.parameters()), tuple(layout.scratch()), layout.shape)
+    """The LLVM IR text of a module whose ``eagle_run_blocks`` (``SYMBOL``) is one thread's
+    share of a launch of ``program``: a C function of the parameters
+    ``layout.launch_interface`` describes (``shape``: ``shape_for(program)``; tests pass small
+    blocks to reach every path with few samples)."""
+    layout = Layout(program, shape or shape_for(program))
+    renderer = LlvmRenderer(program)
+    visit = _Visit(layout, renderer)
+    functions = []
+    if layout.shape.unroll > 1:
+        functions += visit.define("visit_unrolled", layout.shape.unroll)
+    functions += visit.define("visit_one", 1)
+    functions += _RunBlocks(layout, renderer, visit).define()
+    draws = {d.split(":", 1)[1] for d in renderer.declarations if d.startswith("draw:")}
+    declarations = {d for d in renderer.declarations if not d.startswith("draw:")}
+    declarations |= set(random_declarations(draws).values())
+    header = [f"; Generated by eagle from hawk kernel {program.name!r}. Do not edit.", ""]
+    return "\n".join([*header, *sorted(declarations), "", random_ir(draws), *functions])

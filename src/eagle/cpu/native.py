@@ -1,53 +1,87 @@
-"""Machine code of a compiled CPU launch, kept across processes as the object file LLVM wrote.
+"""Machine code of a compiled CPU launch: LLVM IR compiled to an object, kept across processes.
 
-Numba compiles the generated ``run_blocks`` as a C function (``cfunc``); the object code LLVM
-emitted for it is stored in the cache entry, and a later process links it into its own memory
-with llvmlite's MCJIT and calls it through ctypes. That takes a few milliseconds where loading
-from Numba's own cache took about a third of a second per process (before it loads anything,
-Numba rebuilds its typing and target registries, which imports SciPy's BLAS).
+``compile_ir`` optimises the emitter's LLVM IR (``cpu.emit``) and writes the object code for
+this machine; the cache entry keeps it (``pack``), and a later process links it into its own
+memory with llvmlite's MCJIT (``load``) and calls it through ctypes: a few milliseconds.
 
-The object refers to a few symbols outside itself: the C library's (``memset``, ``exp``), the
-Python C API's and Numba's helpers (``numba_gil_ensure``, ``NRT_Free``). Numba's helpers are
-registered with LLVM here exactly as Numba registers them, and an object is linked only if
-every symbol it needs resolves in this process (an unresolved one would be a null address,
-found only when called). Only ELF objects (Linux) are read that closely; elsewhere an object is
-not loaded, and each process compiles its launch.
+The object refers to a few symbols outside itself: the C library's math functions, under
+eagle's own names for them (``llvm_ops.libm_symbol``, bound here to the C library's), and
+``fmod``/``memset``/``memcpy``, which the process has. An object is linked only if every symbol
+it needs resolves in this process (an unresolved one would be a null address, found only when
+called). Only ELF objects (Linux) are read that closely; elsewhere an object is not loaded, and
+each process compiles its launch.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import hashlib
 import json
+import os
 import struct
 import threading
 
-__all__ = ["target", "object_code", "pack", "unpack", "load", "undefined_symbols"]
+from .llvm_ops import LIBM, libm_symbol
+
+__all__ = ["target", "compile_ir", "pack", "unpack", "load", "undefined_symbols"]
 
 _FORMAT = b"eagle-cpu-object 1\n"
 _lock = threading.Lock()
-_registered = False
 
 
 def target() -> tuple[str, str, str]:
     """What machine code compiled in this process is for: (triple, CPU name, CPU features),
-    as Numba's JIT chooses them (``NUMBA_CPU_NAME`` and ``NUMBA_CPU_FEATURES`` respected)."""
+    this CPU's unless ``EAGLE_CPU_NAME`` and ``EAGLE_CPU_FEATURES`` say otherwise (e.g.
+    ``generic`` and ``""``: code that runs on any CPU of the architecture, for a cache shared
+    by different machines)."""
     import llvmlite.binding as ll
-    from numba.core import config
-    from numba.core.codegen import get_host_cpu_features
 
-    name = config.CPU_NAME or ll.get_host_cpu_name()
-    features = config.CPU_FEATURES if config.CPU_FEATURES is not None \
-        else get_host_cpu_features()
+    name = os.environ.get("EAGLE_CPU_NAME") or ll.get_host_cpu_name()
+    features = os.environ.get("EAGLE_CPU_FEATURES")
+    if features is None:
+        features = ll.get_host_cpu_features().flatten()
     return ll.get_process_triple(), name, features
 
 
-def object_code(function) -> tuple[bytes, str] | None:
-    """(object code, symbol) of a compiled Numba ``cfunc``; None where Numba did not keep its
-    object code (a version that works otherwise: the launch is then not cached)."""
-    try:
-        return bytes(function._library._get_compiled_object()), function.native_name
-    except (AttributeError, RuntimeError, ValueError):
-        return None
+def compile_ir(text: str, name: str) -> bytes:
+    """The object code of LLVM IR module ``text`` for this machine (``target``), optimised at
+    LLVM's -O2 with loop and SLP vectorisation. ``name`` (the kernel's) is in the error raised
+    for text LLVM refuses."""
+    import llvmlite.binding as ll
+
+    with _lock:
+        machine = _machine()
+        try:
+            module = ll.parse_assembly(text)
+            module.verify()
+        except RuntimeError as exc:
+            raise RuntimeError(f"eagle generated LLVM IR for kernel {name!r} that LLVM refuses "
+                               f"(an eagle bug; please report it): {exc}") from None
+        module.triple = machine.triple
+        module.data_layout = str(machine.target_data)
+        tuning = ll.create_pipeline_tuning_options(speed_level=2)
+        tuning.loop_vectorization = True
+        tuning.slp_vectorization = True
+        passes = ll.create_pass_builder(machine, tuning)
+        passes.getModulePassManager().run(module, passes)
+        return bytes(machine.emit_object(module))
+
+
+_machines: list = []
+
+
+def _machine():
+    """The target machine of ``target()`` (made once per process)."""
+    import llvmlite.binding as ll
+
+    if not _machines:
+        ll.initialize_native_target()
+        ll.initialize_native_asmprinter()
+        triple, name, features = target()
+        _machines.append(ll.Target.from_triple(triple).create_target_machine(
+            cpu=name, features=features, opt=2, codemodel="jitdefault"))
+    return _machines[0]
 
 
 def pack(code: bytes, symbol: str) -> bytes:
@@ -81,7 +115,7 @@ def load(code: bytes, symbol: str) -> tuple[int, object] | None:
     if needed is None:
         return None
     with _lock:
-        _register_numba_symbols()
+        _register_libm()
         engine = _engine()  # also makes the process's own symbols visible to LLVM
         if any(not ll.address_of_symbol(name) for name in needed):
             return None
@@ -92,35 +126,32 @@ def load(code: bytes, symbol: str) -> tuple[int, object] | None:
 
 
 def _engine():
-    """An MCJIT engine of its own for one object (dropped with the launch it holds), set up as
-    Numba's JIT sets up its own."""
+    """An MCJIT engine of its own for one object (dropped with the launch it holds), with a
+    target machine of its own: the engine takes it over and disposes of it."""
     import llvmlite.binding as ll
-    from numba.core import config
 
-    ll.initialize_native_target()
-    ll.initialize_native_asmprinter()
+    _machine()  # LLVM's targets initialised
     triple, name, features = target()
     machine = ll.Target.from_triple(triple).create_target_machine(
-        cpu=name, features=features, opt=config.OPT, codemodel="jitdefault")
-    return ll.create_mcjit_compiler(ll.parse_assembly(""), machine,
-                                    use_lmm=config.USE_LLVMLITE_MEMORY_MANAGER)
+        cpu=name, features=features, opt=2, codemodel="jitdefault")
+    return ll.create_mcjit_compiler(ll.parse_assembly(""), machine)
 
 
-def _register_numba_symbols() -> None:
-    """Numba's C helpers, its runtime's functions and the exception objects, under the names
-    Numba gives them (what ``numba.core.base`` and ``numba.core.runtime.nrt`` do before a first
-    compile, without the rest of that set-up)."""
-    global _registered
-    if _registered:
+def _register_libm() -> None:
+    """The C library functions generated modules call, under eagle's names for them
+    (``llvm_ops.libm_symbol``): the same functions Python's ``math`` calls."""
+    global _libm_registered
+    if _libm_registered:
         return
     import llvmlite.binding as ll
-    from numba.core.base import _load_global_helpers
-    from numba.core.runtime import _nrt_python
 
-    _load_global_helpers()
-    for name, address in _nrt_python.c_helpers.items():
-        ll.add_symbol(name if name.startswith("_") else "NRT_" + name, address)
-    _registered = True
+    library = ctypes.CDLL(ctypes.util.find_library("m") or None)
+    for name in LIBM:
+        ll.add_symbol(libm_symbol(name), ctypes.cast(getattr(library, name), ctypes.c_void_p).value)
+    _libm_registered = True
+
+
+_libm_registered = False
 
 
 def undefined_symbols(code: bytes) -> list[str] | None:

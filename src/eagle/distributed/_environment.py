@@ -1,6 +1,6 @@
-"""The environment guard: every worker must run the same eagle, hawk, numba and code generator.
+"""The environment guard: every worker must run the same eagle, hawk, llvmlite and code generator.
 
-A chunk's bits depend on the code that compiles and runs it: a worker with another numba or a
+A chunk's bits depend on the code that compiles and runs it: a worker with another llvmlite or a
 changed emitter (``EMITTER_VERSION``) would give different bits for its chunks, silently. So
 before a run the client asks every worker (``client.run``) for ``environment()`` and refuses
 the run, naming each mismatched worker and what differs, if any worker's differs from the
@@ -28,7 +28,7 @@ class WorkerEnvironmentError(EagleError, RuntimeError):
 
 def environment() -> dict[str, str]:
     """What decides a chunk's bits in this process: package versions and the emitter's."""
-    import numba
+    import llvmlite
     import numpy
 
     import hawk
@@ -41,7 +41,7 @@ def environment() -> dict[str, str]:
     emitter = getattr(sys.modules[type(host).__module__], "EMITTER_VERSION", "?")
     eagle = sys.modules.get("eagle")
     return {"eagle": str(getattr(eagle, "__version__", "?")), "hawk": str(hawk.__version__),
-            "numba": numba.__version__, "numpy": numpy.__version__,
+            "llvmlite": llvmlite.__version__, "numpy": numpy.__version__,
             "cpu emitter": str(emitter),
             "python": ".".join(platform.python_version_tuple()[:2])}
 
@@ -61,7 +61,7 @@ def check_workers(client, expected: dict[str, str]) -> list[str]:
     if bad:
         lines = "; ".join(f"worker {worker} runs {text}" for worker, text in sorted(bad.items()))
         raise WorkerEnvironmentError(
-            f"refusing to run: {lines}. Every worker must run the client's eagle, hawk, numba "
+            f"refusing to run: {lines}. Every worker must run the client's eagle, hawk, llvmlite "
             "and code generator, or its chunks would come out with other bits; install the "
             "same versions there, or stop that worker")
     return sorted(found)

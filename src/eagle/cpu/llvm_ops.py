@@ -1,0 +1,306 @@
+"""The hawk IR's ops as LLVM IR instructions: the table the CPU emitter renders a step with.
+
+One op is one scalar value of one lane; the emitter's lane loop is what LLVM vectorises. Every
+rendering gives the NumPy reference executor's bits (``hawk.reference``), never the faster
+instruction that differs from it:
+
+- no fast-math flags and no ``fmuladd``: LLVM contracts nothing, so each ``+ - * /`` rounds;
+- ``//`` and ``%`` are NumPy's: floats by ``npy_divmod`` (the sign rules and the rounding of
+  the quotient), integers floor-wise with 0 for a zero divisor and ``MIN // -1 == MIN``
+  (LLVM's ``sdiv`` by zero or of ``MIN`` by -1 is undefined: the divisor is made safe first);
+- shifts by a count outside ``[0, bits)`` give 0 (or the sign, for ``>>`` of a negative
+  number), as NumPy's;
+- a math function is the C library's, called through a name of eagle's own (``libm_symbol``):
+  LLVM rewrites calls it recognises by name (``pow(x, 2.0)``, ``exp2``) and would no longer
+  call the function the reference calls. A float32 ``sin`` is ``float(sin(double(x)))`` as in
+  the reference (``IN_DOUBLE``); a NaN result is the canonical quiet NaN;
+- a literal is written by its bits, so it reads back exactly.
+"""
+
+from __future__ import annotations
+
+import itertools
+import struct
+
+from hawk.ir import DType, Op, OpKind, Program
+from hawk.reference import IN_DOUBLE
+
+from ..codegen import ExpressionRenderer
+
+__all__ = ["LlvmRenderer", "TYPES", "MEMORY_TYPES", "libm_symbol", "LIBM", "literal",
+           "Unsupported"]
+
+#: an op's value in registers
+TYPES = {DType.BOOL: "i1", DType.INT32: "i32", DType.UINT32: "i32", DType.INT64: "i64",
+         DType.UINT64: "i64", DType.FLOAT32: "float", DType.FLOAT64: "double"}
+#: the same value in memory (a NumPy bool is a byte)
+MEMORY_TYPES = {**TYPES, DType.BOOL: "i8"}
+_SUFFIX = {DType.FLOAT32: "f32", DType.FLOAT64: "f64"}
+_INTRINSICS = {"sqrt": "sqrt", "fabs": "fabs", "floor": "floor", "ceil": "ceil"}
+#: the C library functions a generated module may call (``libm_symbol``): float32 ones other
+#: than ``hypotf`` go through the double function (``IN_DOUBLE``)
+LIBM = (*sorted(IN_DOUBLE), "hypot", "hypotf")
+_SIGNED = {OpKind.LT: "slt", OpKind.LE: "sle", OpKind.GT: "sgt", OpKind.GE: "sge",
+           OpKind.EQ: "eq", OpKind.NE: "ne"}
+_UNSIGNED = {**_SIGNED, OpKind.LT: "ult", OpKind.LE: "ule", OpKind.GT: "ugt",
+             OpKind.GE: "uge"}
+_ORDERED = {OpKind.LT: "olt", OpKind.LE: "ole", OpKind.GT: "ogt", OpKind.GE: "oge",
+            OpKind.EQ: "oeq", OpKind.NE: "une"}  # NaN != anything, as in NumPy
+_FLOAT_ARITHMETIC = {OpKind.ADD: "fadd", OpKind.SUB: "fsub", OpKind.MUL: "fmul",
+                     OpKind.DIV: "fdiv"}
+_INT_ARITHMETIC = {OpKind.ADD: "add", OpKind.SUB: "sub", OpKind.MUL: "mul",
+                   OpKind.BITAND: "and", OpKind.BITOR: "or", OpKind.BITXOR: "xor",
+                   OpKind.AND: "and", OpKind.OR: "or"}
+
+
+class Unsupported(NotImplementedError):
+    """An op this backend cannot render (named, never replaced by something slower)."""
+
+
+def libm_symbol(name: str) -> str:
+    """The symbol a generated module calls for C library function ``name`` (bound to the C
+    library's own at link time, ``native.load``)."""
+    return f"eagle_libm_{name}"
+
+
+def literal(value, dtype: DType) -> str:
+    """``value`` as an LLVM constant of ``dtype``'s register type, exactly."""
+    if dtype is DType.BOOL:
+        return "true" if value else "false"
+    if dtype.is_integer:
+        bits = dtype.bits
+        number = int(value) & ((1 << bits) - 1)
+        return str(number - (1 << bits) if number >> (bits - 1) else number)
+    if dtype is DType.FLOAT32:  # LLVM spells a float by the double of the same value
+        value = struct.unpack("<f", struct.pack("<f", value))[0]
+    return f"0x{struct.unpack('<Q', struct.pack('<d', value))[0]:016X}"
+
+
+class LlvmRenderer(ExpressionRenderer):
+    """Renders an op as the LLVM instructions computing it (``codegen.walk``'s expression):
+    the lines before the last define temporaries; the last is the value's right-hand side.
+    Names are bare (``v3_0``); this renderer adds the ``%``. ``declarations`` collects the
+    functions the rendered code calls."""
+
+    def __init__(self, program: Program, draw_counters: tuple[str, str, str] = (
+            "seed", "sample_id", "step_id")):
+        self.program = program
+        self.draw_counters = draw_counters
+        self.declarations: set[str] = set()
+        self._temps = itertools.count()
+
+    def _temp(self) -> str:
+        return f"%t{next(self._temps)}"
+
+    def render(self, op: Op, args: list[str]) -> str:
+        lines: list[str] = []
+        values = [f"%{a}" for a in args]
+        dtypes = [self.program.ops[a].dtype for a in op.args]
+        value = self._render(op, values, dtypes, lines)
+        return "\n".join([*lines, value])
+
+    # -- one op ------------------------------------------------------------------------------
+
+    def _render(self, op: Op, args: list[str], dtypes: list[DType], lines: list[str]) -> str:
+        kind, dtype = op.kind, op.dtype
+        t = TYPES[dtype]
+
+        def emit(text: str) -> str:
+            name = self._temp()
+            lines.append(f"{name} = {text}")
+            return name
+
+        if kind is OpKind.CONST:
+            if dtype.is_float:
+                width = DType.INT32 if dtype is DType.FLOAT32 else DType.INT64
+                pattern = struct.pack("<f" if width is DType.INT32 else "<d", op.attr)
+                bits = literal(int.from_bytes(pattern, "little"), width)
+                return f"bitcast {TYPES[width]} {bits} to {t}"
+            return f"or {t} {literal(op.attr, dtype)}, {literal(0, dtype)}"
+        if kind is OpKind.CAST:
+            return self._cast(args[0], dtypes[0], dtype, emit)
+        if kind is OpKind.SAMPLE_INDEX:
+            return f"or i64 %{self.draw_counters[1]}, 0"
+        if kind is OpKind.STEP_INDEX:
+            return f"or i64 %{self.draw_counters[2]}, 0"
+        if kind is OpKind.DRAW:
+            return self._draw(op, args, emit)
+        if kind is OpKind.CALL:
+            return self._call(op.attr, args, dtype, emit)
+        if kind is OpKind.SELECT:
+            return f"select i1 {args[0]}, {t} {args[1]}, {t} {args[2]}"
+        if kind is OpKind.NOT:
+            return f"xor i1 {args[0]}, true"
+        if kind in _SIGNED:  # comparisons: the operands' dtype decides
+            a = dtypes[0]
+            ta = TYPES[a]
+            if a.is_float:
+                return f"fcmp {_ORDERED[kind]} {ta} {args[0]}, {args[1]}"
+            table = _UNSIGNED if a.is_unsigned or a is DType.BOOL else _SIGNED
+            return f"icmp {table[kind]} {ta} {args[0]}, {args[1]}"
+        if kind in (OpKind.MIN, OpKind.MAX):  # Python's: b if b < a else a
+            a, b = args
+            if dtype.is_float:
+                test = emit(f"fcmp {'olt' if kind is OpKind.MIN else 'ogt'} {t} {b}, {a}")
+            else:
+                table = _UNSIGNED if dtype.is_unsigned or dtype is DType.BOOL else _SIGNED
+                test = emit(f"icmp {table[OpKind.LT if kind is OpKind.MIN else OpKind.GT]} "
+                            f"{t} {b}, {a}")
+            return f"select i1 {test}, {t} {b}, {t} {a}"
+        if dtype.is_float:
+            return self._float(kind, args, dtype, emit)
+        return self._integer(kind, args, dtype, emit)
+
+    def _float(self, kind: OpKind, args: list[str], dtype: DType, emit) -> str:
+        t = TYPES[dtype]
+        if kind in _FLOAT_ARITHMETIC:
+            return f"{_FLOAT_ARITHMETIC[kind]} {t} {args[0]}, {args[1]}"
+        if kind is OpKind.NEG:
+            return f"fneg {t} {args[0]}"
+        if kind is OpKind.ABS:
+            return self._intrinsic("fabs", dtype, args)
+        if kind in (OpKind.FLOORDIV, OpKind.MOD):
+            return self._float_divmod(kind, *args, dtype, emit)
+        raise Unsupported(f"the CPU backend cannot compute {kind.value} of {dtype.value}")
+
+    def _float_divmod(self, kind: OpKind, a: str, b: str, dtype: DType, emit) -> str:
+        """NumPy's ``npy_divmod`` (floor division and remainder of floats), step for step."""
+        t = TYPES[dtype]
+        zero, one, half = (literal(v, dtype) for v in (0.0, 1.0, 0.5))
+        mod = emit(f"frem {t} {a}, {b}")  # C's fmod: exact
+        b_zero = emit(f"fcmp oeq {t} {b}, {zero}")
+        mod_set = emit(f"fcmp une {t} {mod}, {zero}")  # C's `if (mod)`: NaN counts
+        signs_differ = emit(f"xor i1 {emit(f'fcmp olt {t} {b}, {zero}')}, "
+                            f"{emit(f'fcmp olt {t} {mod}, {zero}')}")
+        adjust = emit(f"and i1 {mod_set}, {signs_differ}")
+        if kind is OpKind.MOD:
+            moved = emit(f"select i1 {adjust}, {t} {emit(f'fadd {t} {mod}, {b}')}, {t} {mod}")
+            signed_zero = self._copysign(zero, b, dtype, emit)
+            result = emit(f"select i1 {mod_set}, {t} {moved}, {t} {signed_zero}")
+            return f"select i1 {b_zero}, {t} {mod}, {t} {result}"
+        quotient = emit(f"fdiv {t} {a}, {b}")
+        div = emit(f"fdiv {t} {emit(f'fsub {t} {a}, {mod}')}, {b}")
+        div = emit(f"select i1 {adjust}, {t} {emit(f'fsub {t} {div}, {one}')}, {t} {div}")
+        floor = emit(self._intrinsic("floor", dtype, [div]))
+        up = emit(f"fcmp ogt {t} {emit(f'fsub {t} {div}, {floor}')}, {half}")
+        rounded = emit(f"select i1 {up}, {t} {emit(f'fadd {t} {floor}, {one}')}, {t} {floor}")
+        div_set = emit(f"fcmp une {t} {div}, {zero}")
+        signed_zero = self._copysign(zero, quotient, dtype, emit)
+        result = emit(f"select i1 {div_set}, {t} {rounded}, {t} {signed_zero}")
+        return f"select i1 {b_zero}, {t} {quotient}, {t} {result}"
+
+    def _copysign(self, magnitude: str, sign: str, dtype: DType, emit) -> str:
+        return emit(self._intrinsic("copysign", dtype, [magnitude, sign]))
+
+    def _integer(self, kind: OpKind, args: list[str], dtype: DType, emit) -> str:
+        t = TYPES[dtype]
+        if kind in _INT_ARITHMETIC and (dtype is not DType.BOOL
+                                        or kind in (OpKind.AND, OpKind.OR, OpKind.BITAND,
+                                                    OpKind.BITOR, OpKind.BITXOR)):
+            return f"{_INT_ARITHMETIC[kind]} {t} {args[0]}, {args[1]}"
+        if kind is OpKind.INVERT:
+            return f"xor {t} {args[0]}, {literal(-1, dtype) if dtype.is_integer else 'true'}"
+        if dtype is DType.BOOL:
+            raise Unsupported(f"the CPU backend cannot compute {kind.value} of bool")
+        if kind is OpKind.NEG:
+            return f"sub {t} 0, {args[0]}"
+        if kind is OpKind.ABS:
+            if dtype.is_unsigned:
+                return f"or {t} {args[0]}, 0"
+            negative = emit(f"icmp slt {t} {args[0]}, 0")
+            return f"select i1 {negative}, {t} {emit(f'sub {t} 0, {args[0]}')}, {t} {args[0]}"
+        if kind in (OpKind.FLOORDIV, OpKind.MOD):
+            return self._integer_divmod(kind, *args, dtype, emit)
+        if kind in (OpKind.LSHIFT, OpKind.RSHIFT):
+            a, b = args
+            inside = emit(f"icmp ult {t} {b}, {dtype.bits}")  # a negative count is outside too
+            if kind is OpKind.RSHIFT and not dtype.is_unsigned:  # outside: the sign, a >> top
+                count = emit(f"select i1 {inside}, {t} {b}, {t} {dtype.bits - 1}")
+                return f"ashr {t} {a}, {count}"
+            shifted = emit(f"{'shl' if kind is OpKind.LSHIFT else 'lshr'} {t} {a}, {b}")
+            return f"select i1 {inside}, {t} {shifted}, {t} 0"
+        raise Unsupported(f"the CPU backend cannot compute {kind.value} of {dtype.value}")
+
+    def _integer_divmod(self, kind: OpKind, a: str, b: str, dtype: DType, emit) -> str:
+        """NumPy's integer ``//`` and ``%``: floor-wise; 0 for a zero divisor; ``MIN // -1``
+        wraps to ``MIN``. The divisor LLVM sees is never 0 (nor -1: ``x % -1 == 0`` and
+        ``x // -1 == -x`` are taken apart), where its ``sdiv`` and ``srem`` are undefined."""
+        t = TYPES[dtype]
+        b_zero = emit(f"icmp eq {t} {b}, 0")
+        if dtype.is_unsigned:
+            safe = emit(f"select i1 {b_zero}, {t} 1, {t} {b}")
+            value = emit(f"{'udiv' if kind is OpKind.FLOORDIV else 'urem'} {t} {a}, {safe}")
+            return f"select i1 {b_zero}, {t} 0, {t} {value}"
+        b_minus_one = emit(f"icmp eq {t} {b}, -1")
+        safe = emit(f"select i1 {emit(f'or i1 {b_zero}, {b_minus_one}')}, {t} 1, {t} {b}")
+        remainder = emit(f"srem {t} {a}, {safe}")
+        remainder_set = emit(f"icmp ne {t} {remainder}, 0")
+        signs_differ = emit(f"icmp slt {t} {emit(f'xor {t} {remainder}, {safe}')}, 0")
+        adjust = emit(f"and i1 {remainder_set}, {signs_differ}")
+        if kind is OpKind.MOD:
+            moved = emit(f"add {t} {remainder}, {safe}")
+            value = emit(f"select i1 {adjust}, {t} {moved}, {t} {remainder}")
+            return f"select i1 {b_zero}, {t} 0, {t} {value}"
+        quotient = emit(f"sdiv {t} {a}, {safe}")
+        floored = emit(f"sub {t} {quotient}, {emit(f'zext i1 {adjust} to {t}')}")
+        negated = emit(f"select i1 {b_minus_one}, {t} {emit(f'sub {t} 0, {a}')}, {t} {floored}")
+        return f"select i1 {b_zero}, {t} 0, {t} {negated}"
+
+    def _cast(self, value: str, source: DType, target: DType, emit) -> str:
+        ts, tt = TYPES[source], TYPES[target]
+        if source is target or (ts == tt and source is not DType.BOOL):
+            return f"bitcast {ts} {value} to {tt}"  # int64 <-> uint64: the same bits
+        if target is DType.BOOL:  # NumPy: nonzero is True, NaN included
+            if source.is_float:
+                return f"fcmp une {ts} {value}, {literal(0.0, source)}"
+            return f"icmp ne {ts} {value}, 0"
+        if source is DType.BOOL:
+            return f"{'uitofp' if target.is_float else 'zext'} i1 {value} to {tt}"
+        if source.is_float and target.is_float:
+            return f"{'fpext' if target.bits > source.bits else 'fptrunc'} {ts} {value} to {tt}"
+        if source.is_float:
+            return f"{'fptoui' if target.is_unsigned else 'fptosi'} {ts} {value} to {tt}"
+        if target.is_float:
+            return f"{'uitofp' if source.is_unsigned else 'sitofp'} {ts} {value} to {tt}"
+        if target.bits < source.bits:
+            return f"trunc {ts} {value} to {tt}"
+        return f"{'zext' if source.is_unsigned else 'sext'} {ts} {value} to {tt}"
+
+    def _intrinsic(self, name: str, dtype: DType, args: list[str]) -> str:
+        t = TYPES[dtype]
+        function = f"@llvm.{name}.{_SUFFIX[dtype]}"
+        self.declarations.add(f"declare {t} {function}({', '.join([t] * len(args))})")
+        return f"call {t} {function}({', '.join(f'{t} {a}' for a in args)})"
+
+    def _call(self, name: str, args: list[str], dtype: DType, emit) -> str:
+        t = TYPES[dtype]
+        if name in _INTRINSICS:
+            value = emit(self._intrinsic(_INTRINSICS[name], dtype, args))
+        else:
+            in_double = dtype is DType.FLOAT32 and name in IN_DOUBLE
+            work = "double" if in_double or dtype is DType.FLOAT64 else "float"
+            if in_double:
+                args = [emit(f"fpext float {a} to double") for a in args]
+            symbol = libm_symbol(name if work == "double" else name + "f")
+            self.declarations.add(f"declare {work} @{symbol}({', '.join([work] * len(args))}) "
+                                  "nounwind willreturn memory(none)")
+            value = emit(f"call {work} @{symbol}({', '.join(f'{work} {a}' for a in args)})")
+            if in_double:
+                value = emit(f"fptrunc double {value} to float")
+        is_nan = emit(f"fcmp uno {t} {value}, {value}")
+        return f"select i1 {is_nan}, {t} {literal(float('nan'), dtype)}, {t} {value}"
+
+    def _draw(self, op: Op, args: list[str], emit) -> str:
+        distribution, position = op.attr
+        seed, sample, step = (f"%{name}" for name in self.draw_counters)
+        counters = f"i64 {seed}, i64 {sample}, i64 {step}, i64 {literal(position, DType.UINT64)}"
+        bits = 32 if distribution == "uniform" and op.dtype is DType.FLOAT32 else 64
+        self.declarations.add(f"draw:{distribution}{bits if distribution != 'randint' else ''}")
+        if distribution == "randint":
+            return f"call i64 @eagle_draw_randint({counters}, i64 {args[0]}, i64 {args[1]})"
+        if distribution == "uniform":
+            return f"call {TYPES[op.dtype]} @eagle_draw_uniform{bits}({counters})"
+        value = f"call double @eagle_draw_{distribution}64({counters})"
+        if op.dtype is DType.FLOAT64:
+            return value
+        return f"fptrunc double {emit(value)} to float"  # float32: the float64 draw, rounded
