@@ -1,6 +1,7 @@
 """eagle's CPU loop against the fastest kernels we could write by hand in Numba.
 
     python benchmarks/cpu_loop.py [--quick] [--json PATH] [--threads 1 2] [--repeats 5]
+                                  [--only WORKLOAD ...]
 
 Arms, every one on the same data in one process, bit for bit equal:
 
@@ -27,7 +28,19 @@ Workloads (n = 1,000,000; ``--quick``: 100,000), float64 unless said:
   start (about 320 to 830 steps, dt = 2e-3);
 - ``tail-scattered``: the oscillator, 99% of samples stop at 100 steps and 1% at 10,000, the
   long ones at random positions; ``tail-sorted``: the same targets in ascending order;
-- ``osc-uniform-f32``: the README's oscillator in float32.
+- ``osc-uniform-f32``: the README's oscillator in float32;
+- steps dominated by math functions or integer work (issue 27), each written as a user would,
+  with ``@hawk.func`` helpers: ``pendulum-rk4``: a driven damped pendulum,
+  ``theta'' = -sin(theta) - gamma theta' + A cos(wd t)`` (gamma = 0.5, wd = 2/3, A = 0.9..1.5
+  over the samples), classic RK4 with dt = 0.02 (4 sin and 4 cos a step), 500 steps each;
+  ``brownian-lcg``: a first passage, ``x += 0.1 (u - 0.5)`` with ``u`` from the top 53 bits
+  of a per-sample uint64 LCG (``state = state * 6364136223846793005 + 1442695040888963407``,
+  wrapping), stopping at ``|x| > 1`` (65 to 5000 steps, median about 940, mean about 1230;
+  0.9% never do within ``max_steps = 5000``); ``gbm-barrier``: geometric Brownian motion,
+  ``S *= exp((mu - sigma^2/2) dt + sigma sqrt(dt) z)`` (mu = 0.05, sigma = 0.1..0.5 over the
+  samples, dt = 1e-3), ``z`` by Box-Muller (log, sqrt, cos) from two draws of the same LCG,
+  knocked out when ``S > 1.3`` (a third of the samples, from step 19 on: 6% at sigma = 0.1,
+  53% at 0.5), else stopped at t = 1 (1000 steps).
 
 Protocol: before anything is timed, every arm (both unrolls, small and ragged blocks, one and
 two threads) is run on a small instance (n = 1061) and checked bit for bit against
@@ -59,6 +72,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import os
 import platform
 import subprocess
@@ -125,6 +139,61 @@ def bounce(c: Scalar, g: Param, dt: Param, e_stop: Param, terminated: Terminated
     terminated = 0.5 * vy * vy + g * y < e_stop
 
 
+# The LCG's per-sample state is named ``state``: ``seed`` is a keyword of eagle.until_done.
+LCG_MUL, LCG_ADD = 6364136223846793005, 1442695040888963407  # Knuth's MMIX LCG, mod 2**64
+
+
+@hawk.func
+def lcg(seed):
+    """The next state of a 64-bit LCG (wrapping) and a uniform in [0, 1) from its top 53 bits."""
+    seed = seed * LCG_MUL + LCG_ADD
+    return seed, float(seed >> 11) * 2.0**-53
+
+
+@hawk.func
+def pendulum_accel(theta, omega, t, drive, gamma, wd):
+    return -math.sin(theta) - gamma * omega + drive * math.cos(wd * t)
+
+
+@hawk.kernel
+def pendulum(drive: Scalar, gamma: Param, wd: Param, dt: Param, t_end: Param,
+             terminated: Terminated, theta: Mutable[Scalar], omega: Mutable[Scalar],
+             t: Mutable[Scalar]):
+    h2 = 0.5 * dt
+    k1x = omega
+    k1v = pendulum_accel(theta, omega, t, drive, gamma, wd)
+    k2x = omega + h2 * k1v
+    k2v = pendulum_accel(theta + h2 * k1x, k2x, t + h2, drive, gamma, wd)
+    k3x = omega + h2 * k2v
+    k3v = pendulum_accel(theta + h2 * k2x, k3x, t + h2, drive, gamma, wd)
+    k4x = omega + dt * k3v
+    k4v = pendulum_accel(theta + dt * k3x, k4x, t + dt, drive, gamma, wd)
+    theta = theta + dt / 6.0 * (k1x + 2.0 * k2x + 2.0 * k3x + k4x)
+    omega = omega + dt / 6.0 * (k1v + 2.0 * k2v + 2.0 * k3v + k4v)
+    t += dt
+    terminated = t >= t_end
+
+
+@hawk.kernel(dtypes={"state": "uint64"})
+def brownian_lcg(sd: Param, barrier: Param, terminated: Terminated, state: Mutable[Scalar],
+                 x: Mutable[Scalar]):
+    state, u = lcg(state)
+    x = x + sd * (u - 0.5)
+    terminated = abs(x) > barrier
+
+
+@hawk.kernel(dtypes={"state": "uint64"})
+def gbm_barrier(sigma: Scalar, mu: Param, dt: Param, barrier: Param, t_end: Param,
+                terminated: Terminated, state: Mutable[Scalar], price: Mutable[Scalar],
+                t: Mutable[Scalar]):
+    state, u1 = lcg(state)
+    state, u2 = lcg(state)
+    z = math.sqrt(-2.0 * math.log(1.0 - u1)) * math.cos(2.0 * math.pi * u2)  # Box-Muller
+    price = price * math.exp((mu - 0.5 * sigma * sigma) * dt + sigma * math.sqrt(dt) * z)
+    t += dt
+    terminated = price > barrier or t >= t_end
+
+
 # ---------------------------------------------------------------------------------------------
 # The same steps by hand (the peers'), in the kernels' own order of operations
 
@@ -143,6 +212,44 @@ BOUNCE = Recurrence(
     update=("w = vy - dt * g", "h = y + dt * w", "hit = h < 0.0",
             "y_n = -h if hit else h", "vy_n = -c * w if hit else w"),
     stop="0.5 * vy * vy + g * y < e_stop")
+
+
+def _lcg(new: str, seed: str, u: str) -> tuple[str, str]:
+    """``lcg`` by hand: Numba types a bare int as int64 (and uint64 with int64 as float64), so
+    the constants are written as uint64."""
+    return (f"{new} = {seed} * np.uint64({LCG_MUL}) + np.uint64({LCG_ADD})",
+            f"{u} = np.float64({new} >> np.uint64(11)) * 2.0**-53")
+
+
+def _accel(theta: str, omega: str, t: str) -> str:
+    """``pendulum_accel`` by hand, of the expressions ``theta``, ``omega`` and ``t``."""
+    return f"-math.sin({theta}) - gamma * ({omega}) + drive * math.cos(wd * ({t}))"
+
+
+PENDULUM = Recurrence(
+    name="pendulum_rk4", state=("theta", "omega", "t"), inputs=("drive",),
+    uniforms=("gamma", "wd", "dt", "t_end"), lane=("drive",),
+    update=("h2 = 0.5 * dt", "k1x = omega", f"k1v = {_accel('theta', 'omega', 't')}",
+            "k2x = omega + h2 * k1v", f"k2v = {_accel('theta + h2 * k1x', 'k2x', 't + h2')}",
+            "k3x = omega + h2 * k2v", f"k3v = {_accel('theta + h2 * k2x', 'k3x', 't + h2')}",
+            "k4x = omega + dt * k3v", f"k4v = {_accel('theta + dt * k3x', 'k4x', 't + dt')}",
+            "theta_n = theta + dt / 6.0 * (k1x + 2.0 * k2x + 2.0 * k3x + k4x)",
+            "omega_n = omega + dt / 6.0 * (k1v + 2.0 * k2v + 2.0 * k3v + k4v)", "t_n = t + dt"),
+    stop="t >= t_end")
+BROWNIAN_LCG = Recurrence(
+    name="brownian_lcg", state=("state", "x"), uniforms=("sd", "barrier"),
+    dtypes=(("state", "uint64"),),
+    update=(*_lcg("state_n", "state", "u"), "x_n = x + sd * (u - 0.5)"),
+    stop="abs(x) > barrier")
+GBM_BARRIER = Recurrence(
+    name="gbm_barrier", state=("state", "price", "t"), inputs=("sigma",),
+    uniforms=("mu", "dt", "barrier", "t_end"), lane=("sigma",), dtypes=(("state", "uint64"),),
+    update=(*_lcg("state1", "state", "u1"), *_lcg("state_n", "state1", "u2"),
+            "z = math.sqrt(-2.0 * math.log(1.0 - u1)) * math.cos(2.0 * math.pi * u2)",
+            "price_n = price * math.exp((mu - 0.5 * sigma * sigma) * dt"
+            " + sigma * math.sqrt(dt) * z)",
+            "t_n = t + dt"),
+    stop="price > barrier or t >= t_end")
 
 
 def t_end_of(n: int, config: str) -> np.ndarray:
@@ -166,6 +273,10 @@ def _oscillator_arrays(n: int, dtype=np.float64, t_end=None) -> dict:
     if t_end is not None:
         arrays["t_end"] = t_end
     return arrays
+
+
+def _seeds(n: int) -> np.ndarray:
+    return np.random.default_rng(27).integers(0, 2**64 - 1, n, np.uint64, endpoint=True)
 
 
 def _lorenz_arrays(n: int) -> dict:
@@ -208,6 +319,19 @@ WORKLOADS = [
     Workload("osc-uniform-f32", "oscillator in float32", oscillator, OSC_PARAM_F32, MAX_STEPS,
              lambda n: _oscillator_arrays(n, np.float32),
              dict(dt=np.float32(DT), t_end=np.float32(1.0))),
+    Workload("pendulum-rk4", "driven damped pendulum, RK4 (4 sin + 4 cos a step), 500 steps",
+             pendulum, PENDULUM, MAX_STEPS,
+             lambda n: dict(theta=np.full(n, 0.2), omega=np.zeros(n), t=np.zeros(n),
+                            drive=np.linspace(0.9, 1.5, n)),
+             dict(gamma=0.5, wd=2.0 / 3.0, dt=0.02, t_end=499.5 * 0.02)),
+    Workload("brownian-lcg", "uniform-step walk from a uint64 LCG, stop at |x| > 1",
+             brownian_lcg, BROWNIAN_LCG, 5000,
+             lambda n: dict(state=_seeds(n), x=np.zeros(n)), dict(sd=0.1, barrier=1.0)),
+    Workload("gbm-barrier", "GBM, LCG Box-Muller, knocked out above 1.3, 1000 steps",
+             gbm_barrier, GBM_BARRIER, MAX_STEPS,
+             lambda n: dict(state=_seeds(n), price=np.ones(n), t=np.zeros(n),
+                            sigma=np.linspace(0.1, 0.5, n)),
+             dict(mu=0.05, dt=1e-3, barrier=1.3, t_end=999.5e-3)),
 ]
 
 
@@ -419,6 +543,12 @@ def _loadavg() -> list[float] | None:
         return None
 
 
+def _g(rate: float, width: int) -> str:
+    """A rate in G/s: two decimals, or three significant digits under 1 (the math-bound
+    workloads run at hundredths of a G/s)."""
+    return f"{rate:{width}.2f}" if rate >= 1 else f"{rate:{width}.3g}"
+
+
 def _rate(useful: int, seconds: list[float]) -> tuple[float, float, float]:
     """G sample-steps/s at the median time, and at the slowest and fastest runs."""
     return (useful / np.median(seconds) / 1e9, useful / max(seconds) / 1e9,
@@ -462,8 +592,8 @@ def report(results: dict) -> str:
     out.append("(U, B): the lane peer's tuned unroll and block;")
     out.append("% of the float64 limit (threads x per core); float32 rows are measured against it "
                "too (a zmm holds 16 float32 lanes, 8 float64)")
-    header = (f"  {'thr':>3} {'workload':<16} {'eagle':>19} {'lane peer':>19} {'(U, B)':>11} "
-              f"{'sample peer':>19} {'e/lane':>7} {'e/sample':>8} {'eagle%':>7} {'lane%':>6}")
+    header = (f"  {'thr':>3} {'workload':<16} {'eagle':>22} {'lane peer':>22} {'(U, B)':>11} "
+              f"{'sample peer':>22} {'e/lane':>7} {'e/sample':>8} {'eagle%':>7} {'lane%':>6}")
     out.append(header)
     for k in results["threads"]:
         for name, wr in results["workloads"].items():
@@ -471,10 +601,11 @@ def report(results: dict) -> str:
             lim = per_core * k
             rates = {a: _rate(wr["useful"], [s["wall_s"] for s in r["samples"][a]])
                      for a in ARMS}
-            cells = [f"{rates[a][0]:6.2f} [{rates[a][1]:5.2f}-{rates[a][2]:5.2f}]" for a in ARMS]
+            cells = [f"{_g(rates[a][0], 6)} [{_g(rates[a][1], 6)}-{_g(rates[a][2], 6)}]"
+                     for a in ARMS]
             shape = f"({r['unroll']}, {r['block']})"
-            out.append(f"  {k:>3} {name:<16} {cells[0]:>19} {cells[1]:>19} "
-                       f"{shape:>11} {cells[2]:>19} "
+            out.append(f"  {k:>3} {name:<16} {cells[0]:>22} {cells[1]:>22} "
+                       f"{shape:>11} {cells[2]:>22} "
                        f"{rates['eagle'][0] / rates['lane'][0]:>6.2f}x "
                        f"{rates['eagle'][0] / rates['sample'][0]:>7.2f}x "
                        f"{rates['eagle'][0] / lim:>7.0%} {rates['lane'][0] / lim:>6.0%}")

@@ -82,7 +82,11 @@ class Recurrence:
     per-sample values the step reads (inputs or invariants); ``update``: the step's lines,
     computing ``<state>_n``, the new value of each state variable, from the current ones;
     ``stop``: the sample is done when this holds of the state after the step; ``dtype``: the
-    floating type of the state."""
+    floating type of the state; ``dtypes``: ``(name, dtype)`` for state or lane values of
+    another type (an integer random state: ``(("seed", "uint64"),)``). The lines may call
+    ``math`` functions (``math.sin(x)``: the C library's, as ``hawk.reference`` and eagle's CPU
+    code call) and ``np``: write an integer constant beside a uint64 as ``np.uint64(...)``, as
+    Numba types a bare int as int64, and uint64 with int64 as float64."""
 
     name: str
     state: tuple[str, ...]
@@ -93,6 +97,11 @@ class Recurrence:
     invariants: tuple[tuple[str, str], ...] = ()
     lane: tuple[str, ...] = ()
     dtype: str = "float64"
+    dtypes: tuple[tuple[str, str], ...] = ()
+
+    def dtype_of(self, name: str) -> str:
+        """The dtype of the state or lane value ``name``."""
+        return dict(self.dtypes).get(name, self.dtype)
 
     def arguments(self) -> str:
         """The peers' arguments after ``max_steps`` and the block or chunk size."""
@@ -148,9 +157,9 @@ def lane_peer_source(r: Recurrence, unroll: int) -> str:
         return ["if parity == 0:", f"    {call(fn, 'a', 'a' if same else 'b')}",
                 "else:", f"    {call(fn, 'b', 'b' if same else 'a')}"]
 
-    alloc = [f"{b} = np.empty(block, np.{r.dtype})" for p in "ab" for b in buffers[p][:-1]]
+    alloc = [f"{p}_{s} = np.empty(block, np.{r.dtype_of(s)})" for p in "ab" for s in r.state]
     alloc += [f"{p}_alive = np.empty(block, np.bool_)" for p in "ab"]
-    alloc += [f"s_{v} = np.empty(block, np.{r.dtype})" for v in r.lane]
+    alloc += [f"s_{v} = np.empty(block, np.{r.dtype_of(v)})" for v in r.lane]
     copy_in = [f"a_{s}[j] = arr_{s}[i]" for s in r.state]
     copy_in += [f"{v} = arr_{v}[i]" for v in r.inputs]
     copy_in += [f"{name} = {expression}" for name, expression in r.invariants]
@@ -254,7 +263,10 @@ def sample_peer_source(r: Recurrence, counts: bool = False) -> str:
 def load_source(source: str, label: str):
     """Import the Python ``source`` (Numba functions decorated with ``cache=True``) as a module
     written once to ``CACHE_DIR``; ``label`` names it."""
-    header = "import numba\nimport numpy as np\nfrom numba import njit, prange\n\n\n"
+    # ``import math`` only where a line calls it, so that the other peers' sources (and the
+    # cache keys of their compiled code) stay as they were.
+    header = "import math\n" if "math." in source else ""
+    header += "import numba\nimport numpy as np\nfrom numba import njit, prange\n\n\n"
     text = header + source
     key = hashlib.sha256(f"{text}{numba.__version__}{np.__version__}".encode()).hexdigest()
     name = f"{label}_{key[:16]}"

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hawk import CompileError, Kernel
-from hawk.ir import DType, OpKind, Parameter, Program, Role, Slot
+from hawk.ir import DType, OpKind, Parameter, Program, Role, series_field
 
 from . import backend as backends
 from .arrays import is_array_like
@@ -64,14 +64,6 @@ def _shape_text(p: Parameter) -> str:
     if p.role is Role.SERIES:
         return f"(T, {p.width}, n)" if p.is_vector else "(T, n)"
     return f"({p.width}, n)" if p.is_vector else "(n,)"
-
-
-def series_field(slot: Slot, array) -> np.int64:
-    """The value of a Series' ``rows`` or ``row_stride`` slot for the array bound to it: its
-    row count, or the elements from one row's start to the next (the first stride)."""
-    if slot.field == "rows":
-        return np.int64(array.shape[0])
-    return np.int64(array.strides[0] // array.dtype.itemsize)
 
 
 def check_max_steps(max_steps, name: str = "max_steps") -> int:

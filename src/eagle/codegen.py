@@ -85,6 +85,7 @@ def walk(program: Program, renderer: ExpressionRenderer,
     (``hawk.passes.classify``): they are used by name and not rendered again."""
     names: list[str | None] = []
     assignments = []
+    only = None if only is None else frozenset(only)  # a membership test per op
     for index, op in enumerate(program.ops):
         if known is not None and index in known:
             names.append(known[index])

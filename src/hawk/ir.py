@@ -33,7 +33,7 @@ import numpy as np
 from .errors import Loc
 
 __all__ = ["DType", "Role", "OpKind", "Op", "Parameter", "Slot", "slots", "Store", "RowStore",
-           "Program", "SERIES_FIELDS",
+           "Program", "SERIES_FIELDS", "series_field",
            "MATH_FUNCTIONS", "COUNTER_OPS", "COUNTER_ARGUMENTS", "BIT_OPS"]
 
 
@@ -232,6 +232,14 @@ class Parameter:
 #: of its sample (``p[row * row_stride + i]``); the CPU's arrays carry their own strides, so
 #: it reads only the row count.
 SERIES_FIELDS = ("rows", "row_stride")
+
+
+def series_field(slot: Slot, array) -> np.int64:
+    """The value of a Series' ``rows`` or ``row_stride`` slot for the array bound to it: its
+    row count, or the elements from one row's start to the next (the first stride)."""
+    if slot.field == "rows":
+        return np.int64(array.shape[0])
+    return np.int64(array.strides[0] // array.dtype.itemsize)
 
 
 @dataclass(frozen=True)

@@ -31,11 +31,11 @@ import time
 
 import numpy as np
 
-from hawk.ir import Program, Role
+from hawk import __version__
+from hawk.ir import Program, Role, series_field
 
 from .. import cache
 from ..arrays import as_host_array
-from ..bindings import series_field
 from ..interrupts import deferred_interrupts
 from ..threads import get_num_threads
 from . import native
@@ -196,8 +196,6 @@ def _entry(program: Program, shape: Shape) -> tuple[str, str]:
     """The generated module's name and the cache key of ``program``'s launch."""
     import llvmlite
 
-    from .. import __version__
-
     key = cache.key("cpu", program.digest(), EMITTER_VERSION, shape.block, shape.unroll,
                     llvmlite.__version__, __version__, sys.version_info[:2], np.__version__,
                     *native.target())
@@ -217,33 +215,32 @@ def compile_program(program: Program, shape: Shape | None = None) -> CpuKernel:
         module_name, key = _entry(program, interface.shape)
         kernel = _loaded.get(module_name)
         if kernel is None:
-            text = emit_launch(program, interface.shape)
-            address, keep, path = _build(program.name, module_name, key, text)
+            address, keep, path = _build(program, interface.shape, module_name, key)
             kernel = _loaded[module_name] = CpuKernel(program, interface, address, keep, path)
         _by_program[(id(program), shape)] = (program, kernel)
     return kernel
 
 
-def _build(kernel: str, module_name: str, key: str, text: str):
+def _build(program: Program, shape: Shape, module_name: str, key: str):
     """(address of the launch, what holds its code, the cached LLVM IR file or None): linked
-    from the cache entry, else compiled from ``text`` and stored there."""
+    from the cache entry, else emitted, compiled and stored there. A linked entry's ``.ll``
+    (for the reader) is checked against the digest its object code records, and only a
+    missing or damaged one makes the text again: a cached start emits nothing."""
+    kernel = program.name
     folder = cache.entry_dir("cpu", key)
     path = None if folder is None else folder / f"{module_name}.ll"
     code_path = None if folder is None else folder / "run_blocks.o"
     if folder is not None:
         cache.keep_only(folder, {path.name, code_path.name})
-        try:
-            if cache.read_verified(path, _sha256(text)) is None:
-                cache.store(path, text.encode())  # for the reader: what the code came from
-        except OSError:
-            path = None
-        loaded = _linked(code_path)
+        loaded, digest = _linked(code_path)
         if loaded is not None:
-            return (*loaded, path)
+            return (*loaded, _reader_copy(path, digest, program, shape))
+    text = emit_launch(program, shape)
+    path = _reader_copy(path, _sha256(text), program, shape, text)
     code = native.compile_ir(text, kernel)
     if code_path is not None:
         try:
-            cache.store(code_path, native.pack(code, SYMBOL))
+            cache.store(code_path, native.pack(code, SYMBOL, _sha256(text)))
         except OSError:
             pass  # not kept for the next process; this one has what it needs
     loaded = native.load(code, SYMBOL)
@@ -253,21 +250,37 @@ def _build(kernel: str, module_name: str, key: str, text: str):
     return (*loaded, path)
 
 
-def _linked(code_path) -> tuple[int, object] | None:
-    """The launch linked from the cached object at ``code_path``; None where there is none that
-    verifies and loads (it is then compiled and stored again)."""
-    if code_path is None:
+def _reader_copy(path, digest: str | None, program: Program, shape: Shape,
+                 text: str | None = None):
+    """``path`` once it holds the launch's LLVM IR (whose SHA-256 is ``digest``), rewritten
+    if it does not; None where it cannot be written."""
+    if path is None:
         return None
     try:
-        unpacked = native.unpack(code_path.read_bytes())
+        if digest is None or cache.read_verified(path, digest) is None:
+            text = text if text is not None else emit_launch(program, shape)
+            cache.store(path, text.encode())
     except OSError:
         return None
-    if unpacked is None:
-        return None
+    return path
+
+
+def _linked(code_path) -> tuple[tuple[int, object] | None, str | None]:
+    """(the launch linked from the cached object at ``code_path``, the SHA-256 of the LLVM IR
+    it records); (None, None) where there is none that verifies and loads (it is then
+    compiled and stored again)."""
     try:
-        return native.load(*unpacked)
+        data = code_path.read_bytes()
+    except OSError:
+        return None, None
+    unpacked = native.unpack(data)
+    if unpacked is None:
+        return None, None
+    try:
+        loaded = native.load(*unpacked)
     except Exception:  # llvmlite refused it: compiled anew
-        return None
+        return None, None
+    return loaded, native.source_sha256(data)
 
 
 def _sha256(text: str) -> str:

@@ -5,7 +5,7 @@ lanes gathered into the thread's scratch, visits of ``Shape.unroll`` steps per l
 lanes put back and the rest compacted, the stragglers of many blocks pooled), written as LLVM
 IR text that llvmlite compiles directly: no Python source, no type inference. What a kernel
 contributes is its step (``_Visit``), rendered op by op through ``llvm_ops``; the lane
-machinery around it (``_run_blocks``) is the same text for every kernel but for the copies of
+machinery around it (``_RunBlocks``) is the same text for every kernel but for the copies of
 the kernel's own arrays, which it writes out per array.
 
 The visits are straight-line SSA over one lane, inside a counted loop LLVM vectorises; the
@@ -149,7 +149,7 @@ class _Visit:
             return current[key][1:] if key in current else f"l_{base_name(slot)}"
 
         before = None if not lay.selected else \
-            [i for i in range(len(p.ops)) if i not in lay.flag_ops]
+            frozenset(range(len(p.ops))) - lay.flag_ops
         assignments, names = walk(p, renderer, value, suffix=f"_{k}", known=lay.known,
                                   only=before)
         body += _expand(assignments)

@@ -273,7 +273,6 @@ class LlvmRenderer(ExpressionRenderer):
         return f"call {t} {function}({', '.join(f'{t} {a}' for a in args)})"
 
     def _call(self, name: str, args: list[str], dtype: DType, emit) -> str:
-        t = TYPES[dtype]
         if name in _INTRINSICS:
             value = emit(self._intrinsic(_INTRINSICS[name], dtype, args))
         else:
@@ -287,8 +286,22 @@ class LlvmRenderer(ExpressionRenderer):
             value = emit(f"call {work} @{symbol}({', '.join(f'{work} {a}' for a in args)})")
             if in_double:
                 value = emit(f"fptrunc double {value} to float")
-        is_nan = emit(f"fcmp uno {t} {value}, {value}")
-        return f"select i1 {is_nan}, {t} {literal(float('nan'), dtype)}, {t} {value}"
+        return self._canonical_nan(value, dtype, emit)
+
+    def _canonical_nan(self, value: str, dtype: DType, emit) -> str:
+        """``value``, or the canonical quiet NaN (sign clear) where it is a NaN. Tested and
+        chosen on the bits: LLVM takes any NaN for any other, and folds a float test away
+        (``select(isnan(sqrt(x)), NaN, sqrt(x))`` became ``sqrt(x)``, whose NaN for x < 0 has
+        the sign bit set)."""
+        width = "i32" if dtype is DType.FLOAT32 else "i64"
+        magnitude = 0x7FFFFFFF if dtype is DType.FLOAT32 else 0x7FFFFFFFFFFFFFFF
+        infinity = 0x7F800000 if dtype is DType.FLOAT32 else 0x7FF0000000000000
+        quiet = 0x7FC00000 if dtype is DType.FLOAT32 else 0x7FF8000000000000
+        t = TYPES[dtype]
+        bits = emit(f"bitcast {t} {value} to {width}")
+        is_nan = emit(f"icmp ugt {width} {emit(f'and {width} {bits}, {magnitude}')}, {infinity}")
+        chosen = emit(f"select i1 {is_nan}, {width} {quiet}, {width} {bits}")
+        return f"bitcast {width} {chosen} to {t}"
 
     def _draw(self, op: Op, args: list[str], emit) -> str:
         distribution, position = op.attr

@@ -24,7 +24,7 @@ import threading
 
 from .llvm_ops import LIBM, libm_symbol
 
-__all__ = ["target", "compile_ir", "pack", "unpack", "load", "undefined_symbols"]
+__all__ = ["target", "compile_ir", "pack", "unpack", "source_sha256", "load", "undefined_symbols"]
 
 _FORMAT = b"eagle-cpu-object 1\n"
 _lock = threading.Lock()
@@ -84,11 +84,25 @@ def _machine():
     return _machines[0]
 
 
-def pack(code: bytes, symbol: str) -> bytes:
-    """One cache file: a format line, a JSON line (the symbol to call, the code's SHA-256),
-    then the object code."""
-    header = json.dumps({"symbol": symbol, "sha256": hashlib.sha256(code).hexdigest()})
+def pack(code: bytes, symbol: str, source_sha256: str | None = None) -> bytes:
+    """One cache file: a format line, a JSON line (the symbol to call, the code's SHA-256 and
+    the SHA-256 of the source it was compiled from), then the object code."""
+    header = json.dumps({"symbol": symbol, "sha256": hashlib.sha256(code).hexdigest(),
+                         "source": source_sha256})
     return _FORMAT + header.encode() + b"\n" + code
+
+
+def source_sha256(data: bytes) -> str | None:
+    """The SHA-256 of the source a ``pack``ed file says its code came from (None: not said,
+    or not a packed file)."""
+    if not data.startswith(_FORMAT):
+        return None
+    header = data[len(_FORMAT):].partition(b"\n")[0]
+    try:
+        digest = json.loads(header).get("source")
+    except (ValueError, AttributeError):
+        return None
+    return digest if isinstance(digest, str) else None
 
 
 def unpack(data: bytes) -> tuple[bytes, str] | None:

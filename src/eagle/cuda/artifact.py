@@ -56,8 +56,7 @@ def sidecar(program: Program, target: str, arch: str | None, fmad: bool, data: b
             native_isa: str | None = None) -> dict:
     """The metadata written beside an artifact of ``program`` whose bytes are ``data``."""
     import hawk
-
-    from .. import __version__
+    from hawk import __version__
 
     arguments = [{"name": "n", "kind": "count", "ctype": "long long"},
                  {"name": "control", "kind": "control", "ctype": "EagleControl*"},

@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hawk.ir import Program, Role, Slot
+from hawk.ir import Program, Role, Slot, series_field
 
-from ..bindings import Bound, series_field
 from .driver import activate, call, device_info, driver
 from .emit import (
     BLOCK_SIZE,
@@ -51,6 +51,9 @@ from .launcher import Launcher, Module, pack
 from .memory import DeviceBuffer, HostMapped, wait_for_producers
 from .nvrtc import compile_source
 from .stream import Stream
+
+if TYPE_CHECKING:
+    from ..bindings import Bound
 
 __all__ = ["CudaBackend", "CudaLoop", "CudaKernel", "GraphLoop", "step_arguments",
            "INITIAL_STEPS_PER_LAUNCH", "MAX_STEPS_PER_LAUNCH", "UNROLLED"]
