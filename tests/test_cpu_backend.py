@@ -253,3 +253,21 @@ def test_the_first_launch_is_sized_by_a_probe_that_touches_nothing(monkeypatch):
     monkeypatch.setattr(backend, "FIRST_LAUNCH_WORK", N * 10_000)  # covered: no probe
     eagle_run(spread_oscillator, bindings, 10_000)
     assert probes == []
+
+
+def test_an_op_the_cpu_compiler_cannot_render_is_refused_by_name():
+    """Never a silent fallback: the refusal names the kernel and the op (an integer true
+    division, which the language never produces, stands for any op the table lacks)."""
+    import dataclasses
+
+    from eagle.cpu.emit import emit_launch
+    from eagle.cpu.llvm_ops import Unsupported
+    from hawk.ir import DType, OpKind
+
+    program = oscillator.specialize({})
+    at = next(i for i, op in enumerate(program.ops) if op.kind is OpKind.MUL)
+    ops = list(program.ops)
+    ops[at] = dataclasses.replace(ops[at], kind=OpKind.DIV, dtype=DType.INT64)
+    broken = dataclasses.replace(program, ops=tuple(ops))
+    with pytest.raises(Unsupported, match=r"kernel 'oscillator': .*div of int64"):
+        emit_launch(broken)

@@ -5,9 +5,6 @@
 is done or ``max_steps`` is reached.
 """
 
-# One distribution (eagle-hawk), one version: pyproject.toml's, read by hawk.
-from hawk import __version__ as __version__
-
 from .errors import (
     ArtifactError,
     BackendUnavailable,
@@ -47,6 +44,11 @@ def __getattr__(name: str):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
+    if name == "__version__":  # one distribution (eagle-hawk), one version: hawk reads it
+        import hawk
+
+        globals()["__version__"] = version = hawk.__version__
+        return version
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

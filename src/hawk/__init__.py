@@ -4,7 +4,6 @@
 every eagle backend compiles; ``hawk.reference`` runs that IR with NumPy as the ground truth.
 """
 
-from importlib import metadata as _metadata
 
 from . import ir, passes, reference
 from .annotations import (
@@ -35,20 +34,28 @@ from .inline import Func, func
 from .ir import DType, Program, Role
 from .kernel import Kernel, ProgramKernel, kernel
 
-try:  # one version for both packages: [project] version in pyproject.toml (eagle-hawk)
-    __version__ = _metadata.version("eagle-hawk")
-except _metadata.PackageNotFoundError:  # a source tree that was never installed
-    __version__ = "0+unknown"
-
-
 
 def __getattr__(name: str):
-    """``hawk.ode`` after ``import hawk``, imported on first use (PEP 562)."""
+    """``hawk.ode`` after ``import hawk``, imported on first use (PEP 562), and
+    ``__version__``, read on first use (``importlib.metadata`` is a tenth of ``import hawk``)."""
     if name == "ode":
         import importlib
 
         return importlib.import_module(".ode", __name__)
+    if name == "__version__":
+        globals()["__version__"] = version = _version()
+        return version
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _version() -> str:
+    """One version for both packages: the [project] version in pyproject.toml (eagle-hawk)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("eagle-hawk")
+    except metadata.PackageNotFoundError:  # a source tree that was never installed
+        return "0+unknown"
 
 
 __all__ = [

@@ -31,7 +31,6 @@ import time
 
 import numpy as np
 
-from hawk import __version__
 from hawk.ir import Program, Role, series_field
 
 from .. import cache
@@ -193,13 +192,32 @@ def launch_arguments(program: Program, bound) -> tuple:
 
 
 def _entry(program: Program, shape: Shape) -> tuple[str, str]:
-    """The generated module's name and the cache key of ``program``'s launch."""
+    """The generated module's name and the cache key of ``program``'s launch: the program, the
+    launch's shape, the code that turns it into machine code (``_compiler_digest``),
+    llvmlite's version and the CPU it is for."""
     import llvmlite
 
     key = cache.key("cpu", program.digest(), EMITTER_VERSION, shape.block, shape.unroll,
-                    llvmlite.__version__, __version__, sys.version_info[:2], np.__version__,
-                    *native.target())
+                    _compiler_digest(), llvmlite.__version__, sys.version_info[:2],
+                    np.__version__, *native.target())
     return f"eagle_cpu_{program.name}_{key[:16]}", key
+
+
+@functools.cache
+def _compiler_digest() -> str:
+    """The SHA-256 of the source of the modules that write and compile a launch (and of this
+    one, which calls it): an edited emitter never meets an entry the old one wrote, whether
+    or not ``EMITTER_VERSION`` was bumped (a fraction of a millisecond; eagle's version would
+    cost an ``importlib.metadata`` import at every start)."""
+    import hashlib
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for name in ("backend.py", "emit.py", "layout.py", "llvm_ops.py", "llvm_random.py",
+                 "native.py", "../codegen.py"):
+        digest.update((here / name).read_bytes())
+    return digest.hexdigest()
 
 
 def compile_program(program: Program, shape: Shape | None = None) -> CpuKernel:

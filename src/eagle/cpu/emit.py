@@ -17,11 +17,11 @@ from __future__ import annotations
 import itertools
 from contextlib import contextmanager
 
-from hawk.ir import DType, Program
+from hawk.ir import DType, OpKind, Program
 
 from ..codegen import walk
 from .layout import PAD, PIECES, Layout, Shape, base_name, shape_for
-from .llvm_ops import MEMORY_TYPES, TYPES, LlvmRenderer
+from .llvm_ops import INTRINSICS, MEMORY_TYPES, TYPES, LlvmRenderer, Unsupported
 from .llvm_random import declarations as random_declarations
 from .llvm_random import random_ir
 
@@ -97,9 +97,22 @@ class _Visit:
         elif self.series:
             _load(body, "column", DType.INT64, "%idx", "%i")
         block = "lane"
+        skip = self._calls_out()
+        start = dict(current)
+        if skip:  # a finished lane skips the step (see _calls_out)
+            body += [f"br i1 {alive}, label %live, label %latch", "live:"]
+            block = "live"
         for k in range(steps):
             alive, block = self._step(k, current, alive, body, block)
         latch: list[str] = []
+        if skip:
+            for key in lay.state:
+                t = TYPES[lay.slots[key].dtype]
+                out = f"%out_{base_name(lay.slots[key])}"
+                latch.append(f"{out} = phi {t} [{start[key]}, %lane], [{current[key]}, %{block}]")
+                current[key] = out
+            latch.append(f"%alive.out = phi i1 [false, %lane], [{alive}, %{block}]")
+            alive = "%alive.out"
         for key in lay.state:
             _store(latch, f"d_{base_name(lay.slots[key])}", lay.slots[key].dtype, current[key],
                    f"%dst_{base_name(lay.slots[key])}", "%i")
@@ -130,6 +143,17 @@ class _Visit:
             "}",
             "",
         ]
+
+    def _calls_out(self) -> bool:
+        """Whether the step calls a function of the C library: LLVM cannot vectorise the
+        lane loop then, and a branch around a finished lane's step costs nothing and saves
+        its calls (a knocked-out GBM path's ``exp``, ``log``, ``cos``); a vectorised loop
+        keeps its selects instead."""
+        p, lay = self.program, self.layout
+        return any(op.kind is OpKind.CALL and op.attr not in INTRINSICS
+                   for i, op in enumerate(p.ops) if i not in lay.invariant) or \
+            any(op.kind in (OpKind.FLOORDIV, OpKind.MOD) and op.dtype.is_float
+                for i, op in enumerate(p.ops) if i not in lay.invariant)
 
     def _step(self, k: int, current: dict, alive: str, body: list[str], block: str,
               ) -> tuple[str, str]:
@@ -853,15 +877,19 @@ def emit_launch(program: Program, shape: Shape | None = None) -> str:
     """The LLVM IR text of a module whose ``eagle_run_blocks`` (``SYMBOL``) is one thread's
     share of a launch of ``program``: a C function of the parameters
     ``layout.launch_interface`` describes (``shape``: ``shape_for(program)``; tests pass small
-    blocks to reach every path with few samples)."""
+    blocks to reach every path with few samples). An op it cannot render is ``Unsupported``,
+    naming the kernel and the op."""
     layout = Layout(program, shape or shape_for(program))
     renderer = LlvmRenderer(program)
     visit = _Visit(layout, renderer)
     functions = []
-    if layout.shape.unroll > 1:
-        functions += visit.define("visit_unrolled", layout.shape.unroll)
-    functions += visit.define("visit_one", 1)
-    functions += _RunBlocks(layout, renderer, visit).define()
+    try:
+        if layout.shape.unroll > 1:
+            functions += visit.define("visit_unrolled", layout.shape.unroll)
+        functions += visit.define("visit_one", 1)
+        functions += _RunBlocks(layout, renderer, visit).define()
+    except Unsupported as exc:
+        raise Unsupported(f"kernel {program.name!r}: {exc}") from None
     draws = {d.split(":", 1)[1] for d in renderer.declarations if d.startswith("draw:")}
     declarations = {d for d in renderer.declarations if not d.startswith("draw:")}
     declarations |= set(random_declarations(draws).values())

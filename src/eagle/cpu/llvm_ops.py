@@ -27,7 +27,7 @@ from hawk.reference import IN_DOUBLE
 
 from ..codegen import ExpressionRenderer
 
-__all__ = ["LlvmRenderer", "TYPES", "MEMORY_TYPES", "libm_symbol", "LIBM", "literal",
+__all__ = ["LlvmRenderer", "INTRINSICS", "TYPES", "MEMORY_TYPES", "libm_symbol", "LIBM", "literal",
            "Unsupported"]
 
 #: an op's value in registers
@@ -36,7 +36,8 @@ TYPES = {DType.BOOL: "i1", DType.INT32: "i32", DType.UINT32: "i32", DType.INT64:
 #: the same value in memory (a NumPy bool is a byte)
 MEMORY_TYPES = {**TYPES, DType.BOOL: "i8"}
 _SUFFIX = {DType.FLOAT32: "f32", DType.FLOAT64: "f64"}
-_INTRINSICS = {"sqrt": "sqrt", "fabs": "fabs", "floor": "floor", "ceil": "ceil"}
+#: the math functions LLVM computes itself (exact ones, vectorised); the rest are calls
+INTRINSICS = {"sqrt": "sqrt", "fabs": "fabs", "floor": "floor", "ceil": "ceil"}
 #: the C library functions a generated module may call (``libm_symbol``): float32 ones other
 #: than ``hypotf`` go through the double function (``IN_DOUBLE``)
 LIBM = (*sorted(IN_DOUBLE), "hypot", "hypotf")
@@ -273,8 +274,8 @@ class LlvmRenderer(ExpressionRenderer):
         return f"call {t} {function}({', '.join(f'{t} {a}' for a in args)})"
 
     def _call(self, name: str, args: list[str], dtype: DType, emit) -> str:
-        if name in _INTRINSICS:
-            value = emit(self._intrinsic(_INTRINSICS[name], dtype, args))
+        if name in INTRINSICS:
+            value = emit(self._intrinsic(INTRINSICS[name], dtype, args))
         else:
             in_double = dtype is DType.FLOAT32 and name in IN_DOUBLE
             work = "double" if in_double or dtype is DType.FLOAT64 else "float"
