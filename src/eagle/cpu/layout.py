@@ -46,7 +46,7 @@ from ..codegen import invariant_ops
 
 __all__ = ["Layout", "base_name", "LaunchInterface", "launch_interface", "PAD", "PIECES",
            "ScratchArray", "Shape", "SHAPE", "SHAPE_DRAWING", "SHAPE_SHORT", "SHAPE_LONG",
-           "shape_for"]
+           "shape_for", "step_ops"]
 
 PAD = 16  # lanes are padded to a multiple of this, so LLVM's vector loop covers them
 PIECES = 8  # threads claim samples in pieces of a block over this (a block at a time at first)
@@ -100,12 +100,17 @@ def shape_for(program: Program) -> Shape:
     """The launch shape ``emit_launch`` uses for ``program`` by default."""
     if program.counters:
         return SHAPE_DRAWING
-    invariant = invariant_ops(program)
-    step = sum(1 for i, op in enumerate(program.ops)
-               if i not in invariant and op.kind is not OpKind.LOAD)
+    step = step_ops(program)
     if step > LONG_STEP:
         return SHAPE_LONG
     return SHAPE_SHORT if step <= SHORT_STEP else SHAPE
+
+
+def step_ops(program: Program) -> int:
+    """The ops a step computes: neither loads nor invariants (``codegen.invariant_ops``)."""
+    invariant = invariant_ops(program)
+    return sum(1 for i, op in enumerate(program.ops)
+               if i not in invariant and op.kind is not OpKind.LOAD)
 
 
 _C_TYPE_NAMES = {DType.BOOL: "boolean", DType.INT64: "int64", DType.FLOAT32: "float32",
