@@ -106,20 +106,27 @@ class _Visit:
             _load(body, "column", DType.INT64, "%idx", "%i")
         block = "lane"
         skip = self._calls_out()
-        start = dict(current)
-        if skip:  # a finished lane skips the step (see _calls_out)
-            body += [f"br i1 {alive}, label %live, label %latch", "live:"]
-            block = "live"
+        exits = [(dict(current), alive, "lane")]  # (state, alive, block) where a lane leaves
+        if skip:  # a finished lane skips the rest of the visit (see _calls_out)
+            body += [f"br i1 {alive}, label %live.0, label %latch", "live.0:"]
+            block = "live.0"
         for k in range(steps):
             alive, block = self._step(k, current, alive, body, block)
+            if skip and k + 1 < steps:
+                exits.append((dict(current), alive, block))
+                body += [f"br i1 {alive}, label %live.{k + 1}, label %latch", f"live.{k + 1}:"]
+                block = f"live.{k + 1}"
         latch: list[str] = []
         if skip:
+            exits.append((dict(current), alive, block))
             for key in lay.state:
                 t = TYPES[lay.slots[key].dtype]
                 out = f"%out_{base_name(lay.slots[key])}"
-                latch.append(f"{out} = phi {t} [{start[key]}, %lane], [{current[key]}, %{block}]")
+                incoming = ", ".join(f"[{state[key]}, %{at}]" for state, _, at in exits)
+                latch.append(f"{out} = phi {t} {incoming}")
                 current[key] = out
-            latch.append(f"%alive.out = phi i1 [false, %lane], [{alive}, %{block}]")
+            incoming = ", ".join(f"[{flag}, %{at}]" for _, flag, at in exits)
+            latch.append(f"%alive.out = phi i1 {incoming}")
             alive = "%alive.out"
         for key in lay.state:
             _store(latch, f"d_{base_name(lay.slots[key])}", lay.slots[key].dtype, current[key],
@@ -251,7 +258,7 @@ class _Visit:
         """``value`` as ``target`` (the reference stores ``value.astype(target)``)."""
         if source is target:
             return value
-        body.append(f"%{tag}.cast = {self.renderer._cast(value, source, target, None)}")
+        body.append(f"%{tag}.cast = {self.renderer.convert(value, source, target)}")
         return f"%{tag}.cast"
 
 

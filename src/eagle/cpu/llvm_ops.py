@@ -119,7 +119,7 @@ class LlvmRenderer(ExpressionRenderer):
                 return f"bitcast {TYPES[width]} {bits} to {t}"
             return f"or {t} {literal(op.attr, dtype)}, {literal(0, dtype)}"
         if kind is OpKind.CAST:
-            return self._cast(args[0], dtypes[0], dtype, emit)
+            return self.convert(args[0], dtypes[0], dtype)
         if kind is OpKind.SAMPLE_INDEX:
             return f"or i64 %{self.draw_counters[1]}, 0"
         if kind is OpKind.STEP_INDEX:
@@ -247,7 +247,9 @@ class LlvmRenderer(ExpressionRenderer):
         negated = emit(f"select i1 {b_minus_one}, {t} {emit(f'sub {t} 0, {a}')}, {t} {floored}")
         return f"select i1 {b_zero}, {t} 0, {t} {negated}"
 
-    def _cast(self, value: str, source: DType, target: DType, emit) -> str:
+    def convert(self, value: str, source: DType, target: DType) -> str:
+        """The one instruction converting ``value`` from ``source`` to ``target``, as NumPy's
+        ``astype`` does (an emitter's stores use it too)."""
         ts, tt = TYPES[source], TYPES[target]
         if source is target or (ts == tt and source is not DType.BOOL):
             return f"bitcast {ts} {value} to {tt}"  # int64 <-> uint64: the same bits
@@ -287,13 +289,19 @@ class LlvmRenderer(ExpressionRenderer):
             value = emit(f"call {work} @{symbol}({', '.join(f'{work} {a}' for a in args)})")
             if in_double:
                 value = emit(f"fptrunc double {value} to float")
+            # An opaque function's NaN LLVM cannot reason about: a float test and select,
+            # off the integer unit (the bits' round trip added some 5 cycles of latency to
+            # each call of an RK4 chain: the pendulum ran at 0.88x a per-sample loop).
+            t = TYPES[dtype]
+            is_nan = emit(f"fcmp uno {t} {value}, {value}")
+            return f"select i1 {is_nan}, {t} {literal(float('nan'), dtype)}, {t} {value}"
         return self._canonical_nan(value, dtype, emit)
 
     def _canonical_nan(self, value: str, dtype: DType, emit) -> str:
-        """``value``, or the canonical quiet NaN (sign clear) where it is a NaN. Tested and
-        chosen on the bits: LLVM takes any NaN for any other, and folds a float test away
-        (``select(isnan(sqrt(x)), NaN, sqrt(x))`` became ``sqrt(x)``, whose NaN for x < 0 has
-        the sign bit set)."""
+        """``value`` of an intrinsic, or the canonical quiet NaN (sign clear) where it is a
+        NaN. Tested and chosen on the bits: LLVM takes any NaN for any other, and folds a
+        float test of an intrinsic it knows away (``select(isnan(sqrt(x)), NaN, sqrt(x))``
+        became ``sqrt(x)``, whose NaN for x < 0 has the sign bit set)."""
         width = "i32" if dtype is DType.FLOAT32 else "i64"
         magnitude = 0x7FFFFFFF if dtype is DType.FLOAT32 else 0x7FFFFFFFFFFFFFFF
         infinity = 0x7F800000 if dtype is DType.FLOAT32 else 0x7FF0000000000000
