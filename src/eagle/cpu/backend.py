@@ -38,7 +38,7 @@ from ..arrays import as_host_array
 from ..interrupts import deferred_interrupts
 from ..threads import get_num_threads
 from . import native
-from .emit import SYMBOL, emit_launch
+from .emit import SYMBOL, emit_launch, emit_modules
 from .layout import LaunchInterface, Shape, launch_interface
 from .team import team
 
@@ -253,9 +253,10 @@ def _build(program: Program, shape: Shape, module_name: str, key: str):
         loaded, digest = _linked(code_path)
         if loaded is not None:
             return (*loaded, _reader_copy(path, digest, program, shape))
-    text = emit_launch(program, shape)
+    modules = emit_modules(program, shape)
+    text = "\n".join(modules)  # emit_launch's text
     path = _reader_copy(path, _sha256(text), program, shape, text)
-    code = native.compile_ir(text, kernel)
+    code = native.compile_ir(*modules, kernel)
     if code_path is not None:
         try:
             cache.store(code_path, native.pack(code, SYMBOL, _sha256(text)))

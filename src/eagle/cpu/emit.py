@@ -10,6 +10,8 @@ the kernel's own arrays, which it writes out per array.
 
 The visits are straight-line SSA over one lane, inside a counted loop LLVM vectorises; the
 machinery keeps its variables in stack slots (``_Builder``) that LLVM promotes to registers.
+They are two modules (``emit_modules``), optimised apart: all the time of a launch is in the
+visits, and LLVM's full pipeline on the machinery was most of a small kernel's compile.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from .llvm_ops import INTRINSICS, MEMORY_TYPES, TYPES, LlvmRenderer, Unsupported
 from .llvm_random import declarations as random_declarations
 from .llvm_random import random_ir
 
-__all__ = ["emit_launch", "SYMBOL"]
+__all__ = ["emit_launch", "emit_modules", "SYMBOL", "COUNT_LIVE"]
 
 SYMBOL = "eagle_run_blocks"  # the one external function of a generated module
 # Vectors of lanes a visit's loop steps side by side (LLVM's interleave count), where the step
@@ -73,6 +75,10 @@ class _Visit:
         self.program = p
         self.uniforms = [slot for slot in p.slots if slot.is_uniform]
         self.series = layout.series_slots()
+
+    def declaration(self, name: str) -> str:
+        """``name``'s declaration, for the machinery's module, which calls it."""
+        return f"declare i1 @{name}({', '.join(t.split()[0] for t, _ in self.parameters())})"
 
     def parameters(self) -> list[tuple[str, str]]:
         """(LLVM type, name) of the visit's parameters, in ``_run_blocks``' call order."""
@@ -135,7 +141,7 @@ class _Visit:
         parameters = ", ".join(f"{t} %{n}" for t, n in self.parameters())
         count = INTERLEAVE if step_ops(p) <= INTERLEAVED_STEP else 0
         return [
-            f"define internal i1 @{name}({parameters}) noinline nounwind {{",
+            f"define i1 @{name}({parameters}) noinline nounwind {{",
             "entry:",
             *_indent(_expand(hoisted)),
             # mp is a multiple of PAD: said so, LLVM's vector loop needs no remainder loop
@@ -283,7 +289,6 @@ class _Builder:
         self.lines: list[str] = []
         self.slots: list[str] = []
         self.types: dict[str, str] = {}
-        self.metadata: list[str] = []  # the loops' hints, defined after the functions
         self._count = itertools.count()
         self._loops: list[tuple[str, str]] = []
 
@@ -368,39 +373,31 @@ class _Builder:
         self.label(end)
 
     @contextmanager
-    def loop(self, vectorize: bool = False):
-        """``while True``: leave it with ``break_``; ``continue_`` starts it again. Neither
-        unrolled nor (unless ``vectorize``: one vector at a time) vectorised: the machinery's
-        loops run once per lane per launch, and each vectorised copy is more code to compile
-        (the oscillator's module took three times as long to compile)."""
+    def loop(self):
+        """``while True``: leave it with ``break_``; ``continue_`` starts it again."""
         head, end = self.fresh("loop"), self.fresh("exit")
-        number = 2 * len(self.metadata) // 3 + 100
-        hint = ('!{!"llvm.loop.interleave.count", i32 1}' if vectorize
-                else '!{!"llvm.loop.vectorize.enable", i1 false}')
-        self.metadata += [f"!{number} = distinct !{{!{number}, !{number + 1}, !0}}",
-                          f"!{number + 1} = {hint}", ""]
         self.line(f"br label %{head}")
         self.label(head)
         self._loops.append((head, end))
         yield
         self._loops.pop()
-        self.line(f"br label %{head}, !llvm.loop !{number}")
+        self.line(f"br label %{head}")
         self.label(end)
 
-    def while_(self, condition, vectorize: bool = False):
+    def while_(self, condition):
         """``while condition():`` as a ``loop`` that breaks when the condition fails."""
         builder = self
 
         @contextmanager
         def body():
-            with builder.loop(vectorize):
+            with builder.loop():
                 with builder.if_(builder.do(f"xor i1 {condition()}, true")):
                     builder.break_()
                 yield
 
         return body()
 
-    def range_(self, name: str, start: str, stop: str, vectorize: bool = False):
+    def range_(self, name: str, start: str, stop: str):
         """``for name in range(start, stop)`` (``name`` a variable; ``stop`` read once)."""
         builder = self
         self.var(name, "i64") if name not in self.types else None
@@ -409,7 +406,7 @@ class _Builder:
         def body():
             builder.set(name, start)
             with builder.while_(lambda: builder.do(f"icmp slt i64 {builder.get(name)}, "
-                                                   f"{stop}"), vectorize):
+                                                   f"{stop}")):
                 yield builder.get(name)
                 builder.add(name, "1")
 
@@ -446,11 +443,12 @@ class _RunBlocks:
 
     # -- lanes in and out --------------------------------------------------------------------
 
-    def take(self, side: str, at: str, i: str) -> None:
+    def take(self, side: str, at: str, i: str, copied: bool = False) -> None:
         """Lane ``at`` of ``side`` from sample ``i``: its state, its read-only values and its
-        per-sample invariants."""
+        per-sample invariants (``copied``: the state and read-only values are there already,
+        ``copy_block``)."""
         lay, b, p = self.layout, self.b, self.layout.program
-        for base, slot_name in self.state_arrays():
+        for base, slot_name in self.state_arrays() if not copied else []:
             kind = self.kind(f"{side}_{base}")
             b.write(kind, self.array(f"{side}_{base}"), at, b.read(kind, f"%at_{slot_name}", i))
         site = next(self._takes)
@@ -469,7 +467,7 @@ class _RunBlocks:
         invariants, names = walk(p, self.renderer, gathered, suffix=f"_g{site}",
                                  only=lay.invariant)
         lines += _expand(invariants)
-        for key in lay.lane_keys:
+        for key in lay.lane_keys if not copied else []:
             slot = lay.slots[key]
             value = _load(lines, f"l{site}_{base_name(slot)}", slot.dtype, f"%at_{slot.name}", i)
             _store(lines, f"ls{site}_{base_name(slot)}", slot.dtype, value,
@@ -479,6 +477,25 @@ class _RunBlocks:
                    self.array(f"lane_h{op}"), at)
         b.lines += _indent(lines)
         b.write("i8", self.array(f"{side}_alive"), at, "1")
+
+    def copy_block(self, lo: str, count: str, back: bool) -> None:
+        """Samples ``lo`` to ``lo + count`` to lanes 0 to ``count`` of side a (their state and
+        read-only values), or (``back``) their state back: one ``memcpy`` per array, where a
+        loop of the machinery's (which LLVM does not vectorise here) would copy an element at
+        a time."""
+        b, lay = self.b, self.layout
+        pairs = [(f"a_{base}", slot_name) for base, slot_name in self.state_arrays()]
+        if not back:
+            pairs += [(f"lane_{base_name(lay.slots[key])}", lay.slots[key].name)
+                      for key in lay.lane_keys]
+        for scratch, slot_name in pairs:
+            size = MEMORY_TYPES[self.scratch[scratch].dtype]
+            width = {"i8": 1, "i32": 4, "float": 4}.get(size, 8)
+            user = b.at(size, f"%at_{slot_name}", lo)
+            lanes, nbytes = self.array(scratch), b.i64("mul", count, width)
+            target, source = (user, lanes) if back else (lanes, user)
+            b.line(f"call void @llvm.memcpy.p0.p0.i64(ptr {target}, ptr {source}, "
+                   f"i64 {nbytes}, i1 false)")
 
     def put(self, side: str, j: str, i: str) -> None:
         """Lane ``j`` of ``side``'s state back to sample ``i``."""
@@ -590,8 +607,7 @@ class _RunBlocks:
             parameters.append(f"{_C_TYPES[kind]}{' noalias' if kind == 'voidptr' else ''} "
                               f"{value}")
         return [f"define void @{SYMBOL}({', '.join(parameters)}) nounwind {{", "entry:",
-                *b.slots, *uniforms, *b.lines, "  unreachable", "}", "",
-                '!0 = !{!"llvm.loop.unroll.disable"}', *b.metadata]
+                *b.slots, *uniforms, *b.lines, "  unreachable", "}", ""]
 
     def pick_block(self) -> None:
         """The next samples no other thread has, while the pool has room for their lanes: a
@@ -631,11 +647,12 @@ class _RunBlocks:
         dense = b.do(f"icmp eq i64 {m}, {b.do(f'sub i64 {hi}, {lo}')}")
         b.set("dense", dense)
 
-        def contiguous():  # every lane live: contiguous copies, which LLVM vectorises
-            with b.range_("j", "0", m, vectorize=True) as j:
+        def contiguous():  # every lane live: samples lo..hi in order
+            self.copy_block(lo, m, back=False)
+            with b.range_("j", "0", m) as j:
                 i = b.do(f"add i64 {lo}, {j}")
                 b.write("i64", self.array("idx"), j, i)
-                self.take("a", j, i)
+                self.take("a", j, i, copied=True)
             b.set("q0", "0")
             b.set("q1", "0")
 
@@ -750,7 +767,7 @@ class _RunBlocks:
                 if unroll > 1:
                     self.stepped(unroll)
                 else:
-                    self.call_visit("visit_one")
+                    self.call_visit("eagle_visit_one")
                     self.flip()
                     b.add("d", "1")
                     with b.if_(b.do(f"xor i1 {b.get('some')}, true")):
@@ -762,7 +779,7 @@ class _RunBlocks:
                                 f"{b.do(f'mul i64 {m}, 3')}")):
                     b.break_()
             with b.if_(b.get("swapped")):  # the set back in side a
-                with b.range_("j", "0", b.get("m"), vectorize=True) as j:
+                with b.range_("j", "0", b.get("m")) as j:
                     for a, bb in zip(self.side_arrays("a"), self.side_arrays("b"), strict=True):
                         kind = self.kind(a)
                         b.write(kind, self.array(a), j, b.read(kind, self.array(bb), j))
@@ -785,7 +802,7 @@ class _RunBlocks:
             return b.cmp("sge", b.i64("sub", b.get("target"), b.get("d")), unroll)
 
         def unrolled():
-            self.call_visit("visit_unrolled")
+            self.call_visit("eagle_visit_unrolled")
             with b.if_(b.get("some")):
                 self.flip()
                 b.add("d", str(unroll))
@@ -798,7 +815,7 @@ class _RunBlocks:
                 return b.both(b.get("some"), b.cmp("slt", b.get("d"), b.get("target")))
 
             with b.while_(going):
-                self.call_visit("visit_one")
+                self.call_visit("eagle_visit_one")
                 self.flip()
                 b.add("d", "1")
             with b.if_(b.do(f"xor i1 {b.get('some')}, true")):
@@ -830,11 +847,7 @@ class _RunBlocks:
         words = b.do(f"select i1 {b.get('swapped')}, ptr {self.array('b_alive')}, "
                      f"ptr {self.array('a_alive')}")
         count = b.i64("sdiv", b.i64("add", b.get("m"), 7), 8)
-        b.set("left", "0")
-        with b.range_("w", "0", count, vectorize=True) as w:
-            word = b.read("i64", words, w)
-            spread = b.do(f"mul i64 {word}, {0x0101010101010101}")
-            b.add("left", b.do(f"lshr i64 {spread}, 56"))
+        b.set("left", b.do(f"call i64 @{COUNT_LIVE}(ptr {words}, i64 {count})"))
 
     def finish(self) -> None:
         """The set's lanes back to their samples, or on into the pool, or compacted."""
@@ -843,10 +856,13 @@ class _RunBlocks:
         def put_back(dense_lanes: bool):
             def emit():
                 lo = b.get("lo")
-                with b.range_("j", "0", b.get("m"), vectorize=dense_lanes) as j:
+                if dense_lanes:
+                    self.copy_block(lo, b.get("m"), back=True)
+                with b.range_("j", "0", b.get("m")) as j:
                     i = b.do(f"add i64 {lo}, {j}") if dense_lanes else \
                         b.read("i64", self.array("idx"), j)
-                    self.put("a", j, i)
+                    if not dense_lanes:
+                        self.put("a", j, i)
                     alive = b.read("i8", self.array("a_alive"), j)
                     b.write("i8", "%at_flags", i, b.do(f"xor i8 {alive}, 1"))
                     b.add("left", b.do(f"zext i8 {alive} to i64"))
@@ -891,25 +907,67 @@ def _smax(b: _Builder, x, y) -> str:
     return b.do(f"select i1 {b.do(f'icmp sgt i64 {x}, {y}')}, i64 {x}, i64 {y}")
 
 
-def emit_launch(program: Program, shape: Shape | None = None) -> str:
-    """The LLVM IR text of a module whose ``eagle_run_blocks`` (``SYMBOL``) is one thread's
-    share of a launch of ``program``: a C function of the parameters
-    ``layout.launch_interface`` describes (``shape``: ``shape_for(program)``; tests pass small
-    blocks to reach every path with few samples). An op it cannot render is ``Unsupported``,
+# The live count of a set's lanes, eight alive flags (bytes 0 or 1) a word: a vectorised loop in
+# the steps' module, called after every visit.
+COUNT_LIVE = "eagle_count_live"
+_COUNT_LIVE = f"""\
+define i64 @{COUNT_LIVE}(ptr noalias %words, i64 %count) noinline nounwind {{
+entry:
+  %any = icmp sgt i64 %count, 0
+  br i1 %any, label %word, label %done
+word:
+  %w = phi i64 [0, %entry], [%w.next, %word]
+  %left = phi i64 [0, %entry], [%left.next, %word]
+  %at = getelementptr i64, ptr %words, i64 %w
+  %flags = load i64, ptr %at
+  %spread = mul i64 %flags, {0x0101010101010101}
+  %top = lshr i64 %spread, 56
+  %left.next = add i64 %left, %top
+  %w.next = add nuw nsw i64 %w, 1
+  %more = icmp slt i64 %w.next, %count
+  br i1 %more, label %word, label %done
+done:
+  %result = phi i64 [0, %entry], [%left.next, %word]
+  ret i64 %result
+}}
+"""
+
+
+def emit_modules(program: Program, shape: Shape | None = None) -> tuple[str, str]:
+    """The LLVM IR of ``program``'s launch as two modules that ``native.compile_ir`` optimises
+    apart and links: the steps (the visits and the live count, where the time goes: LLVM's
+    full pipeline, vectorised) and the lane machinery (``eagle_run_blocks``, ``SYMBOL``: a
+    C function of the parameters ``layout.launch_interface`` describes, run once per set or
+    per lane per launch; promoted to registers and simplified only, which takes a third of
+    the full pipeline's time). ``shape``: ``shape_for(program)``; tests pass small blocks to
+    reach every path with few samples. An op the table cannot render is ``Unsupported``,
     naming the kernel and the op."""
     layout = Layout(program, shape or shape_for(program))
     renderer = LlvmRenderer(program)
     visit = _Visit(layout, renderer)
-    functions = []
+    visits = ["eagle_visit_one"] + (["eagle_visit_unrolled"] if layout.shape.unroll > 1 else [])
     try:
+        steps = visit.define("eagle_visit_one", 1, hint=2)
         if layout.shape.unroll > 1:
-            functions += visit.define("visit_unrolled", layout.shape.unroll, hint=1)
-        functions += visit.define("visit_one", 1, hint=2)
-        functions += _RunBlocks(layout, renderer, visit).define()
+            steps += visit.define("eagle_visit_unrolled", layout.shape.unroll, hint=1)
+        machinery = _RunBlocks(layout, renderer, visit).define()
     except Unsupported as exc:
         raise Unsupported(f"kernel {program.name!r}: {exc}") from None
     draws = {d.split(":", 1)[1] for d in renderer.declarations if d.startswith("draw:")}
     declarations = {d for d in renderer.declarations if not d.startswith("draw:")}
     declarations |= set(random_declarations(draws).values())
-    header = [f"; Generated by eagle from hawk kernel {program.name!r}. Do not edit.", ""]
-    return "\n".join([*header, *sorted(declarations), "", random_ir(draws), *functions])
+    header = f"; Generated by eagle from hawk kernel {program.name!r}. Do not edit."
+    steps_module = "\n".join([header, "; The steps.", "", *sorted(declarations), "",
+                              random_ir(draws), *steps, _COUNT_LIVE])
+    machinery_module = "\n".join([
+        header, "; The lane machinery.", "", *sorted(declarations),
+        *[visit.declaration(name) for name in visits],
+        f"declare i64 @{COUNT_LIVE}(ptr, i64)",
+        "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)", "", *machinery])
+    return steps_module, machinery_module
+
+
+def emit_launch(program: Program, shape: Shape | None = None) -> str:
+    """``emit_modules(program, shape)`` as one text: what the cache keeps for the reader and
+    the golden files hold."""
+    return "\n".join(emit_modules(program, shape))
