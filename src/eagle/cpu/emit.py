@@ -767,16 +767,11 @@ class _RunBlocks:
                 if unroll > 1:
                     self.stepped(unroll)
                 else:
-                    self.call_visit("eagle_visit_one")
-                    self.flip()
-                    b.add("d", "1")
-                    with b.if_(b.do(f"xor i1 {b.get('some')}, true")):
-                        b.set("left", "0")
-                        b.break_()
+                    self.one_step()
+                    self.stop_if_none_live()
                 self.count_live()
                 left, m = b.get("left"), b.get("m")
-                with b.if_(b.do(f"icmp slt i64 {b.do(f'mul i64 {left}, 4')}, "
-                                f"{b.do(f'mul i64 {m}, 3')}")):
+                with b.if_(b.cmp("slt", b.i64("mul", left, 4), b.i64("mul", m, 3))):
                     b.break_()
             with b.if_(b.get("swapped")):  # the set back in side a
                 with b.range_("j", "0", b.get("m")) as j:
@@ -815,12 +810,21 @@ class _RunBlocks:
                 return b.both(b.get("some"), b.cmp("slt", b.get("d"), b.get("target")))
 
             with b.while_(going):
-                self.call_visit("eagle_visit_one")
-                self.flip()
-                b.add("d", "1")
-            with b.if_(b.do(f"xor i1 {b.get('some')}, true")):
-                b.set("left", "0")
-                b.break_()
+                self.one_step()
+            self.stop_if_none_live()
+
+    def one_step(self) -> None:
+        """A visit of one step, from the side the set is in to the other."""
+        self.call_visit("eagle_visit_one")
+        self.flip()
+        self.b.add("d", "1")
+
+    def stop_if_none_live(self) -> None:
+        """Out of the stepping loop when the visit just made left no lane live."""
+        b = self.b
+        with b.if_(b.not_(b.get("some"))):
+            b.set("left", "0")
+            b.break_()
 
     def pad(self) -> None:
         """Lanes ``m`` to ``mp`` of the set's side: copies of lane 0, never live, never put
