@@ -29,7 +29,8 @@ Workloads (n = 1,000,000; ``--quick``: 100,000), float64 unless said:
 - ``tail-scattered``: the oscillator, 99% of samples stop at 100 steps and 1% at 10,000, the
   long ones at random positions; ``tail-sorted``: the same targets in ascending order;
 - ``osc-uniform-f32``: the README's oscillator in float32;
-- steps dominated by math functions or integer work (issue 27), each written as a user would,
+- steps dominated by math functions or integer work (issue 27; the two of library calls on a
+  tenth of n, a hundred times longer a step), each written as a user would,
   with ``@hawk.func`` helpers: ``pendulum-rk4``: a driven damped pendulum,
   ``theta'' = -sin(theta) - gamma theta' + A cos(wd t)`` (gamma = 0.5, wd = 2/3, A = 0.9..1.5
   over the samples), classic RK4 with dt = 0.02 (4 sin and 4 cos a step), 500 steps each;
@@ -293,6 +294,9 @@ class Workload:
     max_steps: int
     arrays: Callable[[int], dict]  # n -> the state and per-sample inputs, by name
     uniforms: dict
+    # of n, the samples this workload runs: a step of library calls is a hundred times longer
+    # than the oscillator's, and a tenth of the samples still takes a second per run
+    share: float = 1.0
 
     def peer_arguments(self, arrays: dict, terminated: np.ndarray) -> tuple:
         r = self.recurrence
@@ -319,19 +323,19 @@ WORKLOADS = [
     Workload("osc-uniform-f32", "oscillator in float32", oscillator, OSC_PARAM_F32, MAX_STEPS,
              lambda n: _oscillator_arrays(n, np.float32),
              dict(dt=np.float32(DT), t_end=np.float32(1.0))),
-    Workload("pendulum-rk4", "driven damped pendulum, RK4 (4 sin + 4 cos a step), 500 steps",
-             pendulum, PENDULUM, MAX_STEPS,
+    Workload("pendulum-rk4", "driven damped pendulum, RK4 (4 sin + 4 cos a step), 500 steps;"
+             " n / 10 samples", pendulum, PENDULUM, MAX_STEPS,
              lambda n: dict(theta=np.full(n, 0.2), omega=np.zeros(n), t=np.zeros(n),
                             drive=np.linspace(0.9, 1.5, n)),
-             dict(gamma=0.5, wd=2.0 / 3.0, dt=0.02, t_end=499.5 * 0.02)),
+             dict(gamma=0.5, wd=2.0 / 3.0, dt=0.02, t_end=499.5 * 0.02), share=0.1),
     Workload("brownian-lcg", "uniform-step walk from a uint64 LCG, stop at |x| > 1",
              brownian_lcg, BROWNIAN_LCG, 5000,
              lambda n: dict(state=_seeds(n), x=np.zeros(n)), dict(sd=0.1, barrier=1.0)),
-    Workload("gbm-barrier", "GBM, LCG Box-Muller, knocked out above 1.3, 1000 steps",
-             gbm_barrier, GBM_BARRIER, MAX_STEPS,
+    Workload("gbm-barrier", "GBM, LCG Box-Muller, knocked out above 1.3, 1000 steps;"
+             " n / 10 samples", gbm_barrier, GBM_BARRIER, MAX_STEPS,
              lambda n: dict(state=_seeds(n), price=np.ones(n), t=np.zeros(n),
                             sigma=np.linspace(0.1, 0.5, n)),
-             dict(mu=0.05, dt=1e-3, barrier=1.3, t_end=999.5e-3)),
+             dict(mu=0.05, dt=1e-3, barrier=1.3, t_end=999.5e-3), share=0.1),
 ]
 
 
@@ -665,7 +669,7 @@ def main() -> None:
         progress(f"{w.name}: compiling the peers, checking every arm against hawk.reference")
         arms = Arms(w)
         small = check_small(w, arms, args.threads)
-        master = w.arrays(n)
+        master = w.arrays(int(n * w.share))
         arrays, terminated = fresh(master)
         slowest, counts = arms.count(arrays, terminated)  # the useful steps, and the truth
         truth = (arrays, terminated, slowest)
@@ -675,7 +679,7 @@ def main() -> None:
         for k in args.threads:
             set_threads(k)
             progress(f"{w.name}: {k} thread(s): tuning the lane peer")
-            trials = tune(w, arms, master, n)
+            trials = tune(w, arms, master, int(n * w.share))
             progress(f"{w.name}: {k} thread(s): lane peer U={arms.unroll} B={arms.block}; "
                      f"{args.repeats} rounds")
             samples = measure(w, arms, master, truth, args.repeats)
