@@ -128,3 +128,26 @@ def test_a_cached_start_links_the_launch_and_never_imports_numba(tmp_path):
     assert second["compiles"] == []
     assert not first["numba"] and not second["numba"], "Numba was imported"
     assert second["x"] == first["x"]
+
+
+@pytest.mark.skipif(not ll.get_process_triple().startswith("x86_64"), reason="an x86-64 CPU")
+def test_eagle_cpu_name_and_features_choose_the_code_and_the_cache_key(monkeypatch):
+    """Code for a generic x86-64 (a cache shared by different machines) is compiled for it,
+    links and has a key of its own."""
+    sys.path.insert(0, str(TESTS))
+    from eagle.cpu import backend
+    from eagle.cpu.emit import SYMBOL, emit_modules
+    from eagle.cpu.layout import SHAPE
+    from kernels import oscillator
+
+    program = oscillator.specialize({})
+    here = backend._entry(program, SHAPE)[1]
+    host_code = native.compile_ir(*emit_modules(program), program.name)
+    monkeypatch.setenv("EAGLE_CPU_NAME", "x86-64")
+    monkeypatch.setenv("EAGLE_CPU_FEATURES", "")
+    assert native.target()[1:] == ("x86-64", "")
+    assert backend._entry(program, SHAPE)[1] != here
+    code = native.compile_ir(*emit_modules(program), program.name)
+    assert native.load(code, SYMBOL) is not None
+    if ll.get_host_cpu_name() not in ("x86-64", "generic"):
+        assert code != host_code  # SSE2 only, where this CPU has more

@@ -81,20 +81,21 @@ def compile_ir(steps: str, machinery: str, name: str) -> bytes:
         return bytes(machine.emit_object(fast))
 
 
-_machines: list = []
+_machines: dict[tuple[str, str, str], object] = {}
 
 
 def _machine():
-    """The target machine of ``target()`` (made once per process)."""
+    """The target machine of ``target()`` (one per target in a process: ``EAGLE_CPU_NAME``
+    is read at every compile, as the cache key reads it)."""
     import llvmlite.binding as ll
 
-    if not _machines:
-        ll.initialize_native_target()
-        ll.initialize_native_asmprinter()
-        triple, name, features = target()
-        _machines.append(ll.Target.from_triple(triple).create_target_machine(
-            cpu=name, features=features, opt=2, codemodel="jitdefault"))
-    return _machines[0]
+    ll.initialize_native_target()
+    ll.initialize_native_asmprinter()
+    triple, name, features = key = target()
+    if key not in _machines:
+        _machines[key] = ll.Target.from_triple(triple).create_target_machine(
+            cpu=name, features=features, opt=2, codemodel="jitdefault")
+    return _machines[key]
 
 
 def pack(code: bytes, symbol: str, source_sha256: str | None = None) -> bytes:
