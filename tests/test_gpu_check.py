@@ -1,7 +1,8 @@
 """``scripts/gpu-check`` and ``benchmarks/gpu_loop.py`` rehearsed on a machine without a GPU:
 the script gets through every step with platformdirs, pyelftools and dask hidden (the device
-machine has none of them), says "no GPU" where it needs one, keeps to its time limits and
-writes at most 8 files; the benchmark's arms run end to end on the emulated GPU."""
+machine has none of them), but says first that no GPU is usable and exits 1, fails a step
+that skipped GPU tests (for want of a GPU or of time), keeps to its time limits and writes at
+most 8 files; the benchmark's arms run end to end on the emulated GPU."""
 
 from __future__ import annotations
 
@@ -41,11 +42,21 @@ def gpu_check(tmp_path: Path, *arguments: str, **environment: str):
 @pytest.mark.slow
 def test_gpu_check_gets_through_every_step_without_platformdirs_pyelftools_dask(tmp_path):
     done, files = gpu_check(tmp_path, "--rehearse", GPU_CHECK_TESTS="tests/test_gpu.py")
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert done.returncode == 1, done.stdout[-4000:] + done.stderr[-2000:]
     summary = files["summary.txt"]
+    assert done.stdout.startswith("no usable GPU: ") and summary.startswith("no usable GPU: ")
     assert "hidden (their import fails): platformdirs elftools dask" in summary
-    for name in ("versions", "probe", "tests", "seed", "bench"):
+    for name in ("versions", "seed"):
         assert f"=== {name}: ok" in summary, summary
+    assert "=== probe: FAILED: it found no GPU to probe" in summary, summary
+    # green only where the GPU was used: the GPU tests skipped, the benchmark's arms too
+    assert re.search(r"=== tests: FAILED: (\d+) of \1 tests skipped \(\1 for 'needs a GPU'\)",
+                     summary), summary
+    assert "=== bench: FAILED: no GPU" in summary, summary
+    table = summary.split("step         time  result\n", 1)[1]
+    assert [line.split()[0] for line in table.splitlines()[:5]] == \
+        ["versions", "probe", "tests", "seed", "bench"]
+    assert table.splitlines()[-1].startswith("gpu-check: FAILED") and "no usable GPU" in table
     assert len(files) <= 8 and {"tests.xml", "gpu_loop.json"} <= set(files)
     versions = files["versions.log"].splitlines()
     assert versions[1].startswith("python ") and versions[2].startswith("GPU: none")
@@ -75,7 +86,9 @@ def test_gpu_check_skips_tests_that_would_outlast_the_step_and_keeps_the_xml(tmp
     slow.write_text("import time\n\nimport pytest\n\n\n@pytest.mark.parametrize('k', range(40))"
                     "\ndef test_one_second(k):\n    time.sleep(1)\n")
     done, files = gpu_check(tmp_path, GPU_CHECK_TESTS=str(slow), GPU_CHECK_TOTAL="30")
-    assert "=== tests: ok" in files["summary.txt"], files["summary.txt"]
+    # the tests the deadline skipped were not run: the step fails, saying so
+    assert re.search(r"=== tests: FAILED: \d+ of 40 tests skipped \(\d+ for 'this step's time "
+                     r"is spent'\)", files["summary.txt"]), files["summary.txt"]
     xml = files["tests.xml"]
     ran = int(re.search(r'tests="(\d+)"', xml).group(1))
     skipped = int(re.search(r'skipped="(\d+)"', xml).group(1))
