@@ -3,10 +3,10 @@
 ``hawk.philox`` defines every random number a hawk kernel draws (Philox4x32-10 of a counter made
 from the sample, the step and the draw's position, keyed by the seed; then ``uniform``,
 ``normal``, ``exponential`` and ``randint`` built on its four words), and every backend must
-give its bits exactly. ``eagle.cpu.helpers.RANDOM_HELPERS`` renders it for Numba; this module
-renders the same operations, in the same order, as LLVM IR text that a module written directly
-in LLVM IR can include: ``random_ir(names)`` gives the definitions of the draws in ``names``
-(``DRAWS`` lists them and their signatures) and of the helpers they call, nothing else.
+give its bits exactly. This module renders its operations, in the same order, as LLVM IR
+text that the CPU emitter's module (``cpu.emit``) includes: ``random_ir(names)`` gives the
+definitions of the draws in ``names`` (``DRAWS`` lists them and their signatures) and of the
+helpers they call, nothing else.
 
 What keeps the bits the same:
 
