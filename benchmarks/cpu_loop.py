@@ -669,7 +669,8 @@ def main() -> None:
         progress(f"{w.name}: compiling the peers, checking every arm against hawk.reference")
         arms = Arms(w)
         small = check_small(w, arms, args.threads)
-        master = w.arrays(int(n * w.share))
+        samples = int(n * w.share)
+        master = w.arrays(samples)
         arrays, terminated = fresh(master)
         slowest, counts = arms.count(arrays, terminated)  # the useful steps, and the truth
         truth = (arrays, terminated, slowest)
@@ -679,7 +680,7 @@ def main() -> None:
         for k in args.threads:
             set_threads(k)
             progress(f"{w.name}: {k} thread(s): tuning the lane peer")
-            trials = tune(w, arms, master, int(n * w.share))
+            trials = tune(w, arms, master, samples)
             progress(f"{w.name}: {k} thread(s): lane peer U={arms.unroll} B={arms.block}; "
                      f"{args.repeats} rounds")
             samples = measure(w, arms, master, truth, args.repeats)

@@ -259,11 +259,12 @@ def _build(program: Program, shape: Shape, module_name: str, key: str):
             return (*loaded, _reader_copy(path, digest, program, shape))
     modules = emit_modules(program, shape)
     text = "\n".join(modules)  # emit_launch's text
-    path = _reader_copy(path, _sha256(text), program, shape, text)
+    digest = _sha256(text)
+    path = _reader_copy(path, digest, program, shape, text)
     code = native.compile_ir(*modules, kernel)
     if code_path is not None:
         try:
-            cache.store(code_path, native.pack(code, SYMBOL, _sha256(text)))
+            cache.store(code_path, native.pack(code, SYMBOL, digest))
         except OSError:
             pass  # not kept for the next process; this one has what it needs
     loaded = native.load(code, SYMBOL)

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from hawk.ir import DType, OpKind, Program
 
 from ..codegen import walk
-from .layout import PAD, PIECES, Layout, Shape, base_name, shape_for, step_ops
+from .layout import PAD, PIECES, Layout, Shape, base_name, shape_for
 from .llvm_ops import INTRINSICS, MEMORY_TYPES, TYPES, LlvmRenderer, Unsupported
 from .llvm_random import declarations as random_declarations
 from .llvm_random import random_ir
@@ -139,7 +139,7 @@ class _Visit:
                    f"%dst_{base_name(lay.slots[key])}", "%i")
         _store(latch, "d_alive", DType.BOOL, alive, "%dst_alive", "%i")
         parameters = ", ".join(f"{t} %{n}" for t, n in self.parameters())
-        count = INTERLEAVE if step_ops(p) <= INTERLEAVED_STEP else 0
+        count = INTERLEAVE if lay.step_ops <= INTERLEAVED_STEP else 0
         return [
             f"define i1 @{name}({parameters}) noinline nounwind {{",
             "entry:",
@@ -173,11 +173,12 @@ class _Visit:
         lane loop then, and a branch around a finished lane's step costs nothing and saves
         its calls (a knocked-out GBM path's ``exp``, ``log``, ``cos``); a vectorised loop
         keeps its selects instead."""
-        p, lay = self.program, self.layout
-        return any(op.kind is OpKind.CALL and op.attr not in INTRINSICS
-                   for i, op in enumerate(p.ops) if i not in lay.invariant) or \
-            any(op.kind in (OpKind.FLOORDIV, OpKind.MOD) and op.dtype.is_float
-                for i, op in enumerate(p.ops) if i not in lay.invariant)
+        def calls(op) -> bool:  # a float // or % is a call of fmod
+            return (op.kind is OpKind.CALL and op.attr not in INTRINSICS) or \
+                (op.kind in (OpKind.FLOORDIV, OpKind.MOD) and op.dtype.is_float)
+
+        return any(calls(op) for i, op in enumerate(self.program.ops)
+                   if i not in self.layout.invariant)
 
     def _step(self, k: int, current: dict, alive: str, body: list[str], block: str,
               ) -> tuple[str, str]:
@@ -949,11 +950,13 @@ def emit_modules(program: Program, shape: Shape | None = None) -> tuple[str, str
     layout = Layout(program, shape or shape_for(program))
     renderer = LlvmRenderer(program)
     visit = _Visit(layout, renderer)
-    visits = ["eagle_visit_one"] + (["eagle_visit_unrolled"] if layout.shape.unroll > 1 else [])
+    # (name, steps, loop hint's metadata number) of each visit the machinery calls
+    visits = [("eagle_visit_one", 1, 2)]
+    if layout.shape.unroll > 1:
+        visits.append(("eagle_visit_unrolled", layout.shape.unroll, 1))
     try:
-        steps = visit.define("eagle_visit_one", 1, hint=2)
-        if layout.shape.unroll > 1:
-            steps += visit.define("eagle_visit_unrolled", layout.shape.unroll, hint=1)
+        steps = [line for name, count, hint in visits
+                 for line in visit.define(name, count, hint)]
         machinery = _RunBlocks(layout, renderer, visit).define()
     except Unsupported as exc:
         raise Unsupported(f"kernel {program.name!r}: {exc}") from None
@@ -965,7 +968,7 @@ def emit_modules(program: Program, shape: Shape | None = None) -> tuple[str, str
                               random_ir(draws), *steps, _COUNT_LIVE])
     machinery_module = "\n".join([
         header, "; The lane machinery.", "", *sorted(declarations),
-        *[visit.declaration(name) for name in visits],
+        *[visit.declaration(name) for name, _, _ in visits],
         f"declare i64 @{COUNT_LIVE}(ptr, i64)",
         "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)", "", *machinery])
     return steps_module, machinery_module

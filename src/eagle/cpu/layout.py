@@ -106,9 +106,10 @@ def shape_for(program: Program) -> Shape:
     return SHAPE_SHORT if step <= SHORT_STEP else SHAPE
 
 
-def step_ops(program: Program) -> int:
-    """The ops a step computes: neither loads nor invariants (``codegen.invariant_ops``)."""
-    invariant = invariant_ops(program)
+def step_ops(program: Program, invariant: frozenset[int] | None = None) -> int:
+    """The ops a step computes: neither loads nor invariants (``codegen.invariant_ops``, or
+    ``invariant`` where the caller has them)."""
+    invariant = invariant_ops(program) if invariant is None else invariant
     return sum(1 for i, op in enumerate(program.ops)
                if i not in invariant and op.kind is not OpKind.LOAD)
 
@@ -147,6 +148,7 @@ class Layout:
                         if p.param(s.param).role is Role.OUT}
         stages = classify(p)
         self.invariant = invariant_ops(p)
+        self.step_ops = step_ops(p, self.invariant)
         self.launch_ops = frozenset(i for i in self.invariant if stages[i] is Stage.LAUNCH)
         # What the step itself reads: the args of the ops computed every step, the stored
         # values and the termination flag.

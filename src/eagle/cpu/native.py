@@ -87,15 +87,21 @@ _machines: dict[tuple[str, str, str], object] = {}
 def _machine():
     """The target machine of ``target()`` (one per target in a process: ``EAGLE_CPU_NAME``
     is read at every compile, as the cache key reads it)."""
+    key = target()
+    if key not in _machines:
+        _machines[key] = _new_machine(key)
+    return _machines[key]
+
+
+def _new_machine(target_: tuple[str, str, str]):
+    """A target machine for (triple, CPU name, CPU features), LLVM's targets initialised."""
     import llvmlite.binding as ll
 
     ll.initialize_native_target()
     ll.initialize_native_asmprinter()
-    triple, name, features = key = target()
-    if key not in _machines:
-        _machines[key] = ll.Target.from_triple(triple).create_target_machine(
-            cpu=name, features=features, opt=2, codemodel="jitdefault")
-    return _machines[key]
+    triple, name, features = target_
+    return ll.Target.from_triple(triple).create_target_machine(
+        cpu=name, features=features, opt=2, codemodel="jitdefault")
 
 
 def pack(code: bytes, symbol: str, source_sha256: str | None = None) -> bytes:
@@ -158,11 +164,7 @@ def _engine():
     target machine of its own: the engine takes it over and disposes of it."""
     import llvmlite.binding as ll
 
-    _machine()  # LLVM's targets initialised
-    triple, name, features = target()
-    machine = ll.Target.from_triple(triple).create_target_machine(
-        cpu=name, features=features, opt=2, codemodel="jitdefault")
-    return ll.create_mcjit_compiler(ll.parse_assembly(""), machine)
+    return ll.create_mcjit_compiler(ll.parse_assembly(""), _new_machine(target()))
 
 
 def _register_libm() -> None:
