@@ -111,13 +111,9 @@ class LlvmRenderer(ExpressionRenderer):
             lines.append(f"{name} = {text}")
             return name
 
-        if kind is OpKind.CONST:
-            if dtype.is_float:
-                width = DType.INT32 if dtype is DType.FLOAT32 else DType.INT64
-                pattern = struct.pack("<f" if width is DType.INT32 else "<d", op.attr)
-                bits = literal(int.from_bytes(pattern, "little"), width)
-                return f"bitcast {TYPES[width]} {bits} to {t}"
-            return f"or {t} {literal(op.attr, dtype)}, {literal(0, dtype)}"
+        if kind is OpKind.CONST:  # a value of its own: a select of the literal, which is exact
+            value = literal(op.attr, dtype)
+            return f"select i1 true, {t} {value}, {t} {value}"
         if kind is OpKind.CAST:
             return self.convert(args[0], dtypes[0], dtype)
         if kind is OpKind.SAMPLE_INDEX:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import struct
 
+from hawk.ir import DType
 from hawk.philox import (
     COS_SERIES,
     LN2_HI,
@@ -48,6 +49,8 @@ from hawk.philox import (
     W0,
     W1,
 )
+
+from .llvm_ops import literal
 
 __all__ = ["DRAWS", "DECLARATIONS", "random_ir", "declarations", "symbol"]
 
@@ -72,16 +75,16 @@ _WORDS = "{i32, i32, i32, i32}"
 # -- rendering: constants and lines ----------------------------------------------------------
 
 def _double(x: float) -> str:
-    """A float64 constant, exactly: LLVM's hexadecimal form of its bits."""
-    return "0x" + struct.pack(">d", float(x)).hex().upper()
+    """A float64 constant, exactly (``llvm_ops.literal``)."""
+    return literal(x, DType.FLOAT64)
 
 
 def _float(x: float) -> str:
-    """A float32 constant: LLVM writes it as the float64 of the same value (exact required)."""
+    """A float32 constant, which must be one exactly (``llvm_ops.literal`` would round it)."""
     (rounded,) = struct.unpack("<f", struct.pack("<f", x))
     if rounded != x:
         raise ValueError(f"{x!r} is not a float32")
-    return _double(rounded)
+    return literal(x, DType.FLOAT32)
 
 
 def _hex(n: int) -> str:
