@@ -261,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="3 repeats, Lorenz for 100 steps, float64 only, no CPU check")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="timed runs per arm, the median reported (default 3 with --quick, 7)")
     out_dir = Path(os.environ["OUT"]) if os.environ.get("OUT") else Path("benchmarks/results")
     parser.add_argument("--json", type=Path, default=out_dir / "gpu_loop.json")
     parser.add_argument("--n", type=int, default=1_000_000, help="card samples")
@@ -278,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
 
     info = device_info(0)
     fp64_rate, derived = fp64_issue_rate(info)
-    repeats = 3 if args.quick else 7
+    repeats = args.repeats or (3 if args.quick else 7)
     print(f"{info.name} ({info.arch}, driver {info.driver_version[0]}.{info.driver_version[1]}),"
           f" FP64 issue limit {fp64_rate / 1e12:.1f} T instructions/s ({derived})")
     result = dict(device=info.name, arch=info.arch, driver=list(info.driver_version),

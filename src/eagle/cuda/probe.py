@@ -39,7 +39,7 @@ from hawk import Mutable, Out, Param, Scalar, Terminated, Vec3
 
 __all__ = ["main", "versions"]
 
-PACKAGES = ("numpy", "numba", "cuda-bindings", "nvidia-cuda-nvrtc", "nvidia-nvjitlink",
+PACKAGES = ("numpy", "llvmlite", "numba", "cuda-bindings", "nvidia-cuda-nvrtc", "nvidia-nvjitlink",
             "cupy-cuda13x", "cupy-cuda12x", "torch", "jax", "jaxlib", "pytest", "hypothesis",
             "tqdm", "platformdirs", "pyelftools", "dask", "sphinx")
 FIXTURE = Path(__file__).resolve().parents[3] / "docs" / "guide" / "_fixtures" / "gravity.ptx"
