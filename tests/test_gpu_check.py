@@ -46,8 +46,11 @@ def test_gpu_check_gets_through_every_step_without_platformdirs_pyelftools_dask(
     summary = files["summary.txt"]
     assert done.stdout.startswith("no usable GPU: ") and summary.startswith("no usable GPU: ")
     assert "hidden (their import fails): platformdirs elftools dask" in summary
-    for name in ("versions", "seed"):
-        assert f"=== {name}: ok" in summary, summary
+    assert "=== seed: ok" in summary, summary
+    # the page's CPU cells ran; its GPU cells could not, which fails the step
+    assert "=== page: FAILED (exit 1)" in summary, summary
+    assert "run_page: 4 of 8 cells of what-a-graph-is.md ran, 4 skipped for want of a GPU" \
+        in files["page.log"]
     assert "=== probe: FAILED: it found no GPU to probe" in summary, summary
     # green only where the GPU was used: the GPU tests skipped, the benchmark's arms too
     assert re.search(r"=== tests: FAILED: (\d+) of \1 tests skipped \(\1 for 'needs a GPU'\)",
@@ -55,10 +58,10 @@ def test_gpu_check_gets_through_every_step_without_platformdirs_pyelftools_dask(
     assert "=== bench: FAILED: no GPU" in summary, summary
     table = summary.split("step         time  result\n", 1)[1]
     assert [line.split()[0] for line in table.splitlines()[:5]] == \
-        ["versions", "probe", "tests", "seed", "bench"]
+        ["probe", "tests", "seed", "page", "bench"]
     assert table.splitlines()[-1].startswith("gpu-check: FAILED") and "no usable GPU" in table
     assert len(files) <= 8 and {"tests.xml", "gpu_loop.json"} <= set(files)
-    versions = files["versions.log"].splitlines()
+    versions = files["probe.log"].splitlines()  # the versions first
     assert versions[1].startswith("python ") and versions[2].startswith("GPU: none")
     assert versions[3].startswith("NVRTC 13.") and versions[4].startswith("nvJitLink 13.")
     assert "probe: no GPU" in files["probe.log"]

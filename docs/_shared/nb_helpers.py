@@ -27,6 +27,6 @@ def xp_for(device: str):
         try:
             import cupy
         except ImportError as exc:
-            raise ImportError("xp_for('gpu') needs CuPy: pip install cupy-cuda12x") from exc
+            raise ImportError("xp_for('gpu') needs CuPy: pip install 'eagle-hawk[cupy]'") from exc
         return cupy
     raise ValueError(f"xp_for(device): device must be 'cpu' or 'gpu', got {device!r}")
