@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test test-all docs lint bench fuzz clean
+.PHONY: venv demo test test-all test-cuda13.0 docs lint bench fuzz clean
 
 venv: $(STAMP)
 
@@ -32,6 +32,25 @@ test: venv
 test-all: venv
 	$(PY) -m ruff check src tests benchmarks examples docs
 	$(PY) -m pytest -q
+	$(MAKE) test-cuda13.0
+
+# The GPU path's plumbing, defect and emulated-GPU tests once more, with the GPU machine's CUDA
+# 13.0 toolchain (NVRTC and nvJitLink 13.0.88) and the oldest cuda-bindings the [cuda] extra
+# allows (13.0.3): what the newer wheels .venv resolves would hide (that machine's image has
+# cuda-bindings 13.3.1, between the two).
+CUDA13_0 := .venv-cuda13.0
+CUDA13_0_PINS := cuda-bindings==13.0.3 nvidia-cuda-nvrtc==13.0.88 nvidia-nvjitlink==13.0.88
+
+$(CUDA13_0)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(CUDA13_0)
+	$(CUDA13_0)/bin/python -m pip install --quiet --upgrade pip
+	$(CUDA13_0)/bin/python -m pip install --quiet -e '.[test]' $(CUDA13_0_PINS)
+	touch $@
+
+test-cuda13.0: $(CUDA13_0)/.installed
+	$(CUDA13_0)/bin/python -m eagle.cuda.probe --versions
+	$(CUDA13_0)/bin/python -m pytest -q -p no:cacheprovider tests/test_gpu_plumbing.py \
+		tests/test_gpu_defects.py tests/test_gpu_emulated.py
 
 # The documentation site (every notebook executed; any warning is an error; no Markdown table
 # left as raw text).
@@ -50,4 +69,4 @@ fuzz: venv
 	EAGLE_FUZZ_EXAMPLES=$${EAGLE_FUZZ_EXAMPLES:-300} $(PY) -m pytest -q tests/test_random_kernels.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis docs/_build .eagle-test-cache
+	rm -rf $(VENV) $(CUDA13_0) build *.egg-info .pytest_cache .ruff_cache .hypothesis docs/_build .eagle-test-cache

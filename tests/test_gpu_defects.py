@@ -430,3 +430,61 @@ def test_until_done_stream_on_the_cpu_is_refused():
         eagle.until_done(eagle.deploy(oscillator, "cpu"), max_steps=10, stream=1,
                          x=np.ones(4), v=np.zeros(4), t=np.zeros(4), omega=np.ones(4),
                          t_end=1.0, dt=1e-3)
+
+
+# 8. the toolchain policy (issue 30): cubins for the device's own arch, the driver's major
+
+def test_a_newer_minor_toolkit_loads_and_a_newer_major_is_refused_before_the_driver(fake):
+    """NVRTC 13.5 (what CI installs) against a stand-in driver of CUDA 13.0 (the H200's):
+    eagle compiles a cubin for the device's sm_XY and loads it; the same NVRTC against a
+    CUDA 12.8 driver is refused by name, before the driver is handed a cubin it cannot load."""
+    assert nvrtc.nvrtc_version()[0] == 13
+    eagle.until_done(eagle.deploy(oscillator), max_steps=100, **spec_bindings(fake))
+    assert fake.calls.count("cuModuleLoadData") == 1  # the 13.0 driver was given the cubin
+    driver_module.device_info.cache_clear()
+    fake._cuDriverGetVersion = lambda: (driver_module.driver().CUresult.CUDA_SUCCESS, 12080)
+    loads = fake.calls.count("cuModuleLoadData")
+    try:
+        with pytest.raises(eagle.BackendUnavailable,
+                           match=r"NVRTC 13\.\d+ writes cubins for CUDA 13 drivers, but this "
+                                 r"machine's NVIDIA driver runs CUDA 12\.8: update the driver "
+                                 r"\(CUDA 13 needs R580 or newer\)"):
+            eagle.until_done(eagle.deploy(spread_oscillator), max_steps=100,
+                             **spec_bindings(fake))
+        assert fake.calls.count("cuModuleLoadData") == loads  # nothing reached the driver
+    finally:
+        driver_module.device_info.cache_clear()
+
+
+def test_a_ptx_artifact_for_a_newer_major_nvjitlink_is_refused(fake, tmp_path, monkeypatch):
+    from eagle.loaded import LoadedVector
+
+    path, _ = write_artifact(accumulate_force.specialize({}), "ptx", tmp_path / "force.ptx",
+                             "sm_80")
+    LoadedVector(path)  # nvJitLink 13.x on the 13.0 stand-in: linked and loaded
+    monkeypatch.setattr(nvrtc, "nvjitlink_version", lambda: (14, 0))
+    with pytest.raises(eagle.BackendUnavailable, match=r"nvJitLink 14\.0 writes cubins for "
+                                                       r"CUDA 14 drivers.*CUDA 13\.0"):
+        LoadedVector(path)
+
+
+def test_which_ptx_isa_a_toolchain_reads_is_eagles_own_table():
+    """Not cuda-bindings' table, which 13.0.3 ends at 9.0: with it, nvJitLink 13.5 was said
+    to refuse the PTX ISA 9.5 it writes (the exact-version job's first finding)."""
+    assert nvrtc.readable_ptx_isa("9.5", (13, 5)) and not nvrtc.readable_ptx_isa("9.5", (13, 0))
+    assert nvrtc.newest_readable_ptx_isa((13, 0)) == "9.0"
+    assert nvrtc.newest_readable_ptx_isa((13, 5)) == "9.5"
+    assert nvrtc.newest_readable_ptx_isa((12, 6)) == "8.5"
+    assert not nvrtc.readable_ptx_isa("9.9", (13, 5))  # newer than the table: refused by all
+    assert nvrtc.readable_ptx_isa("9.9", (13, 9))  # ... it lists; a newer linker decides
+
+
+def test_the_cuda_extra_stays_within_one_cuda_major():
+    """The policy's bounds: a CUDA 14 toolkit's cubins would not load on the CUDA 13 drivers
+    the [cuda] extra is for."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    bounds = {re.split(r"[<>=]", req, maxsplit=1)[0]: req for req in extras["cuda"]}
+    assert set(bounds) == {"cuda-bindings", "nvidia-cuda-nvrtc", "nvidia-nvjitlink"}
+    for requirement in bounds.values():
+        assert ">=13.0" in requirement and "<14" in requirement, requirement

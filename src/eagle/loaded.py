@@ -26,6 +26,15 @@ from .cuda.artifact import Artifact, check_ptx_isa, read_artifact
 __all__ = ["LoadedVector"]
 
 
+def _release(text) -> tuple[int, int]:
+    """``(13, 5)`` from a sidecar's ``"13.5"``; ``(0, 0)`` (nothing to refuse) if unreadable."""
+    try:
+        major, minor = str(text).split(".")[:2]
+        return int(major), int(minor)
+    except ValueError:
+        return 0, 0
+
+
 class LoadedVector:
     """One artifact loaded on one GPU; ``launch(**bindings)`` runs one step of it.
 
@@ -40,17 +49,21 @@ class LoadedVector:
         from .cuda.emit import CONTROL_FIELDS
         from .cuda.launcher import Module
         from .cuda.memory import DeviceBuffer
-        from .cuda.nvrtc import ptx_to_cubin
+        from .cuda.nvrtc import check_driver_loads, nvjitlink_version, ptx_to_cubin
 
         self.artifact: Artifact = read_artifact(path)  # refused before anything is loaded
         check_ptx_isa(self.artifact)
         require()
         self.device = device
         self.ordinal = ordinal_of(device)
-        arch = device_info(self.ordinal).arch
+        info = device_info(self.ordinal)
         meta = self.artifact.meta
-        cubin = ptx_to_cubin(self.artifact.data, arch) if meta["target"] == "ptx" \
-            else self.artifact.data
+        if meta["target"] == "ptx":
+            check_driver_loads(nvjitlink_version(), "nvJitLink", info.driver_version)
+            cubin = ptx_to_cubin(self.artifact.data, info.arch)
+        else:
+            check_driver_loads(_release(meta.get("nvrtc_version")), "NVRTC", info.driver_version)
+            cubin = self.artifact.data
         self.module = Module(cubin, self.ordinal)
         self.block = int(meta["block_size"])
         self._function = self.module.function(meta["entry"])

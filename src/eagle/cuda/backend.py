@@ -49,7 +49,7 @@ from .emit import (
 from .graph import Graph, add_kernel_node, add_while_node, condition_handle
 from .launcher import Launcher, Module, pack
 from .memory import DeviceBuffer, HostMapped, wait_for_producers
-from .nvrtc import compile_source
+from .nvrtc import check_driver_loads, compile_source, nvrtc_version
 from .stream import Stream
 
 if TYPE_CHECKING:
@@ -81,6 +81,8 @@ class CudaKernel:
         info = device_info(ordinal)
         self.arch = info.arch
         self.source = emit_cuda(program)
+        if compiler is compile_source:
+            check_driver_loads(nvrtc_version(), "NVRTC", info.driver_version)
         self.cubin = compiler(self.source, self.arch, fmad=fmad, name=f"{program.name}.cu")
         self.module = Module(self.cubin, ordinal)
         self.step = self.module.function(STEP_KERNEL)

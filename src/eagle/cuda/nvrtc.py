@@ -33,11 +33,25 @@ from .driver import check
 
 __all__ = ["compile_source", "ptx_to_cubin", "nvrtc_version", "nvjitlink_version", "CompileFailed",
            "arch_name", "OLDEST_PTX_ISA", "ptx_isa_of", "readable_ptx_isa", "lower_ptx_isa",
-           "newest_readable_ptx_isa"]
+           "newest_readable_ptx_isa", "PTX_ISA_RELEASE", "check_driver_loads"]
 
 #: The PTX ISA nvJitLink 13.0 reads, the oldest the ``[cuda]`` extra installs
 #: (``nvidia-nvjitlink>=13.0``); artifacts are written at this ISA unless asked otherwise.
 OLDEST_PTX_ISA = "9.0"
+#: The CUDA release that introduced each PTX ISA, from NVIDIA's PTX ISA release notes (the table
+#: cuda-bindings 13.5 carries; 13.0's stops at 9.0). eagle keeps its own, so which ISA a
+#: toolchain reads does not depend on the cuda-bindings installed beside it.
+PTX_ISA_RELEASE = {
+    "6.0": (9, 0), "6.1": (9, 1), "6.2": (9, 2), "6.3": (10, 0), "6.4": (10, 1), "6.5": (10, 2),
+    "7.0": (11, 0), "7.1": (11, 1), "7.2": (11, 2), "7.3": (11, 3), "7.4": (11, 4),
+    "7.5": (11, 5), "7.6": (11, 6), "7.7": (11, 7), "7.8": (11, 8),
+    "8.0": (12, 0), "8.1": (12, 1), "8.2": (12, 2), "8.3": (12, 3), "8.4": (12, 4),
+    "8.5": (12, 5), "8.6": (12, 7), "8.7": (12, 8), "8.8": (12, 9),
+    "9.0": (13, 0), "9.1": (13, 1), "9.2": (13, 2), "9.3": (13, 3), "9.4": (13, 4),
+    "9.5": (13, 5),
+}  # fmt: skip
+#: The first driver branch of each CUDA major version.
+_DRIVER_BRANCH = {12: 525, 13: 580}
 _VERSION_LINE = re.compile(rb"^(\s*\.version\s+)(\d+\.\d+)", re.M)
 
 
@@ -79,24 +93,36 @@ def _isa_key(isa: str) -> tuple[int, int]:
 
 def readable_ptx_isa(isa: str, toolchain: tuple[int, int]) -> bool:
     """Whether an nvJitLink (or driver) of CUDA ``toolchain`` (major, minor) reads PTX ISA
-    ``isa``: the CUDA release that introduced each ISA comes from cuda-bindings' own table; an
-    ISA that table does not know is newer than this toolchain."""
-    from cuda.bindings.utils import get_minimal_required_cuda_ver_from_ptx_ver
-
-    try:
-        needed = get_minimal_required_cuda_ver_from_ptx_ver(isa)
-    except ValueError:
-        return False
-    return needed <= 1000 * toolchain[0] + 10 * toolchain[1]
+    ``isa``. An ISA ``PTX_ISA_RELEASE`` does not know is newer than every release it lists:
+    refused by those, left to the linker's own word by a newer one."""
+    needed = PTX_ISA_RELEASE.get(isa)
+    if needed is None:
+        return tuple(toolchain) > max(PTX_ISA_RELEASE.values())
+    return needed <= tuple(toolchain)
 
 
 def newest_readable_ptx_isa(toolchain: tuple[int, int]) -> str | None:
     """The newest PTX ISA an nvJitLink of CUDA ``toolchain`` reads (None if none is known)."""
-    for major in range(12, 5, -1):
-        for minor in range(9, -1, -1):
-            if readable_ptx_isa(f"{major}.{minor}", toolchain):
-                return f"{major}.{minor}"
-    return None
+    readable = [isa for isa, release in PTX_ISA_RELEASE.items() if release <= tuple(toolchain)]
+    return max(readable, key=_isa_key, default=None)
+
+
+def check_driver_loads(made_by: tuple[int, int], tool: str, driver: tuple[int, int]) -> None:
+    """The toolchain policy, asked before a cubin ``tool`` (``"NVRTC"`` or ``"nvJitLink"``) of
+    CUDA ``made_by`` wrote is loaded by a driver of CUDA ``driver``.
+
+    eagle hands the driver only cubins built for the device's own ``sm_XY`` (by NVRTC, or by
+    nvJitLink from PTX), never PTX to JIT, so a toolkit newer than the driver within one CUDA
+    major version is fine: a cubin loads on every driver of its major version (CUDA's minor
+    version compatibility; NVRTC 13.5's cubins on a 13.0 driver). A toolkit of a newer major
+    than the driver is refused here, saying what to do, before the driver's own bare
+    ``CUDA_ERROR_UNSUPPORTED_PTX_VERSION``."""
+    if made_by[0] > driver[0]:
+        raise BackendUnavailable(
+            f"{tool} {made_by[0]}.{made_by[1]} writes cubins for CUDA {made_by[0]} drivers, but "
+            f"this machine's NVIDIA driver runs CUDA {driver[0]}.{driver[1]}: update the driver "
+            f"(CUDA {made_by[0]} needs R{_DRIVER_BRANCH.get(made_by[0], '?')} or newer), or "
+            f"install the CUDA {driver[0]} toolchain eagle's [cuda] extra allows")
 
 
 def lower_ptx_isa(ptx: bytes, isa: str, arch: str) -> bytes:
