@@ -1,5 +1,5 @@
 """The GPU loop benchmark: ``run()`` alone against the device's FP64 limit, eager vs graph,
-and a Lorenz ensemble vs JAX ``vmap(while_loop)``.
+a scattered tail against a sorted one, and a Lorenz ensemble vs JAX ``vmap(while_loop)``.
 
 Needs a CUDA GPU and CuPy (JAX optional); without one it says so, writes its JSON with the
 reason, and exits 0. Importing it needs neither. All arms run in one process on the same data,
@@ -17,6 +17,9 @@ arrays re-initialised on the device before the clock starts. Reported per arm:
   (``FP64_OPS_PER_STEP`` FP64 instructions per sample-step against SMs x FP64 units per SM x
   clock); eager / graph; every exact arm checked bit for bit against the others (and against
   eagle's CPU backend without ``--quick``);
+- the tail (n = 1,000,000: 99% of samples stop after 100 steps, 1% after 10,000), scattered at
+  random places and sorted together: ``eagle_graph`` ``run()`` alone, the scattered time over
+  the sorted one being what scattering costs;
 - Lorenz (8,388,608 trajectories, RK4): ``eagle_graph`` ``run()`` alone vs JAX
   ``jit(vmap(lax.while_loop))`` after its compile, agreeing to rounding.
 
@@ -164,6 +167,38 @@ def card_rows(cp, n: int, config: str, repeats: int, fp64_rate: float,
     return rows
 
 
+def tail_t_end(n: int, scattered: bool) -> np.ndarray:
+    """99% of samples stop after 100 steps and 1% after 10,000, at random places or (sorted)
+    packed together at the end: what ``benchmarks/cpu_loop.py`` calls the tail workloads."""
+    steps = np.full(n, 100)
+    steps[: max(1, n // 100)] = 10_000
+    steps = np.random.default_rng(2024).permutation(steps) if scattered else np.sort(steps)
+    return (steps - 0.5) * DT  # t reaches t_end after exactly that many steps
+
+
+def tail_rows(cp, n: int, repeats: int, fp64_rate: float) -> list[dict]:
+    """The scattered tail against the same lifetimes sorted (the long-lived samples packed into
+    whole warps, the best a GPU can do): their time ratio is what scattering costs."""
+    arms = []
+    for config in ("tail-scattered", "tail-sorted"):
+        host = dict(initial(n, "uniform"), t_end=tail_t_end(n, config == "tail-scattered"),
+                    dt=DT)
+        arms.append(Arm(cp, config, card_kernel, host, 20_000))
+    interleaved(arms, repeats)
+    rows = []
+    for arm in arms:
+        sample_steps = int(np.rint(cp.asnumpy(arm.state["t"]) / DT).sum())
+        rows.append(dict(workload="tail", n=n, config=arm.name, arm="eagle_graph",
+                         run_s=arm.run_s, runs_s=arm.samples, build_s=arm.build_s,
+                         launches=arm.report.launches, steps=arm.report.steps,
+                         sample_steps=sample_steps, sample_steps_per_s=sample_steps / arm.run_s,
+                         fp64_limit_fraction=sample_steps * FP64_OPS_PER_STEP / fp64_rate
+                         / arm.run_s))
+    for row in rows:
+        row["vs_eagle_graph"] = row["run_s"] / rows[1]["run_s"]  # against the sorted tail
+    return rows
+
+
 def lorenz_rows(cp, n: int, steps: int, repeats: int, fp64_rate: float) -> list[dict]:
     rng = np.random.default_rng(7)
     host = dict(x=np.ones(n), y=np.zeros(n), z=np.zeros(n), k=np.zeros(n),
@@ -291,7 +326,8 @@ def main(argv: list[str] | None = None) -> int:
           f" FP64 issue limit {fp64_rate / 1e12:.1f} T instructions/s ({derived})")
     result = dict(device=info.name, arch=info.arch, driver=list(info.driver_version),
                   fp64_issue_rate=fp64_rate, fp64_issue_rate_from=derived,
-                  fp64_ops_per_step=FP64_OPS_PER_STEP, quick=args.quick, card=[], lorenz=[])
+                  fp64_ops_per_step=FP64_OPS_PER_STEP, quick=args.quick, card=[], tail=[],
+                  lorenz=[])
 
     def save():
         args.json.write_text(json.dumps(result, indent=2) + "\n")
@@ -300,12 +336,15 @@ def main(argv: list[str] | None = None) -> int:
         result["card"] += card_rows(cp, args.n, config, repeats, fp64_rate, not args.quick)
         save()
     print_rows(result["card"])
+    result["tail"] = tail_rows(cp, args.n, repeats, fp64_rate)
+    save()
+    print_rows(result["tail"])
     result["lorenz"] = lorenz_rows(cp, args.lorenz_n, 100 if args.quick else 1000,
                                    repeats, fp64_rate)
     save()
     print_rows(result["lorenz"])
     missed = [f"{r['workload']} {r['arm']}: {r['skipped']}"
-              for r in result["card"] + result["lorenz"] if "skipped" in r]
+              for r in result["card"] + result["tail"] + result["lorenz"] if "skipped" in r]
     if missed:  # gpu-check fails a bench step whose JSON names something skipped
         result["skipped"] = "; ".join(missed)
         save()

@@ -2,15 +2,18 @@
 
     python -m eagle bench [--quick] [--out DIR] ...   the eager-loop vs graph card
     python -m eagle compile MODULE.py:KERNEL --target {cuda,ptx,cubin} [--arch sm_90]
-                            [--ptx-isa 9.0] [--dtype NAME=float32 ...] [--fmad] -o FILE
+                            [--ptx-isa 9.0] [--dtype NAME=float32 ...] [--fmad] [--info]
+                            -o FILE
     python -m eagle info                              versions, devices, threads, cache
     python -m eagle cache clear                       delete every compiled kernel
     python -m eagle --version
 
 ``compile`` writes the CUDA source, PTX or cubin of a hawk kernel's step and a JSON sidecar
 beside it (``FILE`` with the suffix ``.json``; the format is in ``docs/artifacts.md``), for
-``eagle.loaded.LoadedVector`` or a native program; NVRTC needs no GPU. (It lives here, not in
-``python -m hawk``: the language knows nothing of the runtime's artifacts.)
+``eagle.loaded.LoadedVector`` or a native program; NVRTC needs no GPU. ``--info`` also prints
+each kernel's registers, spills and stack (ptxas's report) and how many of eagle's blocks fit on
+one SM of ``--arch``. (It lives here, not in ``python -m hawk``: the language knows nothing of
+the runtime's artifacts.)
 """
 
 from __future__ import annotations
@@ -79,7 +82,29 @@ def compile_artifact(args) -> int:
         print(f"eagle: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {path} ({path.stat().st_size} bytes) and {meta}")
+    if args.info:
+        for line in resource_table(program, args.arch, args.fmad):
+            print(line)
     return 0
+
+
+def resource_table(program, arch: str, fmad: bool) -> list[str]:
+    """One line per kernel of ``program``'s CUDA: registers, spills, stack, and the blocks of
+    eagle's launch that fit on one SM of ``arch`` (occupancy: the share of its warps)."""
+    from .cuda.emit import BLOCK_SIZE, emit_cuda
+    from .cuda.nvrtc import arch_name, blocks_per_sm, occupancy, resource_usage
+
+    lines = [f"{'kernel':<14} {'registers':>9} {'spill st/ld':>12} {'stack':>6} "
+             f"{'blocks/SM':>9} {'occupancy':>9}   ({arch_name(arch)}, {BLOCK_SIZE} threads "
+             "per block)"]
+    for used in resource_usage(emit_cuda(program), arch, fmad):
+        blocks = blocks_per_sm(used.registers, BLOCK_SIZE, arch)
+        share = occupancy(used.registers, BLOCK_SIZE, arch)
+        share = "-" if share is None else f"{share:.1%}"
+        lines.append(f"{used.kernel:<14} {used.registers:>9} "
+                     f"{f'{used.spill_stores}/{used.spill_loads} B':>12} {used.stack:>4} B "
+                     f"{'-' if blocks is None else blocks:>9} {share:>9}")
+    return lines
 
 
 def _version() -> str:
@@ -108,6 +133,8 @@ def parser() -> argparse.ArgumentParser:
                                "supported nvJitLink reads; 'native' for this NVRTC's own)")
     compile_.add_argument("--fmad", action="store_true",
                           help="allow fused multiply-add (results then differ from the CPU)")
+    compile_.add_argument("--info", action="store_true",
+                          help="print each kernel's registers, spills and blocks per SM")
     compile_.add_argument("-o", "--output", required=True, type=Path)
     commands.add_parser("info", help="versions, devices, threads, cache")
     cache = commands.add_parser("cache", help="the compile cache")

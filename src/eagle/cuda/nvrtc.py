@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import cache
@@ -33,7 +34,8 @@ from .driver import check
 
 __all__ = ["compile_source", "ptx_to_cubin", "nvrtc_version", "nvjitlink_version", "CompileFailed",
            "arch_name", "OLDEST_PTX_ISA", "ptx_isa_of", "readable_ptx_isa", "lower_ptx_isa",
-           "newest_readable_ptx_isa", "PTX_ISA_RELEASE", "check_driver_loads"]
+           "newest_readable_ptx_isa", "PTX_ISA_RELEASE", "check_driver_loads", "Resources",
+           "resource_usage", "blocks_per_sm", "occupancy"]
 
 #: The PTX ISA nvJitLink 13.0 reads, the oldest the ``[cuda]`` extra installs
 #: (``nvidia-nvjitlink>=13.0``); artifacts are written at this ISA unless asked otherwise.
@@ -263,3 +265,82 @@ def ptx_to_cubin(ptx: bytes, arch: str) -> bytes:
         return bytes(cubin)
     finally:
         nvjitlink.destroy(handle)
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What ptxas gave one kernel: registers per thread, spills and stack in bytes, static
+    shared memory in bytes."""
+
+    kernel: str
+    registers: int
+    spill_stores: int
+    spill_loads: int
+    stack: int
+    shared: int
+
+
+_ENTRY = re.compile(r"Compiling entry function '(\w+)'")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
+
+
+def resource_usage(source: str, arch: str = "sm_90", fmad: bool = False) -> list[Resources]:
+    """Each kernel's registers, spills, stack and shared memory as ptxas reports them when
+    NVRTC compiles ``source`` for ``arch`` (``--ptxas-options=-v``; no GPU, no cache)."""
+    nvrtc = _nvrtc()
+    arch = arch_name(arch)
+    program = check(nvrtc.nvrtcCreateProgram(source.encode(), b"eagle_info.cu", 0, [], []),
+                    "nvrtcCreateProgram")
+    try:
+        options = [*_options(arch, "cubin", fmad), b"--ptxas-options=-v"]
+        result, = nvrtc.nvrtcCompileProgram(program, len(options), options)
+        size = check(nvrtc.nvrtcGetProgramLogSize(program), "nvrtcGetProgramLogSize")
+        log = b" " * size
+        check(nvrtc.nvrtcGetProgramLog(program, log), "nvrtcGetProgramLog")
+        text = log.decode(errors="replace").rstrip(chr(0))
+        if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise CompileFailed(result.name, "nvrtcCompileProgram",
+                                f"NVRTC could not compile for {arch}:\n{text.strip()}")
+    finally:
+        nvrtc.nvrtcDestroyProgram(program)
+    found, kernel, frame = [], None, (0, 0, 0)
+    for line in text.splitlines():
+        if entry := _ENTRY.search(line):
+            kernel, frame = entry.group(1), (0, 0, 0)
+        elif (sizes := _FRAME.search(line)) and kernel:
+            frame = tuple(int(v) for v in sizes.groups())
+        elif (used := _USED.search(line)) and kernel:
+            found.append(Resources(kernel, int(used.group(1)), frame[1], frame[2], frame[0],
+                                   int(used.group(2) or 0)))
+            kernel = None
+    return found
+
+
+#: Per architecture: registers per SM, threads per SM, blocks per SM (CUDA's occupancy
+#: calculator's limits; 256 registers is the allocation unit per warp on all of them).
+_SM_LIMITS = {"sm_75": (65536, 1024, 16), "sm_80": (65536, 2048, 32), "sm_86": (65536, 1536, 16),
+              "sm_87": (65536, 2048, 16), "sm_89": (65536, 1536, 24), "sm_90": (65536, 2048, 32),
+              "sm_100": (65536, 2048, 32), "sm_120": (65536, 1536, 32)}
+
+
+def blocks_per_sm(registers: int, block: int, arch: str = "sm_90") -> int | None:
+    """How many blocks of ``block`` threads using ``registers`` each fit on one SM of ``arch``
+    by registers and threads (None for an architecture not in the table); what
+    ``cuOccupancyMaxActiveBlocksPerMultiprocessor`` says on a device, without one."""
+    limits = _SM_LIMITS.get(arch_name(arch))
+    if limits is None:
+        return None
+    per_sm, threads, most = limits
+    per_warp = -(-max(registers, 1) * 32 // 256) * 256
+    warps = -(-block // 32)
+    return min(per_sm // per_warp // warps, threads // block, most)
+
+
+def occupancy(registers: int, block: int, arch: str = "sm_90") -> float | None:
+    """The share of an SM's warps that blocks of ``block`` threads using ``registers`` each
+    keep resident (None for an architecture not in the table)."""
+    blocks = blocks_per_sm(registers, block, arch)
+    if blocks is None:
+        return None
+    return blocks * -(-block // 32) / (_SM_LIMITS[arch_name(arch)][1] // 32)
