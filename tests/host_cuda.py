@@ -2,11 +2,19 @@
 
 The emitted source is compiled by the host C++ compiler behind a small prelude that gives the
 CUDA built-ins their one-thread meaning (blocks of one thread: ``__syncthreads_count(p)`` is
-``p``, a warp shuffle returns the thread's own value, atomics are plain read-modify-writes).
-``HostKernel.run`` then plays the device loop a WHILE graph plays: step kernel over every
-sample, decide kernel, again until the decide kernel sets ``nsteps`` to 0. IEEE arithmetic on
-x86-64 (SSE2, no contraction) is what the GPU computes with ``--fmad=false``, so for kernels
-without library math functions the results must equal the reference executor bit for bit.
+``p``, a warp shuffle returns the thread's own value, ``__ballot_sync(mask, p)`` is lane 0's bit,
+atomics are plain read-modify-writes). ``HostKernel.run`` then plays the device loop a WHILE
+graph plays: step kernel over the grid of ``n`` threads, decide kernel, again until the decide
+kernel sets ``nsteps`` to 0, with the two lists of sample indices the step kernel compacts the
+live samples into, as ``GraphLoop`` allocates them. The blocks run in thread order, so the
+lists keep the samples in index order (on a GPU the blocks' order in the lists varies). IEEE
+arithmetic on x86-64 (SSE2, no contraction) is what the GPU computes with ``--fmad=false``, so
+for kernels without library math functions the results must equal the reference executor bit
+for bit.
+
+The prelude also defines the emitted ``EAGLE_OBSERVE_STEPS(thread, taken)`` hook (empty in the
+real build): ``run(observe=True)`` records, for every launch, the thread ``j`` that ran a live
+sample and the steps it took, so a test can count the lane-steps a GPU's warps would execute.
 """
 
 from __future__ import annotations
@@ -37,6 +45,15 @@ struct EagleDim { unsigned long long x; };
 static EagleDim threadIdx = {0}, blockIdx = {0}, blockDim = {1};
 static inline int __syncthreads_count(int p) { return p != 0; }
 static inline long long __shfl_down_sync(unsigned, long long v, int) { return v; }
+static inline unsigned int __ballot_sync(unsigned, int p) { return p != 0 ? 1u : 0u; }
+static inline int __popc(unsigned int v) { return __builtin_popcount(v); }
+extern "C" { long long* eagle_observed = 0; long long eagle_observations = 0; }
+static inline void eagle_observe(long long thread, long long taken) {
+    if (eagle_observed == 0) return;
+    eagle_observed[2 * eagle_observations] = thread;
+    eagle_observed[2 * eagle_observations + 1] = taken;
+    ++eagle_observations; }
+#define EAGLE_OBSERVE_STEPS(thread, taken) eagle_observe(thread, taken)
 extern "C" { long long eagle_atomic_adds = 0, eagle_atomic_maxes = 0; }
 static inline unsigned long long atomicAdd(unsigned long long* a, unsigned long long v) {
     ++eagle_atomic_adds; unsigned long long o = *a; *a = o + v; return o; }
@@ -89,12 +106,18 @@ extern "C" void host_step({params}) {{
 
     def run(self, arrays: dict, uniforms: dict, flags: np.ndarray, max_steps: int,
             steps_per_launch: int, grow_until: int = 0, full: int = 0,
-            spread: int = 0, seed: int = 0, first_sample: int = 0) -> np.ndarray:
+            spread: int = 0, seed: int = 0, first_sample: int = 0,
+            observe: bool = False) -> np.ndarray:
         """Run the device loop to the end; return the control block. ``grow_until`` > 0 plays
         the adaptive schedule (``emit``'s docstring) with a device that is full at ``full``
         live samples and has ``spread`` one-block-per-SM slots; ``seed`` and ``first_sample``:
-        the counters of a program that reads them."""
+        the counters of a program that reads them. ``observe``: keep in ``self.observed``, for
+        each launch, an array of rows (thread j, steps its sample took) reported by the
+        kernel's ``EAGLE_OBSERVE_STEPS`` hook (threads that ran no live sample report none)."""
+        n = flags.shape[0]
         control = np.zeros(len(CONTROL_FIELDS), dtype=np.int64)
+        self.lists = np.full(2 * n, -1, dtype=np.int64)  # the in- and out-lists, as on a GPU
+        control[_FIELD["lists"]] = self.lists.ctypes.data
         control[_FIELD["nsteps"]] = min(steps_per_launch, max_steps)
         control[_FIELD["max_steps"]] = max_steps
         control[_FIELD["steps_per_launch"]] = steps_per_launch
@@ -127,13 +150,22 @@ extern "C" void host_step({params}) {{
         condition.value = 1
         iterations = 0
         self.sizes = []  # the nsteps of every launch, in order
+        self.observed = []
+        observed = np.zeros((n, 2), dtype=np.int64) if observe else None
+        pointer = ctypes.c_void_p.in_dll(self.library, "eagle_observed")
+        count = ctypes.c_longlong.in_dll(self.library, "eagle_observations")
+        pointer.value = None if observed is None else observed.ctypes.data
         while condition.value:
             self.sizes.append(int(control[_FIELD["nsteps"]]))
+            count.value = 0
             self.library.host_step(*values)
+            if observe:
+                self.observed.append(observed[:count.value].copy())
             self.library.eagle_decide(ctypes.c_void_p(control.ctypes.data),
                                       ctypes.c_ulonglong(0), ctypes.c_int(1))
             iterations += 1
             assert iterations <= max_steps + 1, "the decide kernel never ended the loop"
+        pointer.value = None
         return control
 
     def atomics(self) -> tuple[int, int]:
