@@ -5,7 +5,7 @@ the slowest of them. So the work a launch costs the GPU is, summed over the warp
 lane, 32 x the most steps any of its lanes took ("lane-steps"); the work it does is the steps
 its samples took ("useful steps"). With one thread per sample and 1% of the samples running 100
 times longer than the rest at random places, about a quarter of the warps keep one live lane
-after the short samples are done (~14 lane-steps per useful step); with the live samples
+after the short samples are done (14.75 lane-steps per useful step); with the live samples
 compacted into the first threads between launches (``eagle.cuda.emit``), the tail runs on a
 few full warps.
 
@@ -20,6 +20,7 @@ whole runner (graph, WHILE node, reset, run again).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 
 import numpy as np
@@ -143,41 +144,65 @@ def test_compacted_samples_keep_their_own_random_streams(folder):
 
 
 
-@pytest.fixture
-def emulated_gpu(tmp_path_factory):
-    """The emulated GPU (``emulated_gpu``) serving ``cuda`` devices; skipped as
-    ``test_gpu_emulated`` is, where a real GPU is present or ``cuda.bindings`` is missing."""
+@contextlib.contextmanager
+def emulated(mode: str, folder):
+    """The emulated GPU (``emulated_gpu``) serving ``cuda`` devices, with a driver older than
+    12.4 for the unrolled graph; skipped as ``test_gpu_emulated`` is, where a real GPU is
+    present or ``cuda.bindings`` is missing."""
     pytest.importorskip("cuda.bindings.driver")
     from eagle.cuda import driver as driver_module
 
     if driver_module.is_available():
         pytest.skip("a real GPU is present: tests/test_gpu.py runs instead")
     from emulated_gpu import EmulatedDriver
-    from fake_driver import installed
+    from fake_driver import OK, installed
 
-    with installed(EmulatedDriver(tmp_path_factory.mktemp("emulated")),
-                   compiler=lambda source, arch="sm_90", **options: source.encode() + b"\0",
-                   ) as driver:
+    class Driver12_3(EmulatedDriver):
+        def _cuDriverGetVersion(self):
+            return OK, 12030
+
+    driver = (Driver12_3 if mode == "graph-unrolled" else EmulatedDriver)(folder)
+    with installed(driver, compiler=lambda source, arch="sm_90", **options:
+                   source.encode() + b"\0"):
         yield driver
 
 
+@pytest.fixture(params=["graph-while", "graph-unrolled", "host-loop"])
+def emulated_gpu(request, tmp_path_factory):
+    """(the emulated GPU, the loop's mode) for each of the GPU runner's three loops."""
+    with emulated(request.param, tmp_path_factory.mktemp("emulated")) as driver:
+        yield driver, request.param
+
+
 def test_the_whole_runner_on_a_scattered_tail(emulated_gpu, tail_expected):
-    """The graph's WHILE loop over compacted launches: truncated at step 150 (the tail is
-    already compacted), continued to the end, run again (nothing to do), then reset and run
-    from the same start: every time the reference's bits."""
+    """Every loop over compacted launches (the graph's WHILE node, the unrolled graph, the
+    host's loop): truncated at step 150 (the tail is already compacted), continued to the end,
+    run again (nothing to do), then reset and run from the same start: every time the
+    reference's bits."""
     import eagle
     from fake_driver import GpuArray
 
+    gpu, mode = emulated_gpu
+
     def upload(bindings):
-        return {k: GpuArray(emulated_gpu, v) if isinstance(v, np.ndarray) else v
+        return {k: GpuArray(gpu, v) if isinstance(v, np.ndarray) else v
                 for k, v in bindings.items()}
 
     start = tail_bindings(tail_steps())
     arrays = upload(start)
-    runner = eagle.until_done(eagle.deploy(spread_oscillator), max_steps=150, **arrays)
+    runner = eagle.until_done(eagle.deploy(spread_oscillator), max_steps=150,
+                              eager=mode == "host-loop", **arrays)
     with pytest.warns(eagle.TruncationWarning):
         first = runner.run()
+    assert first.mode == mode
     assert first.truncated and first.steps == 150 and first.done == N - N // 100
+    # The loop's lists: the next launch would take exactly the long samples.
+    loop = runner._loop.graph_loop()
+    control = dict(zip(CONTROL_FIELDS, loop.host_control.tolist(), strict=True))
+    lists = loop.lists.download(np.empty(2 * N, np.int64)).reshape(2, N)
+    assert control["count"] == N // 100 and control["list_in"] in (1, 2)
+    in_list = lists[control["list_in"] - 1, : N // 100]
+    assert np.array_equal(np.sort(in_list), np.flatnonzero(start["t_end"] > SHORT * DT))
     runner.max_steps = LONG + 10
     rest = runner.run()
     assert not rest.truncated and runner.steps == LONG and rest.done == N
@@ -187,9 +212,38 @@ def test_the_whole_runner_on_a_scattered_tail(emulated_gpu, tail_expected):
     assert_bitwise_equal(final, {k: tail_expected[k] for k in final})
     for key, value in upload(start).items():  # the user re-initialises the arrays
         if isinstance(value, GpuArray):
-            emulated_gpu._copy(arrays[key].address, value.address, value.get().nbytes)
+            gpu._copy(arrays[key].address, value.address, value.get().nbytes)
     runner.reset()
     whole = runner.run()
     assert whole.steps == LONG and whole.launches == 15
     assert_bitwise_equal({k: v.get() for k, v in arrays.items() if isinstance(v, GpuArray)},
                          final)
+
+
+def test_each_composed_replay_starts_on_every_sample(tmp_path, tail_expected):
+    """A ``GraphComposer`` replay opens its run with ``eagle_start``, which must go back to the
+    identity list: here the first replay ends with the lists empty (every sample done), the
+    user restarts the samples (fresh arrays, flags cleared), and the second replay must run
+    them all again to the same bits."""
+    import eagle
+    from eagle.compose import GraphComposer
+    from eagle.cuda.memory import clear
+    from fake_driver import GpuArray
+
+    with emulated("graph-while", tmp_path) as gpu:
+        start = tail_bindings(tail_steps())
+        arrays = {k: GpuArray(gpu, v) if isinstance(v, np.ndarray) else v for k, v in start.items()}
+        runner = eagle.until_done(eagle.deploy(spread_oscillator), max_steps=3 * LONG, **arrays)
+        composer = GraphComposer().add(runner).build()
+        for replay in (1, 2):
+            composer.launch(1)
+            composer.synchronize()
+            runner.sync_from_device()
+            assert runner.steps == replay * LONG and runner.live == 0
+            final = {k: v.get() for k, v in arrays.items() if isinstance(v, GpuArray)}
+            assert_bitwise_equal(final, {k: tail_expected[k] for k in final})
+            for key, value in start.items():  # the user restarts every sample
+                if isinstance(value, np.ndarray):
+                    fresh = np.ascontiguousarray(value)
+                    gpu._copy(arrays[key].address, fresh.ctypes.data, fresh.nbytes)
+            clear(runner.bound.flags)

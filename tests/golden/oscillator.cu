@@ -139,9 +139,15 @@ extern "C" __global__ void __launch_bounds__(256) eagle_step(
             }
         }
         __syncthreads();
-        if (live && lists != 0) {
+        // The lists' place is read again (volatile), not kept in registers across the steps:
+        // that costs the smallest kernels occupancy (sm_90, NVRTC 13.5: the oscillator 40
+        // registers, not 32).
+        const volatile EagleControl* const again = control;
+        long long* const lists_again = (long long*)again->lists;
+        if (live && lists_again != 0) {
+            const long long out = again->list_in == 1 ? n : 0;  // the out-list's first entry
             const unsigned int below = lanes & ((1u << (threadIdx.x & 31)) - 1u);
-            lists[(list_in == 1 ? n : 0) + warp_slot[threadIdx.x >> 5] + __popc(below)] = i;
+            lists_again[out + warp_slot[threadIdx.x >> 5] + __popc(below)] = i;
         }
     } else {
         // A live sample took all nsteps steps (eagle_decide derives the slowest count), so only

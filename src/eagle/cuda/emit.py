@@ -25,18 +25,20 @@ The source defines three kernels, all ``extern "C"`` so their names survive comp
 
 Compaction. Once most samples are done, the live ones are scattered: with one thread per
 sample, a warp runs as long as its slowest lane, so a warp holding one live sample costs 32
-lanes' steps (with 1% of samples running 100 times longer than the rest, at random places,
-about a quarter of the warps keep one, and the GPU executes ~14 lane-steps per useful step).
-So each launch runs on a list of the samples that were live after the previous one, packed
-into the first threads: ``control->lists`` is the device address of two lists of ``n`` sample
-indices; ``control->list_in`` says which half is the in-list (1 or 2; the other half is the
-out-list), or 0 for the identity list (thread ``j`` takes sample ``j``), which the first
-launch of every run uses, so ``reset()`` and a finished sample need nothing else (a sample
-already flagged done is skipped); ``control->count`` is the in-list's length. The grid is
-fixed when the graph is recorded (sized for ``n``), so blocks past the count return at once.
-With no lists (``control->lists`` 0, as for ``LoadedVector``) every launch uses the identity.
-A sample is still index ``i`` everywhere (its arrays, its Series rows, its random stream
-``sample_id``), so results do not depend on the order of the lists.
+lanes' steps. With 1% of the samples running 100 times longer than the rest, at random places,
+about a quarter of the warps keep one, and the GPU executes about 15 lane-steps per useful
+step (``tests/test_gpu_refill.py`` counts them; 1.08 with compaction). So each launch runs on
+a list of the samples that were live after the previous one, packed into the first threads:
+``control->lists`` is the device address of two lists of ``n`` sample indices;
+``control->list_in`` says which half is the in-list (1 or 2; the other half is the out-list),
+or 0 for the identity list (thread ``j`` takes sample ``j``), which the first launch of every
+run uses, so ``reset()`` and a finished sample need nothing else (a sample already flagged
+done is skipped); ``control->count`` is the in-list's length. The grid is fixed when the graph
+is recorded (sized for ``n``), so blocks past the count return at once. With no lists
+(``control->lists`` 0, as for ``LoadedVector``) every launch uses the identity. A sample is
+still index ``i`` everywhere (its arrays, its Series rows, its random stream ``sample_id``),
+so results do not depend on the order of the lists, which varies with the order the blocks
+run in.
 
 The launch schedule. With ``control->grow_until`` 0 every launch is ``steps_per_launch`` steps
 (a size the user fixed). Otherwise the size doubles after a launch, up to ``grow_until``, while
@@ -497,9 +499,15 @@ extern "C" __global__ void __launch_bounds__({BLOCK_SIZE}) {STEP_KERNEL}(
             }}
         }}
         __syncthreads();
-        if (live && lists != 0) {{
+        // The lists' place is read again (volatile), not kept in registers across the steps:
+        // that costs the smallest kernels occupancy (sm_90, NVRTC 13.5: the oscillator 40
+        // registers, not 32).
+        const volatile EagleControl* const again = control;
+        long long* const lists_again = (long long*)again->lists;
+        if (live && lists_again != 0) {{
+            const long long out = again->list_in == 1 ? n : 0;  // the out-list's first entry
             const unsigned int below = lanes & ((1u << (threadIdx.x & 31)) - 1u);
-            lists[(list_in == 1 ? n : 0) + warp_slot[threadIdx.x >> 5] + __popc(below)] = i;
+            lists_again[out + warp_slot[threadIdx.x >> 5] + __popc(below)] = i;
         }}
     }} else {{
         // A live sample took all nsteps steps (eagle_decide derives the slowest count), so only
