@@ -115,6 +115,22 @@ struct EagleControl { long long @FIELDS@; };
 #ifndef EAGLE_OBSERVE_STEPS  // a test harness's hook: (thread, steps its sample took) a launch
 #define EAGLE_OBSERVE_STEPS(thread, taken)
 #endif
+// The sample thread j takes: the j-th entry of the launch's in-list (list_in 1 or 2: a half of
+// the lists), or j itself (list_in 0, or no lists); -1 past the in-list's end.
+__device__ __forceinline__ long long eagle_sample(const EagleControl* control, long long n,
+                                                  long long j) {
+    const long long* const lists = (const long long*)control->lists;
+    const long long list_in = lists == 0 ? 0 : control->list_in;
+    if (j >= (list_in == 0 ? n : control->count)) return -1;
+    return list_in == 0 ? j : lists[(list_in - 1) * n + j];
+}
+// Write sample i at position ``slot`` of the out-list: the half list_in does not name (the
+// first half after the identity); nothing without lists.
+__device__ __forceinline__ void eagle_append(const EagleControl* control, long long n,
+                                             long long slot, long long i) {
+    long long* const lists = (long long*)control->lists;
+    if (lists != 0) lists[(control->list_in == 1 ? n : 0) + slot] = i;
+}
 
 template <typename T> __device__ __forceinline__ T eagle_fmod(T a, T b);
 template <> __device__ __forceinline__ double eagle_fmod(double a, double b) { return fmod(a, b); }
@@ -446,8 +462,13 @@ def _step_body(program: Program) -> list[str]:
     if program.terminated is not None:
         lines += [f"    done = {names[program.terminated]};", "    if (done) break;"]
     lines.append("}")
-    lines += [f"{slots[key].name}[i] = {local[key]};" for key in state]
-    lines += ["flags[i] = done;", "live = !done;"]
+    # The write-back (and the append) name the sample as eagle_sample(control, n, j) again, not
+    # as i: ptxas may then load the index again rather than hold it across the steps (a loaded
+    # index cannot be recomputed). Holding it cost the card's oscillator 40 registers instead
+    # of 32 (sm_90, NVRTC 13.5), a quarter of its occupancy.
+    lines.append("const long long at = eagle_sample(control, n, j);  // i")
+    lines += [f"{slots[key].name}[at] = {local[key]};" for key in state]
+    lines += ["flags[at] = done;", "live = !done;"]
     return lines
 
 
@@ -468,14 +489,9 @@ extern "C" __global__ void __launch_bounds__({BLOCK_SIZE}) {STEP_KERNEL}(
 {{
     const long long nsteps = control->nsteps;
     if (nsteps <= 0) return;  // the run is over (the same for every thread of the grid)
-    // Thread j takes the j-th sample of the in-list: its half of the lists (list_in 1 or 2),
-    // or the identity (list_in 0, or no lists): thread j takes sample j.
-    long long* const lists = (long long*)control->lists;
-    const long long list_in = lists == 0 ? 0 : control->list_in;
-    const long long count = list_in == 0 ? n : control->count;
-    if ((long long)blockIdx.x * blockDim.x >= count) return;  // a whole block past the list
     const long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    const long long i = j >= count ? -1 : (list_in == 0 ? j : lists[(list_in - 1) * n + j]);
+    if (eagle_sample(control, n, j - threadIdx.x) < 0) return;  // the block is past the list
+    const long long i = eagle_sample(control, n, j);
     int live = 0;
     long long taken = 0;
     if (i >= 0 && !flags[i]) {{
@@ -499,15 +515,10 @@ extern "C" __global__ void __launch_bounds__({BLOCK_SIZE}) {STEP_KERNEL}(
             }}
         }}
         __syncthreads();
-        // The lists' place is read again (volatile), not kept in registers across the steps:
-        // that costs the smallest kernels occupancy (sm_90, NVRTC 13.5: the oscillator 40
-        // registers, not 32).
-        const volatile EagleControl* const again = control;
-        long long* const lists_again = (long long*)again->lists;
-        if (live && lists_again != 0) {{
-            const long long out = again->list_in == 1 ? n : 0;  // the out-list's first entry
+        if (live) {{
             const unsigned int below = lanes & ((1u << (threadIdx.x & 31)) - 1u);
-            lists_again[out + warp_slot[threadIdx.x >> 5] + __popc(below)] = i;
+            eagle_append(control, n, warp_slot[threadIdx.x >> 5] + __popc(below),
+                         eagle_sample(control, n, j));
         }}
     }} else {{
         // A live sample took all nsteps steps (eagle_decide derives the slowest count), so only
