@@ -5,7 +5,26 @@ typedef unsigned long long cudaGraphConditionalHandle;
 extern "C" __device__ __cudart_builtin__ void CUDARTAPI cudaGraphSetConditional(
     cudaGraphConditionalHandle handle, unsigned int value);
 
-struct EagleControl { long long nsteps; long long live; long long taken; long long steps; long long launches; long long max_steps; long long steps_per_launch; long long last_live; long long grow_until; long long full; long long spread; long long progress; };
+struct EagleControl { long long nsteps; long long live; long long taken; long long steps; long long launches; long long max_steps; long long steps_per_launch; long long last_live; long long grow_until; long long full; long long spread; long long progress; long long count; long long lists; long long list_in; };
+#ifndef EAGLE_OBSERVE_STEPS  // a test harness's hook: (thread, steps its sample took) a launch
+#define EAGLE_OBSERVE_STEPS(thread, taken)
+#endif
+// The sample thread j takes: the j-th entry of the launch's in-list (list_in 1 or 2: a half of
+// the lists), or j itself (list_in 0, or no lists); -1 past the in-list's end.
+__device__ __forceinline__ long long eagle_sample(const EagleControl* control, long long n,
+                                                  long long j) {
+    const long long* const lists = (const long long*)control->lists;
+    const long long list_in = lists == 0 ? 0 : control->list_in;
+    if (j >= (list_in == 0 ? n : control->count)) return -1;
+    return list_in == 0 ? j : lists[(list_in - 1) * n + j];
+}
+// Write sample i at position ``slot`` of the out-list: the half list_in does not name (the
+// first half after the identity); nothing without lists.
+__device__ __forceinline__ void eagle_append(const EagleControl* control, long long n,
+                                             long long slot, long long i) {
+    long long* const lists = (long long*)control->lists;
+    if (lists != 0) lists[(control->list_in == 1 ? n : 0) + slot] = i;
+}
 
 template <typename T> __device__ __forceinline__ T eagle_fmod(T a, T b);
 template <> __device__ __forceinline__ double eagle_fmod(double a, double b) { return fmod(a, b); }
@@ -83,10 +102,12 @@ extern "C" __global__ void __launch_bounds__(256) eagle_step(
 {
     const long long nsteps = control->nsteps;
     if (nsteps <= 0) return;  // the run is over (the same for every thread of the grid)
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (eagle_sample(control, n, j - threadIdx.x) < 0) return;  // the block is past the list
+    const long long i = eagle_sample(control, n, j);
     int live = 0;
     long long taken = 0;
-    if (i < n && !flags[i]) {
+    if (i >= 0 && !flags[i]) {
         double s_position_0 = p_position_0[i];
         double s_position_1 = p_position_1[i];
         double s_position_2 = p_position_2[i];
@@ -139,20 +160,42 @@ extern "C" __global__ void __launch_bounds__(256) eagle_step(
             done = v42;
             if (done) break;
         }
-        p_position_0[i] = s_position_0;
-        p_position_1[i] = s_position_1;
-        p_position_2[i] = s_position_2;
-        p_velocity_0[i] = s_velocity_0;
-        p_velocity_1[i] = s_velocity_1;
-        p_velocity_2[i] = s_velocity_2;
-        flags[i] = done;
+        const long long at = eagle_sample(control, n, j);  // i
+        p_position_0[at] = s_position_0;
+        p_position_1[at] = s_position_1;
+        p_position_2[at] = s_position_2;
+        p_velocity_0[at] = s_velocity_0;
+        p_velocity_1[at] = s_velocity_1;
+        p_velocity_2[at] = s_velocity_2;
+        flags[at] = done;
         live = !done;
+        EAGLE_OBSERVE_STEPS(j, taken);
     }
-    live = __syncthreads_count(live);  // the same value in every thread of the block
-    if (live > 0) {
-        // A live sample took all nsteps steps: eagle_decide derives the slowest count.
-        if (threadIdx.x == 0) atomicAdd((eagle_u64*)&control->live, (eagle_u64)live);
+    __shared__ long long warp_slot[256 / 32];  // a warp's live lanes, then its first slot
+    const unsigned int lanes = __ballot_sync(0xffffffffu, live);
+    if ((threadIdx.x & 31) == 0) warp_slot[threadIdx.x >> 5] = __popc(lanes);
+    const int block_live = __syncthreads_count(live);  // the same value in every thread
+    if (block_live > 0) {
+        // The block's live samples go to the out-list in thread order: one atomic reserves
+        // their slots (and counts them for eagle_decide), each warp takes the next run of them.
+        if (threadIdx.x == 0) {
+            long long slot = (long long)atomicAdd((eagle_u64*)&control->live,
+                                                  (eagle_u64)block_live);
+            for (unsigned int w = 0; w < (blockDim.x + 31) / 32; ++w) {
+                const long long lanes_of_w = warp_slot[w];
+                warp_slot[w] = slot;
+                slot += lanes_of_w;
+            }
+        }
+        __syncthreads();
+        if (live) {
+            const unsigned int below = lanes & ((1u << (threadIdx.x & 31)) - 1u);
+            eagle_append(control, n, warp_slot[threadIdx.x >> 5] + __popc(below),
+                         eagle_sample(control, n, j));
+        }
     } else {
+        // A live sample took all nsteps steps (eagle_decide derives the slowest count), so only
+        // a block with no live sample left reduces its threads' counts, with one atomicMax.
         __shared__ long long most[256 / 32];
         for (int offset = 16; offset > 0; offset >>= 1) {
             const long long other = __shfl_down_sync(0xffffffffu, taken, offset);
@@ -178,6 +221,7 @@ extern "C" __global__ void eagle_start(EagleControl* __restrict__ control)
     control->live = 0;
     control->taken = 0;
     control->launches = 0;
+    control->list_in = 0;  // the first launch takes every sample (one already done is skipped)
 }
 
 extern "C" __global__ void eagle_decide(EagleControl* __restrict__ control,
@@ -199,6 +243,8 @@ extern "C" __global__ void eagle_decide(EagleControl* __restrict__ control,
     const long long left = control->max_steps - control->steps;
     const bool again = live > 0 && left > 0;
     control->nsteps = again ? (left < size ? left : size) : 0;
+    control->count = live;  // the next launch takes the samples this one left live
+    control->list_in = control->list_in == 1 ? 2 : 1;  // its out-list is the next in-list
     control->live = 0;
     control->taken = 0;
     if (control->progress != 0) {  // host-mapped memory a host thread polls (progress=True)

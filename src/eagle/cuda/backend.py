@@ -13,7 +13,10 @@ graph is recorded (a module loaded during capture invalidates the capture).
   the host until the control block says the run is over; a step past the end does nothing.
 
 The control block (``emit.CONTROL_FIELDS``) is uploaded before a run and read back once after
-it: ``launches``, ``steps`` and the live count come from device counters. Launch sizes follow
+it: ``launches``, ``steps`` and the live count come from device counters. Beside it each loop
+holds the two lists of ``n`` sample indices (8 bytes each) that the step kernel compacts the
+live samples into between launches (``emit``'s docstring); the graph's grid stays sized for
+``n``, and the blocks past the live count return at once. Launch sizes follow
 ``emit``'s adaptive schedule (first ``INITIAL_STEPS_PER_LAUNCH``, doubling up to
 ``MAX_STEPS_PER_LAUNCH`` while that keeps the work balanced) unless ``until_done`` fixed one;
 the device's "full" count comes from the CUDA occupancy calculator for the step kernel. It has
@@ -138,6 +141,8 @@ class GraphLoop:
         self.context = activate(kernel.ordinal)
         self.stream = stream or Stream(kernel.ordinal)  # blocking; or the user's
         self.control = DeviceBuffer(8 * len(CONTROL_FIELDS), kernel.ordinal)
+        # the in- and out-lists of live sample indices the step kernel compacts into
+        self.lists = DeviceBuffer(8 * 2 * bound.n, kernel.ordinal)
         self.host_control = np.zeros(len(CONTROL_FIELDS), dtype=np.int64)
         self.mode = "graph-while" if kernel.while_nodes else "graph-unrolled"
         self.graph = None
@@ -230,6 +235,7 @@ class GraphLoop:
         c[_FIELD["full"]] = self.kernel.full
         c[_FIELD["spread"]] = self.kernel.spread
         c[_FIELD["progress"]] = self.progress.device_ptr if self.watching else 0
+        c[_FIELD["lists"]] = self.lists.ptr  # list_in 0: the first launch takes every sample
         self.control.upload(c, self.stream)
         return c
 

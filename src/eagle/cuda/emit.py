@@ -1,22 +1,44 @@
-"""The CUDA emitter: a hawk program as CUDA C++ source, one thread per sample.
+"""The CUDA emitter: a hawk program as CUDA C++ source, one thread per live sample.
 
 The source defines three kernels, all ``extern "C"`` so their names survive compilation:
 
-- ``eagle_step``: each thread loads its sample once, takes up to ``control->nsteps`` steps in
-  registers (the fused loop), leaving its loop as soon as the sample's flag is set, and writes
-  the sample back. The block counts its live samples with ``__syncthreads_count`` and adds them
-  to ``control->live`` with one atomic. The slowest sample's step count needs no atomic where a
-  sample is still live (a live sample took every one of the launch's ``nsteps`` steps, which the
-  decide kernel derives); a block with no live sample left reduces its threads' counts itself
-  and folds them into ``control->taken`` with one ``atomicMax``. So a launch issues at most one
-  same-address atomic per block, never one per warp.
+- ``eagle_step``: thread ``j`` takes sample ``i``, the ``j``-th entry of the launch's in-list
+  (below), loads it once, takes up to ``control->nsteps`` steps in registers (the fused loop),
+  leaving its loop as soon as the sample's flag is set, and writes the sample back. A sample
+  still live after its steps is appended to the out-list: each warp counts its live lanes
+  (``__ballot_sync``/``__popc``), the block adds them up with ``__syncthreads_count``, and one
+  thread reserves the block's slots in the out-list with one ``atomicAdd`` on
+  ``control->live``, which is also the launch's live count; each warp then writes its live
+  samples in lane order from its first slot. The slowest sample's step count needs no atomic
+  where a sample is still live (a live sample took every one of the launch's ``nsteps`` steps,
+  which the decide kernel derives); a block with no live sample left reduces its threads'
+  counts itself and folds them into ``control->taken`` with one ``atomicMax``. So a launch
+  issues at most one same-address atomic per block, never one per warp.
 - ``eagle_decide``: one thread that closes a launch: adds the launch's steps and launch to the
   run's totals, sizes the next launch (the schedule below) so ``max_steps`` is honoured
-  exactly, and, inside a graph's WHILE node, sets the node's condition to "live samples and
-  steps left"; when ``control->progress`` holds the device address of host-mapped memory (only
-  for ``run(progress=True)``) it also writes the live count there for a progress bar;
+  exactly, makes this launch's out-list the next one's in-list, and, inside a graph's WHILE
+  node, sets the node's condition to "live samples and steps left"; when ``control->progress``
+  holds the device address of host-mapped memory (only for ``run(progress=True)``) it also
+  writes the live count there for a progress bar;
 - ``eagle_start``: one thread that opens a run recorded inside a larger graph (a composer):
-  the first launch's ``nsteps`` and fresh per-run counters.
+  the first launch's ``nsteps``, fresh per-run counters and the identity in-list.
+
+Compaction. Once most samples are done, the live ones are scattered: with one thread per
+sample, a warp runs as long as its slowest lane, so a warp holding one live sample costs 32
+lanes' steps. With 1% of the samples running 100 times longer than the rest, at random places,
+about a quarter of the warps keep one, and the GPU executes about 15 lane-steps per useful
+step (``tests/test_gpu_refill.py`` counts them; 1.08 with compaction). So each launch runs on
+a list of the samples that were live after the previous one, packed into the first threads:
+``control->lists`` is the device address of two lists of ``n`` sample indices;
+``control->list_in`` says which half is the in-list (1 or 2; the other half is the out-list),
+or 0 for the identity list (thread ``j`` takes sample ``j``), which the first launch of every
+run uses, so ``reset()`` and a finished sample need nothing else (a sample already flagged
+done is skipped); ``control->count`` is the in-list's length. The grid is fixed when the graph
+is recorded (sized for ``n``), so blocks past the count return at once. With no lists
+(``control->lists`` 0, as for ``LoadedVector``) every launch uses the identity. A sample is
+still index ``i`` everywhere (its arrays, its Series rows, its random stream ``sample_id``),
+so results do not depend on the order of the lists, which varies with the order the blocks
+run in.
 
 The launch schedule. With ``control->grow_until`` 0 every launch is ``steps_per_launch`` steps
 (a size the user fixed). Otherwise the size doubles after a launch, up to ``grow_until``, while
@@ -68,7 +90,8 @@ BLOCK_SIZE = 256
 
 #: The control block in device memory, in order; every field is a 64-bit integer.
 CONTROL_FIELDS = ("nsteps", "live", "taken", "steps", "launches", "max_steps",
-                  "steps_per_launch", "last_live", "grow_until", "full", "spread", "progress")
+                  "steps_per_launch", "last_live", "grow_until", "full", "spread", "progress",
+                  "count", "lists", "list_in")
 
 _C_TYPES = {DType.BOOL: "bool", DType.INT64: "long long", DType.FLOAT32: "float",
             DType.FLOAT64: "double", DType.INT32: "int", DType.UINT32: "unsigned int",
@@ -89,6 +112,25 @@ extern "C" __device__ __cudart_builtin__ void CUDARTAPI cudaGraphSetConditional(
     cudaGraphConditionalHandle handle, unsigned int value);
 
 struct EagleControl { long long @FIELDS@; };
+#ifndef EAGLE_OBSERVE_STEPS  // a test harness's hook: (thread, steps its sample took) a launch
+#define EAGLE_OBSERVE_STEPS(thread, taken)
+#endif
+// The sample thread j takes: the j-th entry of the launch's in-list (list_in 1 or 2: a half of
+// the lists), or j itself (list_in 0, or no lists); -1 past the in-list's end.
+__device__ __forceinline__ long long eagle_sample(const EagleControl* control, long long n,
+                                                  long long j) {
+    const long long* const lists = (const long long*)control->lists;
+    const long long list_in = lists == 0 ? 0 : control->list_in;
+    if (j >= (list_in == 0 ? n : control->count)) return -1;
+    return list_in == 0 ? j : lists[(list_in - 1) * n + j];
+}
+// Write sample i at position ``slot`` of the out-list: the half list_in does not name (the
+// first half after the identity); nothing without lists.
+__device__ __forceinline__ void eagle_append(const EagleControl* control, long long n,
+                                             long long slot, long long i) {
+    long long* const lists = (long long*)control->lists;
+    if (lists != 0) lists[(control->list_in == 1 ? n : 0) + slot] = i;
+}
 
 template <typename T> __device__ __forceinline__ T eagle_fmod(T a, T b);
 template <> __device__ __forceinline__ double eagle_fmod(double a, double b) { return fmod(a, b); }
@@ -420,8 +462,13 @@ def _step_body(program: Program) -> list[str]:
     if program.terminated is not None:
         lines += [f"    done = {names[program.terminated]};", "    if (done) break;"]
     lines.append("}")
-    lines += [f"{slots[key].name}[i] = {local[key]};" for key in state]
-    lines += ["flags[i] = done;", "live = !done;"]
+    # The write-back (and the append) name the sample as eagle_sample(control, n, j) again, not
+    # as i: ptxas may then load the index again rather than hold it across the steps (a loaded
+    # index cannot be recomputed). Holding it cost the card's oscillator 40 registers instead
+    # of 32 (sm_90, NVRTC 13.5), a quarter of its occupancy.
+    lines.append("const long long at = eagle_sample(control, n, j);  // i")
+    lines += [f"{slots[key].name}[at] = {local[key]};" for key in state]
+    lines += ["flags[at] = done;", "live = !done;"]
     return lines
 
 
@@ -442,17 +489,40 @@ extern "C" __global__ void __launch_bounds__({BLOCK_SIZE}) {STEP_KERNEL}(
 {{
     const long long nsteps = control->nsteps;
     if (nsteps <= 0) return;  // the run is over (the same for every thread of the grid)
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (eagle_sample(control, n, j - threadIdx.x) < 0) return;  // the block is past the list
+    const long long i = eagle_sample(control, n, j);
     int live = 0;
     long long taken = 0;
-    if (i < n && !flags[i]) {{
+    if (i >= 0 && !flags[i]) {{
         {body}
+        EAGLE_OBSERVE_STEPS(j, taken);
     }}
-    live = __syncthreads_count(live);  // the same value in every thread of the block
-    if (live > 0) {{
-        // A live sample took all nsteps steps: eagle_decide derives the slowest count.
-        if (threadIdx.x == 0) atomicAdd((eagle_u64*)&control->live, (eagle_u64)live);
+    __shared__ long long warp_slot[{BLOCK_SIZE} / 32];  // a warp's live lanes, then its first slot
+    const unsigned int lanes = __ballot_sync(0xffffffffu, live);
+    if ((threadIdx.x & 31) == 0) warp_slot[threadIdx.x >> 5] = __popc(lanes);
+    const int block_live = __syncthreads_count(live);  // the same value in every thread
+    if (block_live > 0) {{
+        // The block's live samples go to the out-list in thread order: one atomic reserves
+        // their slots (and counts them for eagle_decide), each warp takes the next run of them.
+        if (threadIdx.x == 0) {{
+            long long slot = (long long)atomicAdd((eagle_u64*)&control->live,
+                                                  (eagle_u64)block_live);
+            for (unsigned int w = 0; w < (blockDim.x + 31) / 32; ++w) {{
+                const long long lanes_of_w = warp_slot[w];
+                warp_slot[w] = slot;
+                slot += lanes_of_w;
+            }}
+        }}
+        __syncthreads();
+        if (live) {{
+            const unsigned int below = lanes & ((1u << (threadIdx.x & 31)) - 1u);
+            eagle_append(control, n, warp_slot[threadIdx.x >> 5] + __popc(below),
+                         eagle_sample(control, n, j));
+        }}
     }} else {{
+        // A live sample took all nsteps steps (eagle_decide derives the slowest count), so only
+        // a block with no live sample left reduces its threads' counts, with one atomicMax.
         __shared__ long long most[{BLOCK_SIZE} / 32];
         for (int offset = 16; offset > 0; offset >>= 1) {{
             const long long other = __shfl_down_sync(0xffffffffu, taken, offset);
@@ -478,6 +548,7 @@ extern "C" __global__ void {START_KERNEL}(EagleControl* __restrict__ control)
     control->live = 0;
     control->taken = 0;
     control->launches = 0;
+    control->list_in = 0;  // the first launch takes every sample (one already done is skipped)
 }}
 
 extern "C" __global__ void {DECIDE_KERNEL}(EagleControl* __restrict__ control,
@@ -499,6 +570,8 @@ extern "C" __global__ void {DECIDE_KERNEL}(EagleControl* __restrict__ control,
     const long long left = control->max_steps - control->steps;
     const bool again = live > 0 && left > 0;
     control->nsteps = again ? (left < size ? left : size) : 0;
+    control->count = live;  // the next launch takes the samples this one left live
+    control->list_in = control->list_in == 1 ? 2 : 1;  // its out-list is the next in-list
     control->live = 0;
     control->taken = 0;
     if (control->progress != 0) {{  // host-mapped memory a host thread polls (progress=True)
