@@ -21,7 +21,8 @@ from pathlib import Path
 from fake_driver import OK, FakeDriver, real
 from host_cuda import PRELUDE, compiler
 
-_KERNEL = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\(\d+\)\s+)?'
+_KERNEL = re.compile(r'extern\s+"C"\s+__global__\s+void\s+'
+                     r"(?:__launch_bounds__\(\d+(?:,\s*\d+)?\)\s+)?"
                      r"(\w+)\s*\(([^)]*)\)\s*\{", re.S)
 _HOOK = ctypes.CFUNCTYPE(None, ctypes.c_ulonglong, ctypes.c_uint)
 

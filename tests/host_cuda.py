@@ -38,7 +38,7 @@ PRELUDE = r"""
 #define __forceinline__ inline
 #define __cudart_builtin__
 #define CUDARTAPI
-#define __launch_bounds__(x)
+#define __launch_bounds__(...)
 #define __shared__
 static inline void __syncthreads() {}
 struct EagleDim { unsigned long long x; };
@@ -84,7 +84,7 @@ BLOCK_PRELUDE = r"""
 #define __forceinline__ inline
 #define __cudart_builtin__
 #define CUDARTAPI
-#define __launch_bounds__(x)
+#define __launch_bounds__(...)
 #define __shared__ static
 #define EAGLE_THREADS @BLOCK@
 struct EagleDim { unsigned long long x; };

@@ -67,8 +67,9 @@ class LoadedVector:
         self.module = Module(cubin, self.ordinal)
         self.block = int(meta["block_size"])
         self._function = self.module.function(meta["entry"])
-        control = np.zeros(len(CONTROL_FIELDS), dtype=np.int64)
-        control[list(meta["control_fields"]).index("nsteps")] = 1  # one step per launch
+        fields = list(meta["control_fields"])  # the layout the artifact was written with
+        control = np.zeros(max(len(fields), len(CONTROL_FIELDS)), dtype=np.int64)
+        control[fields.index("nsteps")] = 1  # one step per launch; no lists: thread i, sample i
         self._control = DeviceBuffer(control.nbytes, self.ordinal)
         self._control.upload(control)
 

@@ -86,7 +86,7 @@ __device__ __forceinline__ double eagle_canonical_nan(double x) {
 __device__ __forceinline__ float eagle_canonical_nan(float x) {
     return x == x ? x : (float)__longlong_as_double(0x7ff8000000000000ULL); }
 
-extern "C" __global__ void __launch_bounds__(256) eagle_step(
+extern "C" __global__ void __launch_bounds__(256, 2) eagle_step(
     long long n,
     EagleControl* __restrict__ control,
     bool* __restrict__ flags,
