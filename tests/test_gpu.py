@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import eagle
 import random_kernels
 from differential import assert_bitwise_equal, reference_run
+from eagle.cuda import is_available as gpu_available
 from kernels import oscillator, spread_oscillator, transcendental
 from test_cpu_backend import (
     oscillator_bindings,
@@ -21,6 +22,13 @@ from test_cpu_backend import (
 )
 
 pytestmark = pytest.mark.gpu
+
+torch = None
+if gpu_available():  # before any kernel is compiled: see test_pytorch_tensors_are_used_in_place
+    try:
+        import torch
+    except ImportError:
+        pass
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +149,11 @@ def test_capture_errors_name_the_step_and_leave_the_stream_usable(cp):
 
 
 def test_pytorch_tensors_are_used_in_place():
-    torch = pytest.importorskip("torch")
+    """PyTorch is imported when this module is: on the H200 machine (PyTorch 2.11.0+cu130,
+    NVRTC 13.0.88), `import torch` after eagle's NVRTC had compiled a kernel in the same
+    process failed inside PyTorch's own schema parser ("annotate(strtag)"); before it, fine."""
+    if torch is None:
+        pytest.skip("PyTorch is not installed")
     n = 4096
     x = torch.ones(n, dtype=torch.float64, device="cuda")
     v = torch.zeros(n, dtype=torch.float64, device="cuda")
