@@ -11,15 +11,17 @@ arrays re-initialised on the device before the clock starts. Reported per arm:
   ``eager_loop`` (one step per launch, the host reads the live count after each),
   ``eagle_graph`` (the adaptive launch schedule), ``graph_fixed64`` (the old fixed 64 steps per
   launch, to measure the schedule against), ``graph_fmad`` (``deploy(fmad=True)``: fused
-  multiply-adds, fast and not bit-exact); the set-up (arrays to the device), ``until_done``
-  (bind, compile, load) and ``build_s`` (record the graph) apart from ``run_s``; useful
+  multiply-adds, fast and not bit-exact), ``graph_no_compaction`` (every launch takes every
+  sample: what the GPU's compaction of live samples gains or costs); the set-up (arrays to
+  the device), ``until_done`` (bind, compile, load) and ``build_s`` (record the graph) apart
+  from ``run_s``; useful
   sample-steps per second; the fraction of the FP64 issue limit that ``run_s`` reaches
   (``FP64_OPS_PER_STEP`` FP64 instructions per sample-step against SMs x FP64 units per SM x
   clock); eager / graph; every exact arm checked bit for bit against the others (and against
   eagle's CPU backend without ``--quick``);
 - the tail (n = 1,000,000: 99% of samples stop after 100 steps, 1% after 10,000), scattered at
-  random places and sorted together: ``eagle_graph`` ``run()`` alone, the scattered time over
-  the sorted one being what scattering costs;
+  random places and sorted together: ``eagle_graph`` and ``graph_no_compaction`` ``run()``
+  alone, each against the sorted tail with compaction (what scattering costs);
 - Lorenz (8,388,608 trajectories, RK4): ``eagle_graph`` ``run()`` alone vs JAX
   ``jit(vmap(lax.while_loop))`` after its compile, agreeing to rounding.
 
@@ -49,8 +51,8 @@ SIGMA, BETA, LORENZ_DT = 10.0, 8.0 / 3.0, 0.01
 FP64_OPS_PER_STEP = 5
 #: FP64 units per SM by compute capability (data-centre parts; consumer parts have 2)
 FP64_UNITS_PER_SM = {(6, 0): 32, (7, 0): 32, (8, 0): 32, (9, 0): 64, (10, 0): 64}
-CARD_ARMS = ("eager_loop", "eagle_graph", "graph_fixed64", "graph_fmad")
-EXACT_ARMS = ("eager_loop", "eagle_graph", "graph_fixed64")
+CARD_ARMS = ("eager_loop", "eagle_graph", "graph_fixed64", "graph_fmad", "graph_no_compaction")
+EXACT_ARMS = ("eager_loop", "eagle_graph", "graph_fixed64", "graph_no_compaction")
 
 
 @hawk.kernel
@@ -100,6 +102,7 @@ class Arm:
     def __init__(self, cp, name: str, kernel, bindings: dict, max_steps: int, **options):
         self.cp, self.name = cp, name
         fmad = options.pop("fmad", False)
+        compact = options.pop("compact", True)
         t0 = time.perf_counter()
         self.state = {k: cp.asarray(v) if isinstance(v, np.ndarray) else v
                       for k, v in bindings.items()}
@@ -110,6 +113,7 @@ class Arm:
         self.runner = eagle.until_done(eagle.deploy(kernel, "gpu", fmad=fmad),
                                        max_steps=max_steps, **options, **self.state)
         self.until_done_s = time.perf_counter() - t0
+        self.runner._loop.graph_loop().compact = compact  # an A/B of the GPU's compaction
         self.build_s = self.runner.run().build_s  # the first run records the graph
         self.samples: list[float] = []
         self.report = None
@@ -139,7 +143,8 @@ def card_rows(cp, n: int, config: str, repeats: int, fp64_rate: float,
               check_cpu: bool) -> list[dict]:
     host = dict(initial(n, config), dt=DT)
     options = {"eager_loop": dict(steps_per_launch=1, eager=True), "eagle_graph": {},
-               "graph_fixed64": dict(steps_per_launch=64), "graph_fmad": dict(fmad=True)}
+               "graph_fixed64": dict(steps_per_launch=64), "graph_fmad": dict(fmad=True),
+               "graph_no_compaction": dict(compact=False)}
     arms = [Arm(cp, name, card_kernel, host, MAX_STEPS, **options[name]) for name in CARD_ARMS]
     interleaved(arms, repeats)
     finals = {a.name: {k: cp.asnumpy(a.state[k]) for k in ("x", "v", "t")} for a in arms}
@@ -183,19 +188,23 @@ def tail_rows(cp, n: int, repeats: int, fp64_rate: float) -> list[dict]:
     for config in ("tail-scattered", "tail-sorted"):
         host = dict(initial(n, "uniform"), t_end=tail_t_end(n, config == "tail-scattered"),
                     dt=DT)
-        arms.append(Arm(cp, config, card_kernel, host, 20_000))
+        for arm, compact in (("eagle_graph", True), ("graph_no_compaction", False)):
+            arms.append(Arm(cp, arm, card_kernel, host, 20_000, compact=compact))
+            arms[-1].config = config
     interleaved(arms, repeats)
     rows = []
     for arm in arms:
         sample_steps = int(np.rint(cp.asnumpy(arm.state["t"]) / DT).sum())
-        rows.append(dict(workload="tail", n=n, config=arm.name, arm="eagle_graph",
+        rows.append(dict(workload="tail", n=n, config=arm.config, arm=arm.name,
                          run_s=arm.run_s, runs_s=arm.samples, build_s=arm.build_s,
                          launches=arm.report.launches, steps=arm.report.steps,
                          sample_steps=sample_steps, sample_steps_per_s=sample_steps / arm.run_s,
                          fp64_limit_fraction=sample_steps * FP64_OPS_PER_STEP / fp64_rate
                          / arm.run_s))
+    sorted_tail = next(r for r in rows if r["config"] == "tail-sorted" and
+                       r["arm"] == "eagle_graph")
     for row in rows:
-        row["vs_eagle_graph"] = row["run_s"] / rows[1]["run_s"]  # against the sorted tail
+        row["vs_eagle_graph"] = row["run_s"] / sorted_tail["run_s"]  # the sorted tail's
     return rows
 
 

@@ -168,7 +168,9 @@ def test_the_benchmark_arms_run_on_the_emulated_gpu(gpu):
             row["sample_steps"] * bench.FP64_OPS_PER_STEP / 1e12 / row["run_s"])
     assert by_arm["eagle_graph"]["build_s"] > 0 and by_arm["eager_loop"]["build_s"] == 0
     tail = bench.tail_rows(cp, 300, 1, 1e12)  # 3 samples of 10,000 steps, 297 of 100
-    assert [r["config"] for r in tail] == ["tail-scattered", "tail-sorted"]
+    assert [(r["config"], r["arm"]) for r in tail] == [
+        ("tail-scattered", "eagle_graph"), ("tail-scattered", "graph_no_compaction"),
+        ("tail-sorted", "eagle_graph"), ("tail-sorted", "graph_no_compaction")]
     assert all(r["sample_steps"] == 3 * 10_000 + 297 * 100 for r in tail)
     assert all(r["steps"] == 10_000 and r["vs_eagle_graph"] > 0 for r in tail)
     lorenz = bench.lorenz_rows(cp, 64, 20, 1, 1e12)

@@ -143,6 +143,9 @@ class GraphLoop:
         self.control = DeviceBuffer(8 * len(CONTROL_FIELDS), kernel.ordinal)
         # the in- and out-lists of live sample indices the step kernel compacts into
         self.lists = DeviceBuffer(8 * 2 * bound.n, kernel.ordinal)
+        #: False: no lists, every launch takes sample i in thread i (benchmarks/gpu_loop.py
+        #: times compaction against that, arms interleaved, from the next run on)
+        self.compact = True
         self.host_control = np.zeros(len(CONTROL_FIELDS), dtype=np.int64)
         self.mode = "graph-while" if kernel.while_nodes else "graph-unrolled"
         self.graph = None
@@ -235,7 +238,8 @@ class GraphLoop:
         c[_FIELD["full"]] = self.kernel.full
         c[_FIELD["spread"]] = self.kernel.spread
         c[_FIELD["progress"]] = self.progress.device_ptr if self.watching else 0
-        c[_FIELD["lists"]] = self.lists.ptr  # list_in 0: the first launch takes every sample
+        # list_in 0: the first launch takes every sample
+        c[_FIELD["lists"]] = self.lists.ptr if self.compact else 0
         self.control.upload(c, self.stream)
         return c
 
