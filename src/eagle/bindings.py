@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hawk import CompileError, Kernel
-from hawk.ir import DType, OpKind, Parameter, Program, Role, series_field
+from hawk.ir import DType, OpKind, Parameter, Program, Role, series_field, type_name
 
 from . import backend as backends
 from .arrays import is_array_like
@@ -52,7 +52,7 @@ class Bound:
 
 
 def _describe(p: Parameter) -> str:
-    kind = f"Vec{p.width}" if p.is_vector else "Scalar"
+    kind = type_name(p.width)
     if p.role is Role.SCALAR:
         return kind
     if p.role in (Role.PARAM, Role.TERMINATED):

@@ -36,6 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
+from hawk.ir import MAX_WIDTH
+
 from .backend import backend_for
 from .errors import CheckpointError
 
@@ -185,11 +187,11 @@ def _validate(path: Path, meta: dict, arrays: dict[str, np.ndarray], flags: np.n
 
 def _per_sample_shape(shape: tuple[int, ...], n: int) -> bool:
     """A shape a per-sample array of ``n`` samples may have: ``(n,)``, ``(k, n)`` for a vector
-    of k = 2, 3 or 4 components, ``(T, n)`` or ``(T, k, n)`` for a Series of T rows (which
+    of k = 2 to 64 components, ``(T, n)`` or ``(T, k, n)`` for a Series of T rows (which
     parameter is which, the kernel says when the runner is restored)."""
     if not shape or shape[-1] != n:
         return False
-    return len(shape) <= 2 or (len(shape) == 3 and shape[1] in (2, 3, 4))
+    return len(shape) <= 2 or (len(shape) == 3 and 2 <= shape[1] <= MAX_WIDTH)
 
 
 def _is_int(value, low: int, high: int) -> bool:

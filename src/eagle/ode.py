@@ -19,6 +19,7 @@ import numpy as np
 import hawk
 from hawk import ode as hawk_ode
 from hawk.inline import Func
+from hawk.ir import MAX_WIDTH
 
 from .errors import TruncationWarning
 from .plan import Plan, deploy
@@ -89,10 +90,10 @@ def _array_module(u0):
 def _state_type(u0) -> tuple[object, int]:
     if u0.ndim == 1:
         return hawk.Scalar, u0.shape[0]
-    if u0.ndim == 2 and 2 <= u0.shape[0] <= 4:
-        return {2: hawk.Vec2, 3: hawk.Vec3, 4: hawk.Vec4}[u0.shape[0]], u0.shape[1]
-    raise ValueError(f"u0 must have shape (n,) for a scalar state or (k, n) with k in 2..4 for "
-                     f"a vector state, got {tuple(u0.shape)}")
+    if u0.ndim == 2 and 2 <= u0.shape[0] <= MAX_WIDTH:
+        return hawk.Vector[u0.shape[0]], u0.shape[1]
+    raise ValueError(f"u0 must have shape (n,) for a scalar state or (k, n) with k in "
+                     f"2..{MAX_WIDTH} for a vector state, got {tuple(u0.shape)}")
 
 
 def _params(p, xp, n: int, dtype):
@@ -101,17 +102,18 @@ def _params(p, xp, n: int, dtype):
     if isinstance(p, int | float | np.integer | np.floating):
         return float(p), hawk.Param
     if isinstance(p, tuple | list):
-        if not 2 <= len(p) <= 4:
-            raise ValueError(f"p as a sequence must have 2 to 4 entries (a vector), got {len(p)}")
+        if not 2 <= len(p) <= MAX_WIDTH:
+            raise ValueError(f"p as a sequence must have 2 to {MAX_WIDTH} entries (a vector), "
+                             f"got {len(p)}")
         p = xp.stack([xp.broadcast_to(xp.asarray(v, dtype=dtype), (n,)) for v in p])
     p = xp.asarray(p, dtype=dtype)
     if p.shape == (n,):
         return p, hawk.Scalar
-    if p.ndim == 2 and p.shape[1] == n and 2 <= p.shape[0] <= 4:
-        return p, {2: hawk.Vec2, 3: hawk.Vec3, 4: hawk.Vec4}[p.shape[0]]
+    if p.ndim == 2 and p.shape[1] == n and 2 <= p.shape[0] <= MAX_WIDTH:
+        return p, hawk.Vector[p.shape[0]]
     raise ValueError(f"p must be a number, an array of shape ({n},), an array (k, {n}) with k "
-                     f"in 2..4, or a sequence of 2 to 4 numbers or arrays; got shape "
-                     f"{tuple(p.shape)}")
+                     f"in 2..{MAX_WIDTH}, or a sequence of 2 to {MAX_WIDTH} numbers or arrays; "
+                     f"got shape {tuple(p.shape)}")
 
 
 def _per_sample(name: str, value, xp, n: int, dtype, positive: bool = False,
@@ -163,7 +165,7 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
     Args:
         f: the right-hand side, a ``@hawk.func`` ``f(u, t, p)`` returning ``du/dt``.
         u0: the initial states: an array ``(n,)`` (a number per sample) or ``(k, n)`` (a
-            ``Veck`` per sample, k in 2..4); NumPy runs on the CPU, CuPy on its GPU. Not
+            ``Vector[k]`` per sample, k in 2..64); NumPy runs on the CPU, CuPy on its GPU. Not
             changed (the solution is in new arrays).
         t_span: ``(t0, t_end)``: numbers, or arrays ``(n,)`` per sample; ``t_end > t0``.
         p: the model's parameters, passed to ``f`` as ``p``: a number (one for all), an array

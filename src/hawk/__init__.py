@@ -16,6 +16,7 @@ from .annotations import (
     Vec2,
     Vec3,
     Vec4,
+    Vector,
     cross,
     dot,
     length,
@@ -26,6 +27,7 @@ from .annotations import (
     vec2,
     vec3,
     vec4,
+    vector,
     width,
 )
 from .draws import exponential, normal, randint, sample_index, step, uniform
@@ -60,9 +62,9 @@ def _version() -> str:
 
 __all__ = [
     "kernel", "Kernel", "ProgramKernel", "CompileError", "IRError",
-    "Scalar", "Param", "Mutable", "Terminated", "Vec2", "Vec3", "Vec4", "Out", "Series",
-    "vec2", "vec3", "vec4", "dot", "length", "cross", "normalize", "maximum", "minimum",
-    "total", "width", "func", "Func",
+    "Scalar", "Param", "Mutable", "Terminated", "Vec2", "Vec3", "Vec4", "Vector", "Out",
+    "Series", "vec2", "vec3", "vec4", "vector", "dot", "length", "cross", "normalize",
+    "maximum", "minimum", "total", "width", "func", "Func",
     "uniform", "normal", "exponential", "randint", "sample_index", "step",
     "Program", "DType", "Role", "ir", "passes", "reference",
 ]  # fmt: skip

@@ -1,8 +1,9 @@
 """The annotations a kernel's parameters are declared with, and hawk's vector helpers.
 
-``Scalar``, ``Param``, ``Terminated`` and the vector types ``Vec2``, ``Vec3``, ``Vec4`` are used
-bare; ``Mutable[...]``, ``Out[...]`` and ``Series[...]`` wrap ``Scalar`` or a vector type (a
-``Series`` is bound to ``(T, n)`` or ``(T, k, n)``: rows the body writes at computed indices).
+``Scalar``, ``Param``, ``Terminated`` and the vector types ``Vec2``, ``Vec3``, ``Vec4`` and
+``Vector[K]`` (K from 2 to 64) are used bare; ``Mutable[...]``, ``Out[...]`` and
+``Series[...]`` wrap ``Scalar`` or a vector type (a ``Series`` is bound to ``(T, n)`` or
+``(T, k, n)``: rows the body writes at computed indices).
 A vector type's width is a property of the type (``Vec3.width == 3``): the frontend, the
 argument layout (one slot per component) and the bindings (an array of shape ``(width, n)``)
 all read it from there.
@@ -14,15 +15,16 @@ component) outside one, computing the same expressions in the same order.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
-from .ir import Role
+from .ir import MAX_WIDTH, Role, type_name
 
-__all__ = ["Annotation", "Scalar", "Param", "Terminated", "Vec2", "Vec3", "Vec4", "Mutable",
-           "Out", "Series", "VECTOR_TYPES", "vec2", "vec3", "vec4", "dot", "length", "cross",
-           "normalize", "maximum", "minimum", "total", "width"]  # fmt: skip
+__all__ = ["Annotation", "Scalar", "Param", "Terminated", "Vec2", "Vec3", "Vec4", "Vector",
+           "Mutable", "Out", "Series", "VECTOR_TYPES", "vector", "vec2", "vec3", "vec4", "dot",
+           "length", "cross", "normalize", "maximum", "minimum", "total", "width"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -31,14 +33,14 @@ class Annotation:
 
     Attributes:
         role: the parameter's ``hawk.ir.Role`` (read-only input, mutable state, output...).
-        width: the vector width: 1 for a scalar, 2 to 4 for ``Vec2`` to ``Vec4``.
+        width: the vector width: 1 for a scalar, 2 to 64 for ``Vec2`` ... ``Vector[64]``.
     """
 
     role: Role
     width: int = 1
 
     def __repr__(self) -> str:
-        kind = f"Vec{self.width}" if self.width > 1 else "Scalar"
+        kind = type_name(self.width)
         if self.role is Role.SCALAR:
             return kind
         if self.role in (Role.PARAM, Role.TERMINATED):
@@ -52,9 +54,25 @@ class _Vec(Annotation):
 
     def __call__(self, *components):
         if len(components) != self.width:
-            raise TypeError(f"Vec{self.width}() takes {self.width} components, "
+            raise TypeError(f"{type_name(self.width)}() takes {self.width} components, "
                             f"got {len(components)}")
         return np.stack(np.broadcast_arrays(*components))
+
+
+class _VectorFamily:
+    """``hawk.Vector[K]``: the vector type of ``K`` components, for ``K`` from 2 to
+    ``MAX_WIDTH`` (64); ``Vector[3] is Vec3``. Its components are read as ``u[i]`` (a constant
+    or a ``for i in range(K)`` index; ``.x .y .z .w`` name the first four)."""
+
+    def __getitem__(self, width) -> _Vec:
+        if isinstance(width, bool) or not isinstance(width, int | np.integer) \
+                or not 2 <= width <= MAX_WIDTH:
+            raise TypeError(f"hawk.Vector[K] takes an int K from 2 to {MAX_WIDTH} (the "
+                            f"components of a vector), got {width!r}")
+        return _vector_type(int(width))
+
+    def __repr__(self) -> str:
+        return "Vector"
 
 
 class _Wrapper:
@@ -63,8 +81,8 @@ class _Wrapper:
 
     def __getitem__(self, inner):
         if not isinstance(inner, Annotation) or inner.role is not Role.SCALAR:
-            raise TypeError(f"{self.role.value}[...] takes Scalar, Vec2, Vec3 or Vec4, "
-                            f"not {inner!r}")
+            raise TypeError(f"{self.role.value}[...] takes Scalar, Vec2, Vec3 or Vec4 (or "
+                            f"Vector[K]), not {inner!r}")
         return Annotation(self.role, inner.width)
 
     def __repr__(self) -> str:
@@ -85,6 +103,25 @@ Series = _Wrapper(Role.SERIES)
 
 #: the vector types by width
 VECTOR_TYPES = {2: Vec2, 3: Vec3, 4: Vec4}
+Vector = _VectorFamily()
+
+
+@functools.cache
+def _vector_type(width: int) -> _Vec:
+    return VECTOR_TYPES.get(width) or _Vec(Role.SCALAR, width)
+
+
+def vector(*components):
+    """A vector of any width from 2 to 64 from its components (stacked along axis 0, the SoA
+    layout): ``hawk.vector(a, b, c, d, e, f)`` is a ``Vector[6]``.
+
+    Args:
+        components: numbers or arrays of shape ``(n,)`` outside a kernel, scalar values
+            inside one.
+    """
+    if not 2 <= len(components) <= MAX_WIDTH:
+        raise TypeError(f"vector() takes 2 to {MAX_WIDTH} components, got {len(components)}")
+    return _vector_type(len(components))(*components)
 
 
 def vec2(x, y):

@@ -29,6 +29,7 @@ from .errors import CompileError
 from .ir import (
     BIT_OPS,
     MATH_FUNCTIONS,
+    MAX_WIDTH,
     DType,
     Op,
     OpKind,
@@ -37,6 +38,7 @@ from .ir import (
     Role,
     RowStore,
     Store,
+    type_name,
 )
 from .passes import attr_key
 from .source import KernelSource
@@ -65,7 +67,7 @@ class Lit:
 
 @dataclass(frozen=True)
 class V:
-    """A vector: ``width`` scalar values of one dtype (its width is its type's, 2, 3 or 4)."""
+    """A vector: ``width`` scalar values of one dtype (its width is its type's, 2 to 64)."""
 
     comps: tuple[S, ...]
 
@@ -79,7 +81,7 @@ class V:
 
     @property
     def type_name(self) -> str:
-        return f"Vec{self.width}"
+        return type_name(self.width)
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,7 @@ class SeriesValue:
 
     @property
     def annotation(self) -> str:
-        return f"Series[{f'Vec{self.param.width}' if self.param.is_vector else 'Scalar'}]"
+        return f"Series[{type_name(self.param.width)}]"
 
     def write_only(self) -> str:
         name = self.param.name
@@ -140,6 +142,7 @@ _HELPERS = {
     hawk_annotations.vec2: "vec2", hawk_annotations.Vec2: "vec2",
     hawk_annotations.vec3: "vec3", hawk_annotations.Vec3: "vec3",
     hawk_annotations.vec4: "vec4", hawk_annotations.Vec4: "vec4",
+    hawk_annotations.vector: "vector",
     hawk_annotations.dot: "dot", hawk_annotations.length: "length",
     hawk_annotations.cross: "cross", hawk_annotations.normalize: "normalize",
     hawk_annotations.maximum: "maximum", hawk_annotations.minimum: "minimum",
@@ -147,10 +150,10 @@ _HELPERS = {
     builtins.min: "min", builtins.max: "max", builtins.abs: "abs", builtins.float: "float",
 }  # fmt: skip
 _MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf}
-_HAWK_FUNCTIONS = {"vec2", "vec3", "vec4", "dot", "length", "cross", "normalize", "maximum",
-                   "minimum", "total", "width"}  # fmt: skip
+_HAWK_FUNCTIONS = {"vec2", "vec3", "vec4", "vector", "dot", "length", "cross", "normalize",
+                   "maximum", "minimum", "total", "width"}  # fmt: skip
 _HAWK_VECTOR_TYPES = {"Vec2": "vec2", "Vec3": "vec3", "Vec4": "vec4"}  # constructors too
-_VECTOR_HELPERS = {"vec2", "vec3", "vec4", "dot", "length", "cross", "normalize"}
+_VECTOR_HELPERS = {"vec2", "vec3", "vec4", "vector", "dot", "length", "cross", "normalize"}
 _ELEMENTWISE_HELPERS = {"maximum", "minimum", "total", "width"}
 # random numbers and counters (hawk.draws): hawk.uniform(), from hawk import normal, ...
 _HELPERS.update(draws.OBJECTS)
@@ -353,7 +356,7 @@ class Lowering:
             raise self.error(f"cannot assign to {param.name!r}: it is a {series.annotation}, "
                              f"written a row at a time: `{param.name}[row] = value`", node)
         if not param.role.written:
-            wrapped = f"Vec{param.width}" if param.is_vector else "Scalar"
+            wrapped = type_name(param.width)
             hint = ("declare it Mutable[" + wrapped + "] to update it"
                     if param.role is Role.SCALAR else "a Param is one read-only value for all")
             raise self.error(f"cannot assign to read-only parameter {param.name!r} "
@@ -374,7 +377,7 @@ class Lowering:
             raise self.error(f"cannot store {describe(value)} into {param.name!r}", node)
         width = value.width if isinstance(value, V) else 1
         if param.width != width:
-            kind = f"Vec{param.width}" if param.is_vector else "Scalar"
+            kind = type_name(param.width)
             want = f"a {kind}" if param.is_vector else "a scalar"
             raise self.error(f"{param.name!r} is {param.role.value}[{kind}] and must be assigned "
                              f"{want}, not {describe(value)}", node)
@@ -544,7 +547,7 @@ class Lowering:
         """The component a vector of ``width`` components is accessed at: ``.x .y .z .w`` or an
         index that is a compile-time int constant (a literal, a global int, a loop's ``i``);
         ``p[-1]`` is the last."""
-        kind = f"Vec{width}"
+        kind = type_name(width)
         names = list(_COMPONENTS)[:width]
         if isinstance(node, ast.Attribute):
             if _COMPONENTS.get(node.attr, width) >= width:
@@ -554,7 +557,8 @@ class Lowering:
         if isinstance(node.slice, ast.Slice):
             raise self.error(f"slicing a {kind} is not supported; use its components "
                              f"{', '.join('.' + c for c in names)} or a constant index", node)
-        indices = ", ".join(map(str, range(width - 1))) + f" or {width - 1}"
+        indices = (", ".join(map(str, range(width - 1))) + f" or {width - 1}" if width <= 4
+                   else f"from {-width} to {width - 1}")
         value = self.expr(node.slice)
         if not (isinstance(value, Lit) and type(value.value) is int
                 and -width <= value.value < width):
@@ -817,13 +821,20 @@ class Lowering:
         return self.emit(kind, dtype, (self.cast(a, dtype).id, self.cast(b, dtype).id))
 
     def vector_call(self, name: str, args: list, node: ast.AST):
-        """``hawk.vec2/vec3/vec4(...)``, ``dot``, ``length``, ``cross``, ``normalize``: each
-        lowered to the scalar ops of its written-out formula, in the order the docs give."""
-        expected = {"vec2": 2, "vec3": 3, "vec4": 4, "dot": 2, "length": 1, "cross": 2,
-                    "normalize": 1}[name]  # fmt: skip
+        """``hawk.vec2/vec3/vec4/vector(...)``, ``dot``, ``length``, ``cross``,
+        ``normalize``: each lowered to the scalar ops of its written-out formula, in the order
+        the docs give."""
+        if name == "vector":
+            if not 2 <= len(args) <= MAX_WIDTH:
+                raise self.error(f"vector() takes 2 to {MAX_WIDTH} components, got "
+                                 f"{len(args)}", node)
+            expected = len(args)
+        else:
+            expected = {"vec2": 2, "vec3": 3, "vec4": 4, "dot": 2, "length": 1, "cross": 2,
+                        "normalize": 1}[name]  # fmt: skip
         if len(args) != expected:
             raise self.error(f"{name}() takes {expected} argument(s), got {len(args)}", node)
-        if name.startswith("vec"):
+        if name.startswith("vec"):  # vec2, vec3, vec4, vector
             comps = [self.number(self.scalar(a, node), f"{name}()", node) for a in args]
             dtype = DType.FLOAT64
             strong = [c.dtype for c in comps if isinstance(c, S)]
@@ -836,8 +847,8 @@ class Lowering:
             return V(tuple(self.cast(c, dtype) for c in comps))
         for arg in args:
             if not isinstance(arg, V):
-                raise self.error(f"hawk.{name}() takes vector arguments (Vec2, Vec3 or Vec4), "
-                                 f"not {describe(arg)}", node)
+                raise self.error(f"hawk.{name}() takes vector arguments (Vec2, Vec3, Vec4 "
+                                 f"or Vector[K]), not {describe(arg)}", node)
             if name == "cross" and arg.width != 3:
                 raise self.error(f"hawk.cross() takes two Vec3 arguments, not {describe(arg)}",
                                  node)

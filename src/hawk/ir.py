@@ -33,7 +33,7 @@ import numpy as np
 from .errors import Loc
 
 __all__ = ["DType", "Role", "OpKind", "Op", "Parameter", "Slot", "slots", "Store", "RowStore",
-           "Program", "SERIES_FIELDS", "series_field",
+           "Program", "SERIES_FIELDS", "series_field", "MAX_WIDTH", "type_name",
            "MATH_FUNCTIONS", "COUNTER_OPS", "COUNTER_ARGUMENTS", "BIT_OPS"]
 
 
@@ -186,6 +186,18 @@ class Op:
         return f"{self.kind.value}{attr}({args}) : {self.dtype.value}"
 
 
+#: The widest vector a kernel takes: its components are registers and arguments, one each.
+MAX_WIDTH = 64
+
+
+def type_name(width: int) -> str:
+    """How hawk spells the type of ``width`` components: ``Scalar``, ``Vec2`` to ``Vec4``,
+    then ``Vector[K]``."""
+    if width == 1:
+        return "Scalar"
+    return f"Vec{width}" if width <= 4 else f"Vector[{width}]"
+
+
 @dataclass(frozen=True)
 class Parameter:
     """A kernel parameter: its name, role, vector width (1 for a scalar; 2, 3 or 4 for a
@@ -216,7 +228,7 @@ class Parameter:
         return (rows, *sample) if self.role is Role.SERIES else sample
 
     def __str__(self) -> str:
-        kind = f"Vec{self.width}" if self.is_vector else "Scalar"
+        kind = type_name(self.width)
         if self.role is Role.SCALAR:
             annotation = kind
         elif self.role in (Role.PARAM, Role.TERMINATED):

@@ -44,6 +44,7 @@ from .ir import (
     Role,
     RowStore,
     Store,
+    type_name,
 )
 from .philox import DISTRIBUTIONS
 
@@ -188,7 +189,7 @@ def _component_rule(width: int, component: object) -> str | None:
     if type(component) is int and 0 <= component < width:
         return None
     listing = ", ".join(map(str, range(width - 1))) + f" or {width - 1}"
-    return f"a Vec{width}'s component is {listing}, not {component!r}"
+    return f"a {type_name(width)}'s component is {listing}, not {component!r}"
 
 
 def _fail(program: Program, where: str, rule: str, op: Op | None = None) -> IRError:

@@ -10,7 +10,8 @@ Two ways to use them:
 - **Ready-made kernels**: ``dopri5_kernel``, ``fixed_step_kernel`` and ``sde_kernel`` build the
   ensemble kernel for a right-hand side; ``eagle.ode.solve`` binds one to arrays and runs it.
 
-The state ``u`` is a number or a ``Vec2``/``Vec3``/``Vec4``; ``p`` is whatever ``f`` takes.
+The state ``u`` is a number or a vector (``Vec2`` ... ``Vector[64]``); ``p`` is whatever ``f``
+takes.
 """
 
 from .dopri5 import (

@@ -17,8 +17,10 @@ to arrays and runs them; use the kernels directly to keep the arrays (and a runn
 import functools
 
 import hawk
-from hawk import Mutable, Param, Scalar, Series, Terminated, Vec2, Vec3, Vec4
+from hawk import Mutable, Param, Scalar, Series, Terminated, Vec3
+from hawk.annotations import Annotation
 from hawk.inline import Func
+from hawk.ir import Role
 
 from .dopri5 import (
     dense_coefficients,
@@ -55,13 +57,19 @@ def _unchanged(u, t, p):
     return u
 
 
+def _is_vector_type(annotation) -> bool:
+    return isinstance(annotation, Annotation) and annotation.role is Role.SCALAR \
+        and annotation.width > 1
+
+
 def _check_types(state, params) -> None:
-    if state not in (Scalar, Vec2, Vec3, Vec4):
-        raise TypeError(f"state must be hawk.Scalar, Vec2, Vec3 or Vec4 (the shape of u), "
-                        f"got {state!r}")
-    if params not in (Scalar, Param, Vec2, Vec3, Vec4):
-        raise TypeError(f"params must be hawk.Scalar, Param, Vec2, Vec3 or Vec4 (how p is "
-                        f"bound: per sample, one for all, or a vector per sample), got {params!r}")
+    if state is not Scalar and not _is_vector_type(state):
+        raise TypeError(f"state must be hawk.Scalar or a vector type (Vec2, Vec3, Vec4, "
+                        f"Vector[K]: the shape of u), got {state!r}")
+    if params not in (Scalar, Param) and not _is_vector_type(params):
+        raise TypeError(f"params must be hawk.Scalar, Param or a vector type (Vec2 ... "
+                        f"Vector[K]: how p is bound: per sample, one for all, or a vector per "
+                        f"sample), got {params!r}")
 
 
 def _check_func(name: str, value, required: bool = True) -> None:
@@ -82,9 +90,10 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
     Args:
         f: the right-hand side, a ``@hawk.func`` ``f(u, t, p)`` returning ``du/dt`` shaped as
             ``u``.
-        state: ``u``'s type: ``hawk.Scalar`` or ``hawk.Vec2``/``Vec3``/``Vec4``.
+        state: ``u``'s type: ``hawk.Scalar`` or a vector type (``hawk.Vec2`` ...
+            ``hawk.Vector[K]``).
         params: how ``p`` is bound: ``hawk.Scalar`` (an array ``(n,)`` or a number),
-            ``hawk.Param`` (one number), or ``hawk.Vec2``/``Vec3``/``Vec4`` (``(k, n)``).
+            ``hawk.Param`` (one number), or a vector type (``(k, n)``).
         event: a ``@hawk.func`` ``g(u, t, p)``: the sample has an event where ``g`` crosses
             zero in ``direction``; None (default) for none.
         on_event: a ``@hawk.func`` ``(u, t, p) -> u`` applied at the event (a bounce), after
@@ -236,7 +245,8 @@ def dopri5_start_kernel(f: Func, state=Vec3, params=Scalar) -> hawk.Kernel:
 
     Args:
         f: the right-hand side, a ``@hawk.func`` ``f(u, t, p)`` shaped as ``u``.
-        state: ``u``'s type: ``hawk.Scalar`` or ``hawk.Vec2``/``Vec3``/``Vec4``.
+        state: ``u``'s type: ``hawk.Scalar`` or a vector type (``hawk.Vec2`` ...
+            ``hawk.Vector[K]``).
         params: how ``p`` is bound: ``hawk.Scalar``, ``hawk.Param`` or a vector type (as for
             ``dopri5_kernel``).
     """
@@ -317,7 +327,8 @@ def fixed_step_kernel(f: Func, method: str = "rk4", state=Vec3, params=Scalar, *
     Args:
         f: the right-hand side, a ``@hawk.func`` ``f(u, t, p)`` shaped as ``u``.
         method: ``"euler"`` or ``"rk4"``.
-        state: ``u``'s type: ``hawk.Scalar`` or ``hawk.Vec2``/``Vec3``/``Vec4``.
+        state: ``u``'s type: ``hawk.Scalar`` or a vector type (``hawk.Vec2`` ...
+            ``hawk.Vector[K]``).
         params: how ``p`` is bound: ``hawk.Scalar``, ``hawk.Param`` or a vector type (as for
             ``dopri5_kernel``).
         saveat: land on and record the times ``save_first + k * save_every``.
@@ -339,7 +350,8 @@ def sde_kernel(f: Func, g: Func, state=Vec3, params=Scalar, *,
     Args:
         f: the right-hand side (the drift), a ``@hawk.func`` ``f(u, t, p)`` shaped as ``u``.
         g: the diffusion, a ``@hawk.func`` ``g(u, t, p)`` shaped as ``u``.
-        state: ``u``'s type: ``hawk.Scalar`` or ``hawk.Vec2``/``Vec3``/``Vec4``.
+        state: ``u``'s type: ``hawk.Scalar`` or a vector type (``hawk.Vec2`` ...
+            ``hawk.Vector[K]``).
         params: how ``p`` is bound: ``hawk.Scalar``, ``hawk.Param`` or a vector type (as for
             ``dopri5_kernel``).
         saveat: land on and record the times ``save_first + k * save_every``.
