@@ -173,15 +173,18 @@ def wide(a: hawk.Vector[{width}], s: Param, terminated: Terminated,
 """
 
 
+def _width_bindings(width: int, n: int) -> dict:
+    rng = np.random.default_rng(width)
+    return dict(a=rng.uniform(0.0, 1.0, (width, n)), s=0.9, terminated=np.zeros(n, bool),
+                v=rng.normal(0.0, 1.0, (width, n)), k=np.zeros(n), norm=np.zeros(n))
+
+
 @settings(max_examples=12, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(width=st.integers(2, 64), shift=st.integers(0, 63))
 def test_random_widths_equal_the_reference_on_the_cpu(tmp_path, width, shift):
     kernel = _load(_width_kernel_source(width, shift % width), tmp_path, "wide")
-    rng = np.random.default_rng(width)
-    n = 257
-    bindings = dict(a=rng.uniform(0.0, 1.0, (width, n)), s=0.9, terminated=np.zeros(n, bool),
-                    v=rng.normal(0.0, 1.0, (width, n)), k=np.zeros(n), norm=np.zeros(n))
+    bindings = _width_bindings(width, 257)
     expected, steps = reference_run(kernel, bindings, 20)
     actual = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in bindings.items()}
     report = eagle.until_done(eagle.deploy(kernel, "cpu"), max_steps=20, **actual).run()
@@ -201,10 +204,7 @@ def test_random_widths_equal_the_reference_in_the_generated_cuda(tmp_path, width
     from eagle.bindings import bind
 
     kernel = _load(_width_kernel_source(width, shift % width), tmp_path, "wide")
-    rng = np.random.default_rng(width)
-    n = 300
-    bindings = dict(a=rng.uniform(0.0, 1.0, (width, n)), s=0.9, terminated=np.zeros(n, bool),
-                    v=rng.normal(0.0, 1.0, (width, n)), k=np.zeros(n), norm=np.zeros(n))
+    bindings = _width_bindings(width, 300)
     expected, _ = reference_run(kernel, bindings, 20)
     bound = bind(kernel, {k: v.copy() if isinstance(v, np.ndarray) else v
                           for k, v in bindings.items()}, "cpu")
