@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -197,19 +198,7 @@ def compile_source(source: str, arch: str = "sm_90", target: str = "cubin", fmad
         data = _cached(path)
         if data is not None:
             return data
-    program = check(nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []),
-                     "nvrtcCreateProgram")
-    try:
-        (result,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
-        size = check(nvrtc.nvrtcGetProgramLogSize(program), "nvrtcGetProgramLogSize")
-        log = b" " * size
-        check(nvrtc.nvrtcGetProgramLog(program, log), "nvrtcGetProgramLog")
-        if int(result) != 0:
-            raise CompileFailed(
-                result.name, "nvrtcCompileProgram",
-                f"NVRTC could not compile {name} for {arch}:\n"
-                f"{log.decode(errors='replace').rstrip(chr(0)).strip()}\n\n"
-                f"generated source:\n{_numbered(source)}")
+    with _compiled(source, name, arch, options) as (program, _):
         if target == "cubin":
             size = check(nvrtc.nvrtcGetCUBINSize(program), "nvrtcGetCUBINSize")
             data = b" " * size
@@ -218,8 +207,6 @@ def compile_source(source: str, arch: str = "sm_90", target: str = "cubin", fmad
             size = check(nvrtc.nvrtcGetPTXSize(program), "nvrtcGetPTXSize")
             data = b" " * size
             check(nvrtc.nvrtcGetPTX(program, data), "nvrtcGetPTX")
-    finally:
-        nvrtc.nvrtcDestroyProgram(program)
     if path is not None:
         try:
             cache.store(path, data)
@@ -227,6 +214,29 @@ def compile_source(source: str, arch: str = "sm_90", target: str = "cubin", fmad
         except OSError:
             pass  # not kept for the next process; this one has what it needs
     return data
+
+
+@contextmanager
+def _compiled(source: str, name: str, arch: str, options: list[bytes]):
+    """``(program, log)``: ``source`` compiled by NVRTC with ``options``, and its log as text;
+    ``CompileFailed`` with the whole log and the numbered source on an error. The program is
+    destroyed on leaving."""
+    nvrtc = _nvrtc()
+    program = check(nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []),
+                    "nvrtcCreateProgram")
+    try:
+        (result,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
+        size = check(nvrtc.nvrtcGetProgramLogSize(program), "nvrtcGetProgramLogSize")
+        log = b" " * size
+        check(nvrtc.nvrtcGetProgramLog(program, log), "nvrtcGetProgramLog")
+        text = log.decode(errors="replace").rstrip(chr(0))
+        if int(result) != 0:
+            raise CompileFailed(result.name, "nvrtcCompileProgram",
+                                f"NVRTC could not compile {name} for {arch}:\n{text.strip()}"
+                                f"\n\ngenerated source:\n{_numbered(source)}")
+        yield program, text
+    finally:
+        nvrtc.nvrtcDestroyProgram(program)
 
 
 def _cached(path: Path) -> bytes | None:
@@ -288,24 +298,12 @@ _USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
 def resource_usage(source: str, arch: str = "sm_90", fmad: bool = False) -> list[Resources]:
     """Each kernel's registers, spills, stack and shared memory as ptxas reports them when
     NVRTC compiles ``source`` for ``arch`` (``--ptxas-options=-v``; no GPU, no cache)."""
-    nvrtc = _nvrtc()
     arch = arch_name(arch)
-    program = check(nvrtc.nvrtcCreateProgram(source.encode(), b"eagle_info.cu", 0, [], []),
-                    "nvrtcCreateProgram")
-    try:
-        options = [*_options(arch, "cubin", fmad), b"--ptxas-options=-v"]
-        result, = nvrtc.nvrtcCompileProgram(program, len(options), options)
-        size = check(nvrtc.nvrtcGetProgramLogSize(program), "nvrtcGetProgramLogSize")
-        log = b" " * size
-        check(nvrtc.nvrtcGetProgramLog(program, log), "nvrtcGetProgramLog")
-        text = log.decode(errors="replace").rstrip(chr(0))
-        if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise CompileFailed(result.name, "nvrtcCompileProgram",
-                                f"NVRTC could not compile for {arch}:\n{text.strip()}")
-    finally:
-        nvrtc.nvrtcDestroyProgram(program)
+    options = [*_options(arch, "cubin", fmad), b"--ptxas-options=-v"]
+    with _compiled(source, "eagle_info.cu", arch, options) as (_, log):
+        lines = log.splitlines()  # ptxas's report, one kernel after another
     found, kernel, frame = [], None, (0, 0, 0)
-    for line in text.splitlines():
+    for line in lines:
         if entry := _ENTRY.search(line):
             kernel, frame = entry.group(1), (0, 0, 0)
         elif (sizes := _FRAME.search(line)) and kernel:
