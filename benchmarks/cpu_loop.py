@@ -93,6 +93,7 @@ from peer_numba import OSCILLATOR, Recurrence, make_lane_peer, make_sample_peer 
 import eagle  # noqa: E402
 import hawk  # noqa: E402
 from eagle.bench import oscillator as spread_oscillator  # noqa: E402  (t_end per sample)
+from eagle.bench import t_end_of  # noqa: E402
 from hawk import Mutable, Param, Scalar, Terminated  # noqa: E402
 
 DT = 1e-3
@@ -253,21 +254,6 @@ GBM_BARRIER = Recurrence(
     stop="price > barrier or t >= t_end")
 
 
-def t_end_of(n: int, config: str) -> np.ndarray:
-    """Per-sample t_end: ``uniform`` (1000 steps) or ``spread-K`` (sample i: 1..K steps)."""
-    if config == "uniform":
-        return np.full(n, 1.0)
-    k = int(config.split("-")[1])
-    return DT * (1 + (k - 1) * np.arange(n) / max(n - 1, 1))
-
-
-def _tail(n: int, scattered: bool) -> np.ndarray:
-    steps = np.full(n, 100)
-    steps[: max(1, n // 100)] = 10_000
-    steps = np.random.default_rng(2024).permutation(steps) if scattered else np.sort(steps)
-    return (steps - 0.5) * DT  # t reaches t_end after exactly that many steps
-
-
 def _oscillator_arrays(n: int, dtype=np.float64, t_end=None) -> dict:
     arrays = dict(x=np.ones(n, dtype), v=np.zeros(n, dtype), t=np.zeros(n, dtype),
                   omega=np.linspace(1.0, 3.0, n).astype(dtype))
@@ -317,9 +303,9 @@ WORKLOADS = [
              dict(g=9.81, dt=2e-3, e_stop=0.01 * 9.81)),
     Workload("tail-scattered", "oscillator, 99% stop at 100 steps, 1% at 10,000, random places",
              spread_oscillator, OSCILLATOR, MAX_STEPS,
-             lambda n: _oscillator_arrays(n, t_end=_tail(n, scattered=True)), dict(dt=DT)),
+             lambda n: _oscillator_arrays(n, t_end=t_end_of(n, "tail-scattered")), dict(dt=DT)),
     Workload("tail-sorted", "the same targets, sorted", spread_oscillator, OSCILLATOR, MAX_STEPS,
-             lambda n: _oscillator_arrays(n, t_end=_tail(n, scattered=False)), dict(dt=DT)),
+             lambda n: _oscillator_arrays(n, t_end=t_end_of(n, "tail-sorted")), dict(dt=DT)),
     Workload("osc-uniform-f32", "oscillator in float32", oscillator, OSC_PARAM_F32, MAX_STEPS,
              lambda n: _oscillator_arrays(n, np.float32),
              dict(dt=np.float32(DT), t_end=np.float32(1.0))),

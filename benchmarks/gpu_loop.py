@@ -172,22 +172,12 @@ def card_rows(cp, n: int, config: str, repeats: int, fp64_rate: float,
     return rows
 
 
-def tail_t_end(n: int, scattered: bool) -> np.ndarray:
-    """99% of samples stop after 100 steps and 1% after 10,000, at random places or (sorted)
-    packed together at the end: what ``benchmarks/cpu_loop.py`` calls the tail workloads."""
-    steps = np.full(n, 100)
-    steps[: max(1, n // 100)] = 10_000
-    steps = np.random.default_rng(2024).permutation(steps) if scattered else np.sort(steps)
-    return (steps - 0.5) * DT  # t reaches t_end after exactly that many steps
-
-
 def tail_rows(cp, n: int, repeats: int, fp64_rate: float) -> list[dict]:
     """The scattered tail against the same lifetimes sorted (the long-lived samples packed into
     whole warps, the best a GPU can do): their time ratio is what scattering costs."""
     arms = []
     for config in ("tail-scattered", "tail-sorted"):
-        host = dict(initial(n, "uniform"), t_end=tail_t_end(n, config == "tail-scattered"),
-                    dt=DT)
+        host = dict(initial(n, config), dt=DT)
         for arm, compact in (("eagle_graph", True), ("graph_no_compaction", False)):
             arms.append(Arm(cp, arm, card_kernel, host, 20_000, compact=compact))
             arms[-1].config = config

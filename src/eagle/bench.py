@@ -73,15 +73,26 @@ def oscillator(omega: Scalar, t_end: Scalar, dt: Param, terminated: Terminated,
     terminated = t >= t_end  # noqa: F841 (a hawk kernel assigns its outputs)
 
 
-def initial(n: int, config: str) -> dict[str, np.ndarray]:
-    """The spec's oscillator state; ``spread-K``: sample i stops after 1..K steps."""
+def t_end_of(n: int, config: str) -> np.ndarray:
+    """Each sample's ``t_end``: ``uniform`` (1000 steps), ``spread-K`` (sample i stops after
+    1..K steps), ``tail-scattered`` and ``tail-sorted`` (99% stop after 100 steps and 1% after
+    10,000, at random places or packed together at the end)."""
     if config == "uniform":
-        t_end = np.full(n, 1.0)
-    else:
-        k = int(config.split("-")[1])
-        t_end = DT * (1 + (k - 1) * np.arange(n) / max(n - 1, 1))
+        return np.full(n, 1.0)
+    if config.startswith("tail-"):
+        steps = np.full(n, 100)
+        steps[: max(1, n // 100)] = 10_000
+        scattered = config == "tail-scattered"
+        steps = np.random.default_rng(2024).permutation(steps) if scattered else np.sort(steps)
+        return (steps - 0.5) * DT  # t reaches t_end after exactly that many steps
+    k = int(config.split("-")[1])
+    return DT * (1 + (k - 1) * np.arange(n) / max(n - 1, 1))
+
+
+def initial(n: int, config: str) -> dict[str, np.ndarray]:
+    """The spec's oscillator state, with ``t_end_of(n, config)``."""
     return dict(x=np.ones(n), v=np.zeros(n), t=np.zeros(n), omega=np.linspace(1.0, 3.0, n),
-                t_end=t_end)
+                t_end=t_end_of(n, config))
 
 
 def array_eager(xp, s: dict) -> None:
