@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hawk import CompileError, Kernel
-from hawk.ir import DType, OpKind, Parameter, Program, Role, series_field, type_name
+from hawk.ir import DType, OpKind, Parameter, Program, Role, series_field
 
 from . import backend as backends
 from .arrays import is_array_like
@@ -49,15 +49,6 @@ class Bound:
     dtypes: dict[str, DType] = field(default_factory=dict)
     seed: int | None = None  # the random streams' seed (``hawk.philox``), for kernels that draw
     first_sample: int = 0  # the global index of these arrays' sample 0 (a chunk's offset)
-
-
-def _describe(p: Parameter) -> str:
-    kind = type_name(p.width)
-    if p.role is Role.SCALAR:
-        return kind
-    if p.role in (Role.PARAM, Role.TERMINATED):
-        return p.role.value
-    return f"{p.role.value}[{kind}]"
 
 
 def _shape_text(p: Parameter) -> str:
@@ -121,7 +112,7 @@ def bind(kernel: Kernel, bindings: dict, device: str | None, caller: str = "unti
     for p in kernel.params:
         if p.name not in bindings and p.role is not Role.TERMINATED:
             raise BindingTypeError(f"{caller}() is missing a binding for {p.name!r} "
-                                   f"({_describe(p)}): pass {_expected(p)}")
+                                   f"({p.annotation}): pass {_expected(p)}")
 
     arrays, scalars, devices = {}, {}, {}
     for p in kernel.params:
@@ -139,7 +130,7 @@ def bind(kernel: Kernel, bindings: dict, device: str | None, caller: str = "unti
         elif p.role is Role.SCALAR and _is_number(value):
             scalars[p.name] = _real_number(p, value)
         else:
-            raise BindingTypeError(f"{p.name!r} ({_describe(p)}) must be {_expected(p)}, got "
+            raise BindingTypeError(f"{p.name!r} ({p.annotation}) must be {_expected(p)}, got "
                                    f"{type(value).__name__}")
     device = _common_device(devices, device)
     backend = backends.backend_for(device)
@@ -148,7 +139,7 @@ def bind(kernel: Kernel, bindings: dict, device: str | None, caller: str = "unti
         try:
             arrays[name] = backend.view(value, device)
         except (TypeError, BufferError) as exc:  # BufferError: an exporter refused (DLPack)
-            raise BindingTypeError(f"{name!r} ({_describe(params[name])}): {exc}") from None
+            raise BindingTypeError(f"{name!r} ({params[name].annotation}): {exc}") from None
     n = _sample_count(kernel, arrays)
 
     checked = {}
@@ -220,7 +211,7 @@ def _compiles(kernel: Kernel, dtypes: dict) -> bool:
 
 def _dtype_message(kernel: Kernel, bound: Bound, fix: dict, error: Exception) -> str:
     params = {p.name: p for p in kernel.params}
-    names = " and ".join(f"{name!r} ({_describe(params[name])}, bound as "
+    names = " and ".join(f"{name!r} ({params[name].annotation}, bound as "
                          f"{bound.dtypes[name].value})" for name in fix)
     instead = ", ".join(f"{name!r} as {dtype.value}" for name, dtype in fix.items())
     if isinstance(error, CompileError):
@@ -271,7 +262,7 @@ def _labelled_array_message(p: Parameter, value) -> str:
     what = f"{_LABELLED_ARRAYS[_library_of(value)]} {type(value).__name__}"
     read_back = (" and read the results from that array (eagle updates it in place, not the "
                  f"{type(value).__name__})" if p.role.written else "")
-    return (f"{p.name!r} ({_describe(p)}) is {what}; eagle binds plain arrays, so pass "
+    return (f"{p.name!r} ({p.annotation}) is {what}; eagle binds plain arrays, so pass "
             f"{p.name}.to_numpy(){read_back}")
 
 
@@ -279,7 +270,7 @@ def _check_not_tracked(p: Parameter, value) -> None:
     """A PyTorch tensor that autograd tracks is refused with the fix (its exporters would say
     only that they cannot export it)."""
     if _library_of(value) == "torch" and getattr(value, "requires_grad", False) is True:
-        raise BindingTypeError(f"{p.name!r} ({_describe(p)}) is a PyTorch tensor that requires "
+        raise BindingTypeError(f"{p.name!r} ({p.annotation}) is a PyTorch tensor that requires "
                                f"grad; eagle reads and writes its memory outside autograd, so "
                                f"pass {p.name}.detach()")
 
@@ -304,7 +295,7 @@ def _real_number(p: Parameter, value):
     ones of every kind refused, NumPy's ``complex64`` included, never cast to real), an integer
     that fits in int64 (as ``np.int64`` when it came from NumPy), or a NumPy scalar of a dtype
     eagle computes in."""
-    what = _describe(p)
+    what = p.annotation
     if not _is_number(value) or isinstance(value, complex | np.complexfloating):
         raise BindingTypeError(f"{p.name!r} ({what}) must be a real number, got "
                                f"{type(value).__name__} {value!r}")
@@ -341,18 +332,18 @@ def _sample_count(kernel: Kernel, arrays: dict[str, np.ndarray]) -> int:
         if p.name in arrays:
             array = arrays[p.name]
             if array.ndim == 0:
-                raise BindingValueError(f"{p.name!r} ({_describe(p)}) is a 0-d array; pass "
+                raise BindingValueError(f"{p.name!r} ({p.annotation}) is a 0-d array; pass "
                                         f"{_expected(p)}")
             if p.role is Role.SERIES:
                 _check_series_shape(p, array)
             elif not p.is_vector and array.ndim != 1:
-                raise BindingValueError(f"{p.name!r} ({_describe(p)}) must have shape (n,), got "
+                raise BindingValueError(f"{p.name!r} ({p.annotation}) must have shape (n,), got "
                                         f"{tuple(array.shape)}")
             elif p.is_vector and (array.ndim != 2 or array.shape[0] != p.width):
                 hint = (f"; vectors are stored SoA as {_shape_text(p)}: pass "
                         "np.ascontiguousarray(a.T)"
                         if array.ndim == 2 and array.shape[1] == p.width else "")
-                raise BindingValueError(f"{p.name!r} ({_describe(p)}) must have shape "
+                raise BindingValueError(f"{p.name!r} ({p.annotation}) must have shape "
                                         f"{_shape_text(p)}, got {array.shape}{hint}")
             counts[p.name] = array.shape[-1]
     if not counts:
@@ -371,7 +362,7 @@ def _sample_count(kernel: Kernel, arrays: dict[str, np.ndarray]) -> int:
 def _check_series_shape(p: Parameter, array) -> None:
     ndim = 3 if p.is_vector else 2
     if array.ndim != ndim or (p.is_vector and array.shape[1] != p.width):
-        raise BindingValueError(f"{p.name!r} ({_describe(p)}) must have shape {_shape_text(p)}: "
+        raise BindingValueError(f"{p.name!r} ({p.annotation}) must have shape {_shape_text(p)}: "
                                 f"T rows of {'a vector' if p.is_vector else 'a value'} per "
                                 f"sample, got {tuple(array.shape)}")
 
@@ -380,17 +371,17 @@ def _check_series(p: Parameter, array, original) -> None:
     """A Series: writable, numeric, its elements apart by whole elements and its sample axis
     contiguous (a slice of the sample axis is fine; rows and components may be strided)."""
     if not array.flags.writeable:
-        raise BindingValueError(f"{p.name!r} ({_describe(p)}) is read-only; eagle writes its "
+        raise BindingValueError(f"{p.name!r} ({p.annotation}) is read-only; eagle writes its "
                                 "rows in place, so pass a writable array")
     if array.dtype == np.bool_:
-        raise BindingTypeError(f"{p.name!r} ({_describe(p)}) is a bool array; a Series holds "
+        raise BindingTypeError(f"{p.name!r} ({p.annotation}) is a bool array; a Series holds "
                                "numbers")
     itemsize = array.dtype.itemsize
     strides = tuple(array.strides)
     empty = any(size == 0 for size in array.shape)  # nothing to address (NumPy: strides 0)
     if not empty and (any(stride % itemsize for stride in strides)
                       or (array.shape[-1] > 1 and strides[-1] != itemsize)):
-        raise BindingValueError(f"{p.name!r} ({_describe(p)}) has strides {strides} (bytes); "
+        raise BindingValueError(f"{p.name!r} ({p.annotation}) has strides {strides} (bytes); "
                                 f"its sample axis (the last) must be contiguous, "
                                 f"{itemsize} bytes apart: pass np.ascontiguousarray(...) and "
                                 "read the results from that array")
@@ -400,10 +391,10 @@ def _check_array(p: Parameter, array: np.ndarray, n: int, original=None) -> np.n
     if p.role is Role.SERIES:
         expected = p.shape(n, array.shape[0])
         if array.shape != expected:
-            raise BindingValueError(f"{p.name!r} ({_describe(p)}) must have shape "
+            raise BindingValueError(f"{p.name!r} ({p.annotation}) must have shape "
                                     f"{_shape_text(p).replace('n', str(n))}, got {array.shape}")
         if array.dtype not in _ARRAY_DTYPES:
-            raise BindingTypeError(f"{p.name!r} ({_describe(p)}) has dtype {array.dtype}; use "
+            raise BindingTypeError(f"{p.name!r} ({p.annotation}) has dtype {array.dtype}; use "
                                    f"one of {', '.join(_DTYPE_NAMES[1:])}")
         _check_series(p, array, original)
         return array
@@ -413,34 +404,34 @@ def _check_array(p: Parameter, array: np.ndarray, n: int, original=None) -> np.n
         if p.is_vector and array.shape == (n, p.width):
             hint = (f"; vectors are stored SoA as {_shape_text(p)}: pass "
                     "np.ascontiguousarray(a.T)")
-        raise BindingValueError(f"{p.name!r} ({_describe(p)}) must have shape "
+        raise BindingValueError(f"{p.name!r} ({p.annotation}) must have shape "
                                 f"{_shape_text(p).replace('n', str(n))}, got {array.shape}{hint}")
     if p.role is Role.TERMINATED:
         if array.dtype != np.bool_:
             raise BindingTypeError(f"{p.name!r} (Terminated) must be a bool array, got "
                                    f"{array.dtype}")
     elif array.dtype not in _ARRAY_DTYPES:
-        raise BindingTypeError(f"{p.name!r} ({_describe(p)}) has dtype {array.dtype}; use one of "
+        raise BindingTypeError(f"{p.name!r} ({p.annotation}) has dtype {array.dtype}; use one of "
                                f"{', '.join(_DTYPE_NAMES)}")
     if p.role.written:
         if not array.flags.writeable:
             immutable = type(original).__module__.split(".")[0] in ("jax", "jaxlib")
             hint = (" (JAX arrays are immutable: bind a NumPy or CuPy array, e.g. "
                     "np.array(a), and read the results from it)" if immutable else "")
-            raise BindingValueError(f"{p.name!r} ({_describe(p)}) is read-only; eagle updates it "
+            raise BindingValueError(f"{p.name!r} ({p.annotation}) is read-only; eagle updates it "
                                     f"in place, so pass a writable array{hint}")
         if not array.flags.c_contiguous:
-            raise BindingValueError(f"{p.name!r} ({_describe(p)}) is not contiguous; eagle "
+            raise BindingValueError(f"{p.name!r} ({p.annotation}) is not contiguous; eagle "
                                     "updates it in place, so pass np.ascontiguousarray(...) and "
                                     "read the results from that array")
         if p.role is not Role.TERMINATED and array.dtype == np.bool_:
-            raise BindingTypeError(f"{p.name!r} ({_describe(p)}) is a bool array; state must be "
+            raise BindingTypeError(f"{p.name!r} ({p.annotation}) is a bool array; state must be "
                                    "numeric")
         return array
     if isinstance(array, np.ndarray):
         return np.ascontiguousarray(array)  # read-only: a contiguous copy is as good as a view
     if not array.flags.c_contiguous:
-        raise BindingValueError(f"{p.name!r} ({_describe(p)}) is a non-contiguous GPU array; "
+        raise BindingValueError(f"{p.name!r} ({p.annotation}) is a non-contiguous GPU array; "
                                 "pass a contiguous one (cupy.ascontiguousarray, "
                                 "tensor.contiguous())")
     return array

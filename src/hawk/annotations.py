@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .ir import MAX_WIDTH, Role, type_name
+from .ir import MAX_WIDTH, Role, annotation_name, type_name
 
 __all__ = ["Annotation", "Scalar", "Param", "Terminated", "Vec2", "Vec3", "Vec4", "Vector",
            "Mutable", "Out", "Series", "VECTOR_TYPES", "vector", "vec2", "vec3", "vec4", "dot",
@@ -40,12 +40,7 @@ class Annotation:
     width: int = 1
 
     def __repr__(self) -> str:
-        kind = type_name(self.width)
-        if self.role is Role.SCALAR:
-            return kind
-        if self.role in (Role.PARAM, Role.TERMINATED):
-            return self.role.value
-        return f"{self.role.value}[{kind}]"
+        return annotation_name(self.role, self.width)
 
 
 class _Vec(Annotation):

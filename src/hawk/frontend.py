@@ -101,7 +101,7 @@ class SeriesValue:
 
     @property
     def annotation(self) -> str:
-        return f"Series[{type_name(self.param.width)}]"
+        return self.param.annotation
 
     def write_only(self) -> str:
         name = self.param.name

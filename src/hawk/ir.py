@@ -33,7 +33,7 @@ import numpy as np
 from .errors import Loc
 
 __all__ = ["DType", "Role", "OpKind", "Op", "Parameter", "Slot", "slots", "Store", "RowStore",
-           "Program", "SERIES_FIELDS", "series_field", "MAX_WIDTH", "type_name",
+           "Program", "SERIES_FIELDS", "series_field", "MAX_WIDTH", "type_name", "annotation_name",
            "MATH_FUNCTIONS", "COUNTER_OPS", "COUNTER_ARGUMENTS", "BIT_OPS"]
 
 
@@ -198,6 +198,16 @@ def type_name(width: int) -> str:
     return f"Vec{width}" if width <= 4 else f"Vector[{width}]"
 
 
+def annotation_name(role: Role, width: int) -> str:
+    """How a parameter of ``role`` and ``width`` is declared: ``Vec3``, ``Param``,
+    ``Mutable[Vector[6]]``..."""
+    if role is Role.SCALAR:
+        return type_name(width)
+    if role in (Role.PARAM, Role.TERMINATED):
+        return role.value
+    return f"{role.value}[{type_name(width)}]"
+
+
 @dataclass(frozen=True)
 class Parameter:
     """A kernel parameter: its name, role, vector width (1 for a scalar; 2, 3 or 4 for a
@@ -227,15 +237,13 @@ class Parameter:
         sample = (self.width, n) if self.is_vector else (n,)
         return (rows, *sample) if self.role is Role.SERIES else sample
 
+    @property
+    def annotation(self) -> str:
+        """How the parameter is declared (``Mutable[Vec3]``)."""
+        return annotation_name(self.role, self.width)
+
     def __str__(self) -> str:
-        kind = type_name(self.width)
-        if self.role is Role.SCALAR:
-            annotation = kind
-        elif self.role in (Role.PARAM, Role.TERMINATED):
-            annotation = self.role.value
-        else:
-            annotation = f"{self.role.value}[{kind}]"
-        return f"{self.name}: {annotation} {self.dtype.value}"
+        return f"{self.name}: {self.annotation} {self.dtype.value}"
 
 
 #: The extra arguments of a ``Series`` parameter, after its component arrays: its row count
