@@ -30,7 +30,8 @@ import numpy as np
 from eagle.cuda.emit import BLOCK_SIZE, CONTROL_FIELDS, emit_cuda, slot_ctype
 from hawk.ir import Program, Role
 
-PRELUDE = r"""
+# What both preludes need: CUDA's keywords as plain C++, and the bit helpers.
+_KEYWORDS = r"""
 #include <math.h>
 #include <string.h>
 #define __global__
@@ -39,6 +40,14 @@ PRELUDE = r"""
 #define __cudart_builtin__
 #define CUDARTAPI
 #define __launch_bounds__(...)
+"""
+_BITS = r"""
+static inline int __popc(unsigned int v) { return __builtin_popcount(v); }
+static inline double __longlong_as_double(unsigned long long v) {
+    double d; memcpy(&d, &v, 8); return d; }
+"""
+
+PRELUDE = _KEYWORDS + r"""
 #define __shared__
 static inline void __syncthreads() {}
 struct EagleDim { unsigned long long x; };
@@ -46,7 +55,6 @@ static EagleDim threadIdx = {0}, blockIdx = {0}, blockDim = {1};
 static inline int __syncthreads_count(int p) { return p != 0; }
 static inline long long __shfl_down_sync(unsigned, long long v, int) { return v; }
 static inline unsigned int __ballot_sync(unsigned, int p) { return p != 0 ? 1u : 0u; }
-static inline int __popc(unsigned int v) { return __builtin_popcount(v); }
 extern "C" { long long* eagle_observed = 0; long long eagle_observations = 0; }
 static inline void eagle_observe(long long thread, long long taken) {
     if (eagle_observed == 0) return;
@@ -59,16 +67,12 @@ static inline unsigned long long atomicAdd(unsigned long long* a, unsigned long 
     ++eagle_atomic_adds; unsigned long long o = *a; *a = o + v; return o; }
 static inline unsigned long long atomicMax(unsigned long long* a, unsigned long long v) {
     ++eagle_atomic_maxes; unsigned long long o = *a; if (v > o) *a = v; return o; }
-static inline double __longlong_as_double(unsigned long long v) {
-    double d; memcpy(&d, &v, 8); return d; }
-"""
+""" + _BITS
 
 # Real blocks of BLOCK_SIZE threads: one host thread per CUDA thread, the blocks run one after
 # the other (so ``__shared__`` is ``static``), barriers span the block or the warp, and a warp's
 # ballot and shuffle exchange values through memory between two barriers.
-BLOCK_PRELUDE = r"""
-#include <math.h>
-#include <string.h>
+BLOCK_PRELUDE = _KEYWORDS + r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include <atomic>
@@ -79,12 +83,6 @@ BLOCK_PRELUDE = r"""
 #include <mutex>
 #include <thread>
 #include <vector>
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __cudart_builtin__
-#define CUDARTAPI
-#define __launch_bounds__(...)
 #define __shared__ static
 #define EAGLE_THREADS @BLOCK@
 struct EagleDim { unsigned long long x; };
@@ -121,7 +119,6 @@ static inline long long __shfl_down_sync(unsigned, long long v, int offset) {
                                                               : v;
     eagle_warp_sync();
     return other; }
-static inline int __popc(unsigned int v) { return __builtin_popcount(v); }
 extern "C" { long long* eagle_observed = 0; long long eagle_observations = 0; }
 static inline void eagle_observe(long long thread, long long taken) {
     if (eagle_observed == 0) return;
@@ -137,9 +134,7 @@ static inline unsigned long long atomicAdd(unsigned long long* a, unsigned long 
 static inline unsigned long long atomicMax(unsigned long long* a, unsigned long long v) {
     std::lock_guard<std::mutex> hold(eagle_atomics);
     ++eagle_atomic_maxes; unsigned long long o = *a; if (v > o) *a = v; return o; }
-static inline double __longlong_as_double(unsigned long long v) {
-    double d; memcpy(&d, &v, 8); return d; }
-""".replace("@BLOCK@", str(BLOCK_SIZE))
+""".replace("@BLOCK@", str(BLOCK_SIZE)) + _BITS
 
 _CTYPES = {"double": ctypes.c_double, "float": ctypes.c_float, "long long": ctypes.c_longlong,
            "bool": ctypes.c_bool}
