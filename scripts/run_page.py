@@ -46,15 +46,6 @@ def _glue_stand_in() -> None:
         sys.modules["myst_nb"] = module
 
 
-def _gpu_available() -> bool:
-    try:
-        from eagle.cuda import is_available
-
-        return bool(is_available())
-    except Exception:  # noqa: BLE001 - any failure to ask means no GPU, as docs/conf.py reads it
-        return False
-
-
 def main(argv: list[str]) -> int:
     require_gpu = "--require-gpu" in argv
     argv = [arg for arg in argv if arg != "--require-gpu"]
@@ -70,7 +61,10 @@ def main(argv: list[str]) -> int:
     _glue_stand_in()
     os.chdir(page.parent)
     namespace: dict = {"__name__": "__main__"}
-    gpu, skipped = _gpu_available(), 0
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docs" / "_shared"))
+    from nb_helpers import gpu_available  # what docs/conf.py asks before a `gpu` cell
+
+    gpu, skipped = gpu_available(), 0
     for number, (source, tags) in enumerate(code, 1):
         if "gpu" in tags and not gpu:  # as the docs build does without a GPU
             print(f"--- cell {number} of {len(code)}: skipped, it needs a GPU", flush=True)
