@@ -828,11 +828,8 @@ class Lowering:
             if not 2 <= len(args) <= MAX_WIDTH:
                 raise self.error(f"vector() takes 2 to {MAX_WIDTH} components, got "
                                  f"{len(args)}", node)
-            expected = len(args)
-        else:
-            expected = {"vec2": 2, "vec3": 3, "vec4": 4, "dot": 2, "length": 1, "cross": 2,
-                        "normalize": 1}[name]  # fmt: skip
-        if len(args) != expected:
+        elif len(args) != (expected := {"vec2": 2, "vec3": 3, "vec4": 4, "dot": 2, "length": 1,
+                                        "cross": 2, "normalize": 1}[name]):
             raise self.error(f"{name}() takes {expected} argument(s), got {len(args)}", node)
         if name.startswith("vec"):  # vec2, vec3, vec4, vector
             comps = [self.number(self.scalar(a, node), f"{name}()", node) for a in args]
