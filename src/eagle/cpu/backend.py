@@ -205,11 +205,12 @@ def _entry(program: Program, shape: Shape) -> tuple[str, str]:
 
 
 @functools.cache
+@functools.cache
 def _compiler_digest() -> str:
     """The SHA-256 of the source of the modules that write and compile a launch (and of this
     one, which calls it): an edited emitter never meets an entry the old one wrote, whether
-    or not ``EMITTER_VERSION`` was bumped (a fraction of a millisecond; eagle's version would
-    cost an ``importlib.metadata`` import at every start)."""
+    or not ``EMITTER_VERSION`` was bumped (read once per process; eagle's version would cost
+    an ``importlib.metadata`` import at every start)."""
     import hashlib
     from pathlib import Path
 
