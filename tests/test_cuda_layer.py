@@ -54,7 +54,7 @@ def test_device_array_view_reads_the_interface():
     a = memory.as_device_array(FakeGpuArray(0x1000, (3, 10)), "cuda:0")
     assert a.shape == (3, 10) and a.dtype == np.float64 and a.strides == (80, 8)
     assert a.flags.c_contiguous and a.flags.writeable
-    assert a.row(2) == 0x1000 + 160
+    assert a.offset((2,)) == 0x1000 + 160 and a.offset(()) == 0x1000
     strided = memory.as_device_array(FakeGpuArray(0x1000, (10,), strides=(16,)), "cuda:0")
     assert not strided.flags.c_contiguous
     b = memory.as_device_array(FakeGpuArray(0x1000 + 8 * 29, (5,)), "cuda:0")

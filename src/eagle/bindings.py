@@ -44,7 +44,7 @@ class Bound:
     n: int
     device: str
     arrays: dict[str, np.ndarray]  # per-sample parameters, (n,) or (width, n); Series (T, ..., n)
-    uniforms: dict[str, np.generic]  # Param values, typed
+    uniforms: dict[str, np.generic | np.ndarray]  # Param values, typed; (K,)/(R, C) arrays
     flags: np.ndarray  # the Terminated array (the user's, or allocated here)
     dtypes: dict[str, DType] = field(default_factory=dict)
     seed: int | None = None  # the random streams' seed (``hawk.philox``), for kernels that draw
@@ -52,9 +52,10 @@ class Bound:
 
 
 def _shape_text(p: Parameter) -> str:
-    if p.role is Role.SERIES:
-        return f"(T, {p.width}, n)" if p.is_vector else "(T, n)"
-    return f"({p.width}, n)" if p.is_vector else "(n,)"
+    dims = "".join(f"{d}, " for d in p.dims)
+    if p.role is Role.PARAM:
+        return f"({dims.rstrip(', ')}{',' if len(p.dims) == 1 else ''})"
+    return f"(T, {dims}n)" if p.role is Role.SERIES else f"({dims}n{',' if not dims else ''})"
 
 
 def check_max_steps(max_steps, name: str = "max_steps") -> int:
@@ -156,6 +157,10 @@ def bind(kernel: Kernel, bindings: dict, device: str | None, caller: str = "unti
         if p.role is Role.SCALAR:  # a number broadcast to every sample (read-only, so a copy)
             dtype = _number_dtype(value, working_float)
             checked[name] = backend.full(p.shape(n), value, dtype, device)
+        elif isinstance(value, np.ndarray):  # a Param vector or matrix (a new array)
+            from_python = not isinstance(bindings[name], np.ndarray)
+            uniforms[name] = value.astype(working_float) if from_python and \
+                value.dtype.kind == "f" else value
         else:
             uniforms[name] = value if isinstance(value, np.generic) else _number_dtype(
                 value, working_float).type(value)
@@ -225,6 +230,9 @@ def _dtype_message(kernel: Kernel, bound: Bound, fix: dict, error: Exception) ->
 
 
 def _expected(p: Parameter) -> str:
+    if p.role is Role.PARAM and p.is_vector:
+        return (f"one array of shape {_shape_text(p)} (NumPy, or a list) shared by every "
+                "sample")
     if p.role is Role.PARAM:
         return "one number (a Python or NumPy scalar) shared by every sample"
     if p.role is Role.TERMINATED:
@@ -276,6 +284,8 @@ def _check_not_tracked(p: Parameter, value) -> None:
 
 
 def _uniform(p: Parameter, value):
+    if p.is_vector:
+        return _uniform_array(p, value)
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]  # a 0-d NumPy array is the number it holds (as a NumPy scalar)
     elif is_array_like(value) and tuple(getattr(value, "shape", (1,))) == ():
@@ -288,6 +298,32 @@ def _uniform(p: Parameter, value):
         raise BindingTypeError(f"{p.name!r} is a Param (one value for every sample) but got "
                                f"{what}; declare it Scalar to bind one value per sample")
     return _real_number(p, value)
+
+
+def _uniform_array(p: Parameter, value) -> np.ndarray:
+    """A ``Param[Vector[K]]``'s or ``Param[Matrix[R, C]]``'s value: a host array (or nested
+    lists) of exactly that shape and a real dtype eagle computes in, as a new NumPy array
+    (the kernel takes it by value, so later changes to the caller's array do not reach a run).
+    Python floats are left float64 here and follow the arrays' float type in ``bind``."""
+    if is_array_like(value) and not isinstance(value, np.ndarray):
+        library = _library_of(value)
+        raise BindingTypeError(f"{p.name!r} ({p.annotation}) must be a host array (NumPy) or a "
+                               f"list of shape {_shape_text(p)}, got a {library} array; "
+                               "it is passed to the kernel by value")
+    try:
+        array = np.array(value)
+    except (TypeError, ValueError) as exc:
+        raise BindingTypeError(f"{p.name!r} ({p.annotation}) must be an array of shape "
+                               f"{_shape_text(p)}, got {type(value).__name__}: {exc}") from None
+    if array.shape != p.dims:
+        raise BindingValueError(f"{p.name!r} ({p.annotation}) must have shape "
+                                f"{_shape_text(p)}, got {array.shape}")
+    if array.dtype.kind in "iu" and array.dtype not in _ARRAY_DTYPES:
+        array = array.astype(np.int64)
+    if array.dtype not in _ARRAY_DTYPES or array.dtype == np.bool_:
+        raise BindingTypeError(f"{p.name!r} ({p.annotation}) has dtype {array.dtype}; use one of "
+                               f"{', '.join(_DTYPE_NAMES[1:])}")
+    return array
 
 
 def _real_number(p: Parameter, value):
@@ -326,6 +362,14 @@ def _common_device(devices: dict[str, str], requested: str | None) -> str:
     return requested or found_device
 
 
+def _soa_hint(p: Parameter) -> str:
+    """How to pass an array of ``p``'s values with the sample axis first."""
+    if p.columns:
+        return (f"; matrices are stored SoA as {_shape_text(p)}: pass "
+                "np.ascontiguousarray(np.moveaxis(a, 0, -1))")
+    return f"; vectors are stored SoA as {_shape_text(p)}: pass np.ascontiguousarray(a.T)"
+
+
 def _sample_count(kernel: Kernel, arrays: dict[str, np.ndarray]) -> int:
     counts = {}
     for p in kernel.params:
@@ -339,12 +383,10 @@ def _sample_count(kernel: Kernel, arrays: dict[str, np.ndarray]) -> int:
             elif not p.is_vector and array.ndim != 1:
                 raise BindingValueError(f"{p.name!r} ({p.annotation}) must have shape (n,), got "
                                         f"{tuple(array.shape)}")
-            elif p.is_vector and (array.ndim != 2 or array.shape[0] != p.width):
-                hint = (f"; vectors are stored SoA as {_shape_text(p)}: pass "
-                        "np.ascontiguousarray(a.T)"
-                        if array.ndim == 2 and array.shape[1] == p.width else "")
+            elif p.is_vector and tuple(array.shape[:-1]) != p.dims:
                 raise BindingValueError(f"{p.name!r} ({p.annotation}) must have shape "
-                                        f"{_shape_text(p)}, got {array.shape}{hint}")
+                                        f"{_shape_text(p)}, got {array.shape}"
+                                        f"{_soa_hint(p) if array.shape[1:] == p.dims else ''}")
             counts[p.name] = array.shape[-1]
     if not counts:
         raise BindingValueError(f"cannot tell the number of samples: bind at least one of "
@@ -360,11 +402,10 @@ def _sample_count(kernel: Kernel, arrays: dict[str, np.ndarray]) -> int:
 
 
 def _check_series_shape(p: Parameter, array) -> None:
-    ndim = 3 if p.is_vector else 2
-    if array.ndim != ndim or (p.is_vector and array.shape[1] != p.width):
+    if array.ndim != 2 + len(p.dims) or tuple(array.shape[1:-1]) != p.dims:
+        one = "a matrix" if p.columns else "a vector" if p.is_vector else "a value"
         raise BindingValueError(f"{p.name!r} ({p.annotation}) must have shape {_shape_text(p)}: "
-                                f"T rows of {'a vector' if p.is_vector else 'a value'} per "
-                                f"sample, got {tuple(array.shape)}")
+                                f"T rows of {one} per sample, got {tuple(array.shape)}")
 
 
 def _check_series(p: Parameter, array, original) -> None:
@@ -400,10 +441,7 @@ def _check_array(p: Parameter, array: np.ndarray, n: int, original=None) -> np.n
         return array
     expected = p.shape(n)
     if array.shape != expected:
-        hint = ""
-        if p.is_vector and array.shape == (n, p.width):
-            hint = (f"; vectors are stored SoA as {_shape_text(p)}: pass "
-                    "np.ascontiguousarray(a.T)")
+        hint = _soa_hint(p) if array.shape == (n, *p.dims) else ""
         raise BindingValueError(f"{p.name!r} ({p.annotation}) must have shape "
                                 f"{_shape_text(p).replace('n', str(n))}, got {array.shape}{hint}")
     if p.role is Role.TERMINATED:

@@ -83,7 +83,7 @@ def save(runner, path: str | Path) -> Path:
     program = runner.plan.kernel.specialize(runner.bound.dtypes)
     meta = dict(format=FORMAT, kernel=program.name, digest=program.digest(),
                 dtypes={k: v.value for k, v in runner.bound.dtypes.items()},
-                uniforms={k: [v.dtype.name, v.item()]  # bound uniforms are NumPy scalars
+                uniforms={k: [v.dtype.name, v.tolist()]  # NumPy scalars, or (K,)/(R, C) arrays
                           for k, v in runner.bound.uniforms.items()},
                 steps=runner.steps, launches=runner.launches, live=runner.live,
                 max_steps=runner.max_steps, steps_per_launch=runner.fixed_steps_per_launch,
@@ -160,10 +160,11 @@ def _validate(path: Path, meta: dict, arrays: dict[str, np.ndarray], flags: np.n
         raise bad("uniforms", uniforms)
     for name, entry in uniforms.items():
         if not (isinstance(entry, list) and len(entry) == 2 and entry[0] in _DTYPES
-                and _fits(entry[0], entry[1]) and dtypes.get(name) == entry[0]):
+                and _fits_all(entry[0], entry[1]) and dtypes.get(name) == entry[0]):
             raise CheckpointError(f"{path}: checkpoint field 'uniforms' entry {name!r} must be "
-                                  f"[dtype, value] with the dtype of 'dtypes' and a value of it, "
-                                  f"got {entry!r}")
+                                  f"[dtype, value] with the dtype of 'dtypes' and a value of it "
+                                  f"(or nested lists of them, for a vector or matrix), got "
+                                  f"{entry!r}")
     for name, array in arrays.items():
         if name in uniforms or name not in dtypes:
             raise CheckpointError(f"{path}: array {name!r} is not a per-sample parameter of "
@@ -173,9 +174,9 @@ def _validate(path: Path, meta: dict, arrays: dict[str, np.ndarray], flags: np.n
                                   f"'dtypes' says {dtypes[name]}")
         if not _per_sample_shape(array.shape, n):
             raise CheckpointError(f"{path}: array {name!r} has shape {array.shape}, but field "
-                                  f"'n' says {n} samples: expected ({n},) or (k, {n}) for a "
-                                  "vector of k = 2, 3 or 4 components, or (T, "
-                                  f"{n}) or (T, k, {n}) for a Series of T rows")
+                                  f"'n' says {n} samples: expected ({n},), (k, {n}) for a "
+                                  f"vector, (r, c, {n}) for a matrix, or one of these with T "
+                                  "rows in front for a Series")
     missing = [k for k in dtypes if k not in arrays and k not in uniforms]
     if missing:
         raise CheckpointError(f"{path}: field 'dtypes' names {missing[0]!r}, which has neither "
@@ -187,15 +188,23 @@ def _validate(path: Path, meta: dict, arrays: dict[str, np.ndarray], flags: np.n
 
 def _per_sample_shape(shape: tuple[int, ...], n: int) -> bool:
     """A shape a per-sample array of ``n`` samples may have: ``(n,)``, ``(k, n)`` for a vector
-    of k = 2 to 64 components, ``(T, n)`` or ``(T, k, n)`` for a Series of T rows (which
-    parameter is which, the kernel says when the runner is restored)."""
-    if not shape or shape[-1] != n:
+    of k = 2 to 64 components, ``(r, c, n)`` for a matrix, and these with ``T`` rows in front
+    for a Series (which parameter is which, and the exact shape, the kernel says when the
+    runner is restored: its bindings are checked again)."""
+    if not shape or shape[-1] != n or len(shape) > 4:
         return False
-    return len(shape) <= 2 or (len(shape) == 3 and 2 <= shape[1] <= MAX_WIDTH)
+    return all(1 <= side <= MAX_WIDTH for side in shape[1:-1])
 
 
 def _is_int(value, low: int, high: int) -> bool:
     return type(value) is int and low <= value <= high
+
+
+def _fits_all(dtype: str, value) -> bool:
+    """``value`` is of ``dtype`` (``_fits``), or non-empty nested lists of such values."""
+    if isinstance(value, list):
+        return bool(value) and all(_fits_all(dtype, v) for v in value)
+    return _fits(dtype, value)
 
 
 def _fits(dtype: str, value) -> bool:

@@ -415,7 +415,8 @@ class Runner:
         if meta["digest"] != program.digest():
             raise CheckpointError(f"{path} was made by kernel {meta['kernel']!r} with another "
                                   f"body or dtypes; it cannot continue {plan.kernel.name!r}")
-        bindings = {k: np.dtype(dtype).type(value)
+        bindings = {k: np.array(value, dtype) if isinstance(value, list)  # a vector, a matrix
+                    else np.dtype(dtype).type(value)
                     for k, (dtype, value) in meta["uniforms"].items()}
         bindings.update(arrays)
         flag_param = plan.kernel.program.terminated_param

@@ -7,6 +7,7 @@ every eagle backend compiles; ``hawk.reference`` runs that IR with NumPy as the 
 
 from . import ir, passes, reference
 from .annotations import (
+    Matrix,
     Mutable,
     Out,
     Param,
@@ -35,6 +36,18 @@ from .errors import CompileError, IRError
 from .inline import Func, func
 from .ir import DType, Program, Role
 from .kernel import Kernel, ProgramKernel, kernel
+from .matrices import (
+    det,
+    identity,
+    inverse,
+    matmul,
+    matrix,
+    outer,
+    solve,
+    trace,
+    transpose,
+    zeros,
+)
 
 
 def __getattr__(name: str):
@@ -62,9 +75,10 @@ def _version() -> str:
 
 __all__ = [
     "kernel", "Kernel", "ProgramKernel", "CompileError", "IRError",
-    "Scalar", "Param", "Mutable", "Terminated", "Vec2", "Vec3", "Vec4", "Vector", "Out",
-    "Series", "vec2", "vec3", "vec4", "vector", "dot", "length", "cross", "normalize",
-    "maximum", "minimum", "total", "width", "func", "Func",
+    "Scalar", "Param", "Mutable", "Terminated", "Vec2", "Vec3", "Vec4", "Vector", "Matrix",
+    "Out", "Series", "vec2", "vec3", "vec4", "vector", "dot", "length", "cross", "normalize",
+    "maximum", "minimum", "total", "width", "matrix", "zeros", "identity", "outer",
+    "transpose", "matmul", "trace", "det", "inverse", "solve", "func", "Func",
     "uniform", "normal", "exponential", "randint", "sample_index", "step",
     "Program", "DType", "Role", "ir", "passes", "reference",
 ]  # fmt: skip

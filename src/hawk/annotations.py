@@ -20,27 +20,32 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .ir import MAX_WIDTH, Role, annotation_name, type_name
+from .ir import MAX_MATRIX_SIDE, MAX_WIDTH, Role, annotation_name, type_name
 
 __all__ = ["Annotation", "Scalar", "Param", "Terminated", "Vec2", "Vec3", "Vec4", "Vector",
-           "Mutable", "Out", "Series", "VECTOR_TYPES", "vector", "vec2", "vec3", "vec4", "dot",
-           "length", "cross", "normalize", "maximum", "minimum", "total", "width"]  # fmt: skip
+           "Matrix", "Mutable", "Out", "Series", "VECTOR_TYPES", "vector", "vec2", "vec3",
+           "vec4", "dot", "length", "cross", "normalize", "maximum", "minimum", "total",
+           "width"]  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Annotation:
-    """What a parameter annotation means: a role and a vector width (1 for a scalar).
+    """What a parameter annotation means: a role, a number of components (1 for a scalar)
+    and, for a matrix, its columns.
 
     Attributes:
         role: the parameter's ``hawk.ir.Role`` (read-only input, mutable state, output...).
-        width: the vector width: 1 for a scalar, 2 to 64 for ``Vec2`` ... ``Vector[64]``.
+        width: the components: 1 for a scalar, 2 to 64 for ``Vec2`` ... ``Vector[64]``,
+            ``R * C`` for a ``Matrix[R, C]``.
+        columns: a matrix's columns, 0 otherwise.
     """
 
     role: Role
     width: int = 1
+    columns: int = 0
 
     def __repr__(self) -> str:
-        return annotation_name(self.role, self.width)
+        return annotation_name(self.role, self.width, self.columns)
 
 
 class _Vec(Annotation):
@@ -70,22 +75,62 @@ class _VectorFamily:
         return "Vector"
 
 
+class _Mat(Annotation):
+    """A matrix type: the annotation of a per-sample matrix (bound to ``(R, C, n)``) and, in a
+    body (or on NumPy arrays), its constructor from ``R * C`` components, row by row:
+    ``Matrix[2, 2](a, b, c, d)`` is ``[[a, b], [c, d]]``."""
+
+    def __call__(self, *components):
+        if len(components) != self.width:
+            raise TypeError(f"{type_name(self.width, self.columns)}() takes {self.width} "
+                            f"components, got {len(components)}")
+        flat = np.stack(np.broadcast_arrays(*components))
+        return flat.reshape(self.width // self.columns, self.columns, *flat.shape[1:])
+
+
+class _MatrixFamily:
+    """``hawk.Matrix[R, C]``: the matrix type of ``R`` rows and ``C`` columns, each from 1 to
+    ``MAX_MATRIX_SIDE`` (16), not both 1. Read as ``m[i, j]`` (an element) or ``m[i]`` (row
+    ``i``, a ``Vector[C]``), with constant or loop indices."""
+
+    def __getitem__(self, shape) -> _Mat:
+        good = (isinstance(shape, tuple) and len(shape) == 2
+                and all(isinstance(s, int | np.integer) and not isinstance(s, bool)
+                        and 1 <= s <= MAX_MATRIX_SIDE for s in shape) and shape != (1, 1))
+        if not good:
+            raise TypeError(f"hawk.Matrix[R, C] takes two ints R and C from 1 to "
+                            f"{MAX_MATRIX_SIDE} (rows and columns, not both 1), got {shape!r}")
+        return _matrix_type(int(shape[0]), int(shape[1]))
+
+    def __repr__(self) -> str:
+        return "Matrix"
+
+
 class _Wrapper:
     def __init__(self, role: Role):
         self.role = role
 
     def __getitem__(self, inner):
         if not isinstance(inner, Annotation) or inner.role is not Role.SCALAR:
-            raise TypeError(f"{self.role.value}[...] takes Scalar, Vec2, Vec3 or Vec4 (or "
-                            f"Vector[K]), not {inner!r}")
-        return Annotation(self.role, inner.width)
+            raise TypeError(f"{self.role.value}[...] takes Scalar, Vec2, Vec3, Vec4, "
+                            f"Vector[K] or Matrix[R, C], not {inner!r}")
+        return Annotation(self.role, inner.width, inner.columns)
 
     def __repr__(self) -> str:
         return self.role.value
 
 
+class _ParamAnnotation(Annotation, _Wrapper):
+    """``Param`` is one number shared by every sample; ``Param[Vector[K]]`` and
+    ``Param[Matrix[R, C]]`` one vector or matrix shared by every sample (bound to an array
+    of shape ``(K,)`` or ``(R, C)``, passed to the kernel by value)."""
+
+    def __getitem__(self, inner):
+        return _Wrapper.__getitem__(self, inner)
+
+
 Scalar = Annotation(Role.SCALAR)
-Param = Annotation(Role.PARAM)
+Param = _ParamAnnotation(Role.PARAM)
 Terminated = Annotation(Role.TERMINATED)
 Vec2 = _Vec(Role.SCALAR, 2)
 Vec3 = _Vec(Role.SCALAR, 3)
@@ -101,9 +146,17 @@ VECTOR_TYPES = {2: Vec2, 3: Vec3, 4: Vec4}
 Vector = _VectorFamily()
 
 
+Matrix = _MatrixFamily()
+
+
 @functools.cache
 def _vector_type(width: int) -> _Vec:
     return VECTOR_TYPES.get(width) or _Vec(Role.SCALAR, width)
+
+
+@functools.cache
+def _matrix_type(rows: int, columns: int) -> _Mat:
+    return _Mat(Role.SCALAR, rows * columns, columns)
 
 
 def vector(*components):

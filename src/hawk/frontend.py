@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import annotations as hawk_annotations
-from . import draws, integers
+from . import draws, integers, linalg, matrices, matrix_calls
 from .errors import CompileError
 from .ir import (
     BIT_OPS,
@@ -43,45 +43,12 @@ from .ir import (
 from .passes import attr_key
 from .source import KernelSource
 from .typing_rules import WEAK_DEFAULTS, literal_dtype, promote
+from .values import Lit, S, V
 
 __all__ = ["lower"]
 
 
 # -- values an expression can evaluate to -------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class S:
-    """A scalar SSA value."""
-
-    id: int
-    dtype: DType
-
-
-@dataclass(frozen=True)
-class Lit:
-    """A weak Python literal, not yet given a type."""
-
-    value: bool | int | float
-
-
-@dataclass(frozen=True)
-class V:
-    """A vector: ``width`` scalar values of one dtype (its width is its type's, 2 to 64)."""
-
-    comps: tuple[S, ...]
-
-    @property
-    def dtype(self) -> DType:
-        return self.comps[0].dtype
-
-    @property
-    def width(self) -> int:
-        return len(self.comps)
-
-    @property
-    def type_name(self) -> str:
-        return type_name(self.width)
 
 
 @dataclass(frozen=True)
@@ -147,11 +114,12 @@ _HELPERS = {
     hawk_annotations.cross: "cross", hawk_annotations.normalize: "normalize",
     hawk_annotations.maximum: "maximum", hawk_annotations.minimum: "minimum",
     hawk_annotations.total: "total", hawk_annotations.width: "width",
+    **{getattr(matrices, name): name for name in matrices.__all__},
     builtins.min: "min", builtins.max: "max", builtins.abs: "abs", builtins.float: "float",
 }  # fmt: skip
 _MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf}
 _HAWK_FUNCTIONS = {"vec2", "vec3", "vec4", "vector", "dot", "length", "cross", "normalize",
-                   "maximum", "minimum", "total", "width"}  # fmt: skip
+                   "maximum", "minimum", "total", "width", *matrices.__all__}  # fmt: skip
 _HAWK_VECTOR_TYPES = {"Vec2": "vec2", "Vec3": "vec3", "Vec4": "vec4"}  # constructors too
 _VECTOR_HELPERS = {"vec2", "vec3", "vec4", "vector", "dot", "length", "cross", "normalize"}
 _ELEMENTWISE_HELPERS = {"maximum", "minimum", "total", "width"}
@@ -166,7 +134,7 @@ _BINOPS = {
     ast.Add: (OpKind.ADD, operator.add, "+"), ast.Sub: (OpKind.SUB, operator.sub, "-"),
     ast.Mult: (OpKind.MUL, operator.mul, "*"), ast.Div: (OpKind.DIV, operator.truediv, "/"),
     ast.FloorDiv: (OpKind.FLOORDIV, operator.floordiv, "//"),
-    ast.Mod: (OpKind.MOD, operator.mod, "%"),
+    ast.Mod: (OpKind.MOD, operator.mod, "%"), ast.MatMult: (None, None, "@"),
     **integers.BINARY,  # & | ^ << >>
 }  # fmt: skip
 _CMPOPS = {
@@ -247,6 +215,10 @@ class Lowering:
     def error(self, message: str, node: ast.AST | None = None) -> CompileError:
         return self.src.error(message, node or self.node)
 
+    @staticmethod
+    def describe(value) -> str:
+        return describe(value)
+
     def _initial_value(self, p: Parameter):
         if p.role is Role.OUT:
             return Undefined(f"Out parameter {p.name!r} is write-only: assign it before reading it")
@@ -256,7 +228,7 @@ class Lowering:
             return SeriesValue(p)
         if p.is_vector:
             return V(tuple(self.emit(OpKind.LOAD, p.dtype, attr=(p.name, k))
-                           for k in range(p.width)))
+                           for k in range(p.width)), p.dims if p.columns else None)
         return self.emit(OpKind.LOAD, p.dtype, attr=(p.name, None))
 
     # statements
@@ -305,8 +277,9 @@ class Lowering:
 
     def assign(self, target: ast.expr, value) -> None:
         if isinstance(target, ast.Tuple):
-            if isinstance(value, V):
-                value = value.comps
+            if isinstance(value, V):  # a vector's components, a matrix's rows
+                value = tuple(V(tuple(r)) for r in value.rows) if value.is_matrix \
+                    else value.comps
             if not isinstance(value, tuple):
                 raise self.error(f"cannot unpack {describe(value)} into {len(target.elts)} names",
                                  target)
@@ -336,10 +309,18 @@ class Lowering:
             if not isinstance(vector, V):
                 raise self.error(f"{base.id!r} is {describe(vector)}, not a vector: it has no "
                                  "components to assign", target)
-            k = self.component_index(target, vector.width)
             comps = list(vector.comps)
-            comps[k] = self.cast(self.scalar(value, target), vector.dtype)
-            self.bind(base.id, V(tuple(comps)), target)
+            if vector.is_matrix and self.is_row_index(target):  # m[i] = row
+                i, columns = self.row_index(target, vector), vector.shape[1]
+                if not (isinstance(value, V) and value.dims == (columns,)):
+                    raise self.error(f"a row of a {vector.type_name} is a {type_name(columns)}, "
+                                     f"not {describe(value)}", target)
+                comps[i * columns:(i + 1) * columns] = [self.cast(c, vector.dtype)
+                                                        for c in value.comps]
+            else:
+                k = self.component_index(target, vector)
+                comps[k] = self.cast(self.scalar(value, target), vector.dtype)
+            self.bind(base.id, vector.like(comps), target)
         else:
             raise self.error(f"cannot assign to {construct_name(target)}", target)
 
@@ -356,7 +337,7 @@ class Lowering:
             raise self.error(f"cannot assign to {param.name!r}: it is a {series.annotation}, "
                              f"written a row at a time: `{param.name}[row] = value`", node)
         if not param.role.written:
-            wrapped = type_name(param.width)
+            wrapped = type_name(param.width, param.columns)
             hint = ("declare it Mutable[" + wrapped + "] to update it"
                     if param.role is Role.SCALAR else "a Param is one read-only value for all")
             raise self.error(f"cannot assign to read-only parameter {param.name!r} "
@@ -375,9 +356,9 @@ class Lowering:
         and of a type that converts to its dtype (no bool, no float into an integer)."""
         if isinstance(value, Ref | SeriesValue):
             raise self.error(f"cannot store {describe(value)} into {param.name!r}", node)
-        width = value.width if isinstance(value, V) else 1
-        if param.width != width:
-            kind = type_name(param.width)
+        dims = value.dims if isinstance(value, V) else ()
+        if param.dims != dims:
+            kind = type_name(param.width, param.columns)
             want = f"a {kind}" if param.is_vector else "a scalar"
             raise self.error(f"{param.name!r} is {param.role.value}[{kind}] and must be assigned "
                              f"{want}, not {describe(value)}", node)
@@ -531,23 +512,55 @@ class Lowering:
             if base.name == "hawk" and node.attr in _HAWK_VECTOR_TYPES:
                 return Ref("function", _HAWK_VECTOR_TYPES[node.attr])
             raise self.error(f"{base.name}.{node.attr} is not supported in a hawk kernel", node)
+        if isinstance(base, V) and base.is_matrix and node.attr == "T":
+            return matrix_calls.matrix_value(linalg.transpose(base.rows))
         if isinstance(base, V):
-            return base.comps[self.component_index(node, base.width)]
+            return base.comps[self.component_index(node, base)]
         raise self.error(f"attribute {node.attr!r} of {describe(base)} is not supported "
-                         "(only .x, .y, .z, .w of a vector)", node)
+                         "(only .x, .y, .z, .w of a vector, .T of a matrix)", node)
 
     def subscript(self, node: ast.Subscript):
         base = self.expr(node.value)
         if not isinstance(base, V):
-            raise self.error(f"indexing {describe(base)} is not supported (only a vector with "
-                             "a constant index)", node)
-        return base.comps[self.component_index(node, base.width)]
+            raise self.error(f"indexing {describe(base)} is not supported (only a vector or a "
+                             "matrix with a constant index)", node)
+        if base.is_matrix and self.is_row_index(node):  # m[i]: row i
+            i, columns = self.row_index(node, base), base.shape[1]
+            return V(base.comps[i * columns:(i + 1) * columns])
+        return base.comps[self.component_index(node, base)]
 
-    def component_index(self, node: ast.Attribute | ast.Subscript, width: int) -> int:
-        """The component a vector of ``width`` components is accessed at: ``.x .y .z .w`` or an
-        index that is a compile-time int constant (a literal, a global int, a loop's ``i``);
-        ``p[-1]`` is the last."""
-        kind = type_name(width)
+    @staticmethod
+    def is_row_index(node: ast.Attribute | ast.Subscript) -> bool:
+        return isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Tuple | ast.Slice)
+
+    def row_index(self, node: ast.Subscript, matrix: V) -> int:
+        return self.constant_index(node.slice, matrix.shape[0], f"a row of a "
+                                   f"{matrix.type_name}", node)
+
+    def constant_index(self, index: ast.expr, size: int, what: str, node: ast.AST) -> int:
+        """``index`` as a compile-time int (a literal, a global int, a loop's ``i``) from
+        ``-size`` to ``size - 1``, counted from 0; negative ones count from the end."""
+        value = self.expr(index)
+        if not (isinstance(value, Lit) and type(value.value) is int
+                and -size <= value.value < size):
+            indices = (", ".join(map(str, range(size - 1))) + f" or {size - 1}" if size <= 4
+                       else f"from {-size} to {size - 1}")
+            raise self.error(f"{what} index must be a constant {indices}", node)
+        return value.value % size
+
+    def component_index(self, node: ast.Attribute | ast.Subscript, value: V) -> int:
+        """The component ``value`` is accessed at: ``.x .y .z .w`` or an index that is a
+        compile-time int constant (a literal, a global int, a loop's ``i``), ``m[i, j]`` for a
+        matrix; ``p[-1]`` is the last."""
+        width, kind = value.width, value.type_name
+        if value.is_matrix:
+            (rows, columns), node_slice = value.shape, getattr(node, "slice", None)
+            if not isinstance(node_slice, ast.Tuple) or len(node_slice.elts) != 2:
+                raise self.error(f"a {kind} is read as m[i, j] (an element) or m[i] (a row), "
+                                 f"not `{ast.unparse(node)}`", node)
+            i = self.constant_index(node_slice.elts[0], rows, f"a {kind} row", node)
+            j = self.constant_index(node_slice.elts[1], columns, f"a {kind} column", node)
+            return i * columns + j
         names = list(_COMPONENTS)[:width]
         if isinstance(node, ast.Attribute):
             if _COMPONENTS.get(node.attr, width) >= width:
@@ -557,13 +570,7 @@ class Lowering:
         if isinstance(node.slice, ast.Slice):
             raise self.error(f"slicing a {kind} is not supported; use its components "
                              f"{', '.join('.' + c for c in names)} or a constant index", node)
-        indices = (", ".join(map(str, range(width - 1))) + f" or {width - 1}" if width <= 4
-                   else f"from {-width} to {width - 1}")
-        value = self.expr(node.slice)
-        if not (isinstance(value, Lit) and type(value.value) is int
-                and -width <= value.value < width):
-            raise self.error(f"a {kind} index must be a constant {indices}", node)
-        return value.value % width
+        return self.constant_index(node.slice, width, f"a {kind}", node)
 
     def binop_expr(self, node: ast.BinOp):
         return self.binop(node.op, self.expr(node.left), self.expr(node.right), node)
@@ -574,17 +581,20 @@ class Lowering:
         if type(op) not in _BINOPS:
             raise self.error(f"the operator {construct_name(op)} is not supported", node)
         kind, fold, symbol = _BINOPS[type(op)]
+        if isinstance(op, ast.MatMult):
+            return matrix_calls.matmul(self, a, b, node)
         if isinstance(a, V) or isinstance(b, V):
             vector = a if isinstance(a, V) else b
             if kind not in (OpKind.ADD, OpKind.SUB, OpKind.MUL, OpKind.DIV):
                 raise self.error(f"{symbol} is not defined for {vector.type_name} operands", node)
-            if isinstance(a, V) and isinstance(b, V) and a.width != b.width:
-                raise self.error(f"{symbol} needs vectors of one width, got {describe(a)} and "
+            if isinstance(a, V) and isinstance(b, V) and a.dims != b.dims:
+                what = "matrices of one shape" if vector.is_matrix else "vectors of one width"
+                raise self.error(f"{symbol} needs {what}, got {describe(a)} and "
                                  f"{describe(b)}", node)
             a_c = a.comps if isinstance(a, V) else (a,) * vector.width
             b_c = b.comps if isinstance(b, V) else (b,) * vector.width
-            return V(tuple(self.arith(kind, x, y, symbol, fold, node)
-                           for x, y in zip(a_c, b_c, strict=True)))
+            return vector.like(self.arith(kind, x, y, symbol, fold, node)
+                               for x, y in zip(a_c, b_c, strict=True))
         return self.arith(kind, a, b, symbol, fold, node)
 
     def arith(self, kind: OpKind, a, b, symbol: str, fold, node: ast.AST):
@@ -638,7 +648,7 @@ class Lowering:
             return value
         if isinstance(node.op, ast.USub):
             if isinstance(value, V):
-                return V(tuple(self.emit(OpKind.NEG, c.dtype, (c.id,)) for c in value.comps))
+                return value.like(self.emit(OpKind.NEG, c.dtype, (c.id,)) for c in value.comps)
             value = self.scalar(value, node)
             if isinstance(value, Lit) and not isinstance(value.value, bool):
                 return Lit(-value.value)
@@ -714,12 +724,12 @@ class Lowering:
 
     def select(self, condition: S, a, b, what: str, node: ast.AST | None = None):
         if (isinstance(a, V) != isinstance(b, V) or isinstance(a, Ref) or isinstance(b, Ref)
-                or (isinstance(a, V) and a.width != b.width)):
+                or (isinstance(a, V) and a.dims != b.dims)):
             raise self.error(f"{what} is {describe(a)} on one path and {describe(b)} on the "
                              "other", node)
         if isinstance(a, V):
-            return V(tuple(self.select(condition, x, y, what, node)
-                           for x, y in zip(a.comps, b.comps, strict=True)))
+            return a.like(self.select(condition, x, y, what, node)
+                          for x, y in zip(a.comps, b.comps, strict=True))
         if DType.BOOL in (self.dtype_of(a), self.dtype_of(b)):
             if self.dtype_of(a) is not self.dtype_of(b):
                 raise self.error(f"{what} is {describe(a)} on one path and {describe(b)} on the "
@@ -743,8 +753,11 @@ class Lowering:
                              "functions", node)
         if node.keywords:
             raise self.error(f"{func.name}() takes no keyword arguments in a hawk kernel", node)
-        args = [self.expr(a) for a in node.args]
         name = func.name
+        if name in matrix_calls.ARITY:  # hawk.matrix((a, b), (c, d)) takes tuple rows
+            return matrix_calls.lower_call(self, name, [self.tuple_or_expr(a)
+                                                        for a in node.args], node)
+        args = [self.expr(a) for a in node.args]
         if name in draws.FUNCTIONS:
             return draws.lower_call(self, name, args, node)
         if name in MATH_FUNCTIONS:
@@ -768,7 +781,7 @@ class Lowering:
             raise self.error(f"{name}() takes 1 argument(s), got {len(args)}", node)
         if name == "abs":
             if isinstance(args[0], V):
-                return V(tuple(self.call_abs(c, node) for c in args[0].comps))
+                return args[0].like(self.call_abs(c, node) for c in args[0].comps)
             return self.call_abs(args[0], node)
         value = self.number(self.scalar(args[0], node), "float()", node)  # float()
         return Lit(float(value.value)) if isinstance(value, Lit) else self.cast(
@@ -792,6 +805,9 @@ class Lowering:
             if not isinstance(arg, V):
                 self.number(self.scalar(arg, node), f"hawk.{name}()", node)
         if name == "width":
+            if isinstance(args[0], V) and args[0].is_matrix:
+                raise self.error(f"hawk.width() takes a number or a vector, not "
+                                 f"{describe(args[0])}", node)
             return Lit(args[0].width if isinstance(args[0], V) else 1)
         if name == "total":
             if not isinstance(args[0], V):
@@ -801,18 +817,18 @@ class Lowering:
                 result = self.arith(OpKind.ADD, result, c, "+", operator.add, node)
             return result
         a, b = args
-        widths = {x.width for x in args if isinstance(x, V)}
-        if len(widths) > 1:
+        shapes = {x.dims for x in args if isinstance(x, V)}
+        if len(shapes) > 1:
             raise self.error(f"hawk.{name}() needs vectors of one width, got {describe(a)} and "
                              f"{describe(b)}", node)
         kind, symbol = (OpKind.MAX if name == "maximum" else OpKind.MIN), f"hawk.{name}()"
-        if not widths:
+        if not shapes:
             return self.minmax(kind, a, b, symbol, node)
-        k = widths.pop()
-        a_comps = a.comps if isinstance(a, V) else (a,) * k
-        b_comps = b.comps if isinstance(b, V) else (b,) * k
-        return V(tuple(self.minmax(kind, x, y, symbol, node)
-                       for x, y in zip(a_comps, b_comps, strict=True)))
+        shaped = a if isinstance(a, V) else b
+        a_comps = a.comps if isinstance(a, V) else (a,) * shaped.width
+        b_comps = b.comps if isinstance(b, V) else (b,) * shaped.width
+        return shaped.like(self.minmax(kind, x, y, symbol, node)
+                           for x, y in zip(a_comps, b_comps, strict=True))
 
     def minmax(self, kind: OpKind, a, b, symbol: str, node: ast.AST):
         """``MAX``: ``b if b > a else a``, or ``MIN``: ``b if b < a else a``, of two numbers
@@ -833,17 +849,10 @@ class Lowering:
             raise self.error(f"{name}() takes {expected} argument(s), got {len(args)}", node)
         if name.startswith("vec"):  # vec2, vec3, vec4, vector
             comps = [self.number(self.scalar(a, node), f"{name}()", node) for a in args]
-            dtype = DType.FLOAT64
-            strong = [c.dtype for c in comps if isinstance(c, S)]
-            if strong:
-                dtype = strong[0]
-                for d in strong[1:]:
-                    dtype = promote(dtype, d)
-                if not dtype.is_float:
-                    dtype = DType.FLOAT64
+            dtype = self.vector_dtype(comps)
             return V(tuple(self.cast(c, dtype) for c in comps))
         for arg in args:
-            if not isinstance(arg, V):
+            if not isinstance(arg, V) or arg.is_matrix:
                 raise self.error(f"hawk.{name}() takes vector arguments (Vec2, Vec3, Vec4 "
                                  f"or Vector[K]), not {describe(arg)}", node)
             if name == "cross" and arg.width != 3:
@@ -876,6 +885,18 @@ class Lowering:
             return norm
         return V(tuple(self.arith(OpKind.DIV, c, norm, "/", operator.truediv, node)
                        for c in a.comps))  # normalize
+
+    @staticmethod
+    def vector_dtype(comps: list) -> DType:
+        """The element type of a vector or matrix built from ``comps``: their promoted float
+        type (float64 for literals and integers)."""
+        strong = [c.dtype for c in comps if isinstance(c, S)]
+        if not strong:
+            return DType.FLOAT64
+        dtype = strong[0]
+        for d in strong[1:]:
+            dtype = promote(dtype, d)
+        return dtype if dtype.is_float else DType.FLOAT64
 
     def math_call(self, name: str, args: list, node: ast.AST) -> S:
         args = [self.number(a, f"math.{name}()", node) for a in args]

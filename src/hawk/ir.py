@@ -33,8 +33,9 @@ import numpy as np
 from .errors import Loc
 
 __all__ = ["DType", "Role", "OpKind", "Op", "Parameter", "Slot", "slots", "Store", "RowStore",
-           "Program", "SERIES_FIELDS", "series_field", "MAX_WIDTH", "type_name", "annotation_name",
-           "MATH_FUNCTIONS", "COUNTER_OPS", "COUNTER_ARGUMENTS", "BIT_OPS"]
+           "Program", "SERIES_FIELDS", "series_field", "uniform_value", "MAX_WIDTH",
+           "MAX_MATRIX_SIDE", "type_name", "annotation_name", "MATH_FUNCTIONS", "COUNTER_OPS",
+           "COUNTER_ARGUMENTS", "BIT_OPS"]
 
 
 class DType(Enum):
@@ -188,59 +189,82 @@ class Op:
 
 #: The widest vector a kernel takes: its components are registers and arguments, one each.
 MAX_WIDTH = 64
+#: The most rows, and the most columns, of a matrix (so at most 256 components).
+MAX_MATRIX_SIDE = 16
 
 
-def type_name(width: int) -> str:
+def type_name(width: int, columns: int = 0) -> str:
     """How hawk spells the type of ``width`` components: ``Scalar``, ``Vec2`` to ``Vec4``,
-    then ``Vector[K]``."""
+    then ``Vector[K]``; with ``columns``, the matrix ``Matrix[width // columns, columns]``."""
+    if columns:
+        return f"Matrix[{width // columns}, {columns}]"
     if width == 1:
         return "Scalar"
     return f"Vec{width}" if width <= 4 else f"Vector[{width}]"
 
 
-def annotation_name(role: Role, width: int) -> str:
-    """How a parameter of ``role`` and ``width`` is declared: ``Vec3``, ``Param``,
-    ``Mutable[Vector[6]]``..."""
+def annotation_name(role: Role, width: int, columns: int = 0) -> str:
+    """How a parameter of ``role``, ``width`` and ``columns`` is declared: ``Vec3``,
+    ``Param``, ``Param[Matrix[3, 3]]``, ``Mutable[Vector[6]]``..."""
     if role is Role.SCALAR:
-        return type_name(width)
-    if role in (Role.PARAM, Role.TERMINATED):
+        return type_name(width, columns)
+    if role is Role.TERMINATED or (role is Role.PARAM and width == 1):
         return role.value
-    return f"{role.value}[{type_name(width)}]"
+    return f"{role.value}[{type_name(width, columns)}]"
 
 
 @dataclass(frozen=True)
 class Parameter:
-    """A kernel parameter: its name, role, vector width (1 for a scalar; 2, 3 or 4 for a
-    ``Vec2``/``Vec3``/``Vec4``) and element dtype.
+    """A kernel parameter: its name, role, number of components (1 for a scalar), matrix
+    columns (0 unless it is a matrix) and element dtype.
 
     Attributes:
         name: the Python parameter's name.
         role: its ``Role`` (from the annotation).
-        width: 1 for a scalar, 2 to 4 for a vector (default 1).
+        width: its components: 1 for a scalar, 2 to 64 for a vector, rows x columns for a
+            matrix, stored row-major (component ``r * columns + c`` is ``m[r, c]``).
         dtype: the element ``DType`` (default float64).
+        columns: a matrix's columns, or 0 for a scalar or a vector.
     """
 
     name: str
     role: Role
     width: int = 1
     dtype: DType = DType.FLOAT64
+    columns: int = 0
 
     @property
     def is_vector(self) -> bool:
+        """It has components (a vector or a matrix), one slot each."""
         return self.width > 1
 
-    def shape(self, n: int, rows: int = 0) -> tuple[int, ...]:
-        """The array shape this parameter is bound to for ``n`` samples (vectors are SoA);
-        a ``Series`` has ``rows`` rows in front: ``(rows, n)`` or ``(rows, width, n)``."""
-        if self.role is Role.PARAM:
+    @property
+    def dims(self) -> tuple[int, ...]:
+        """The shape of one sample's value: ``()``, ``(K,)`` or ``(R, C)``."""
+        if self.columns:
+            return (self.width // self.columns, self.columns)
+        return (self.width,) if self.is_vector else ()
+
+    def index(self, component: int | None) -> tuple[int, ...]:
+        """Where ``component`` is in one sample's value (the axes of ``dims``): ``()`` for a
+        scalar, ``(k,)`` for a vector, ``(r, c)`` for a matrix."""
+        if component is None:
             return ()
-        sample = (self.width, n) if self.is_vector else (n,)
+        return divmod(component, self.columns) if self.columns else (component,)
+
+    def shape(self, n: int, rows: int = 0) -> tuple[int, ...]:
+        """The array shape this parameter is bound to for ``n`` samples (vectors and matrices
+        are SoA: ``(K, n)``, ``(R, C, n)``); a ``Series`` has ``rows`` rows in front; a
+        ``Param`` is one value of shape ``dims``."""
+        if self.role is Role.PARAM:
+            return self.dims
+        sample = (*self.dims, n)
         return (rows, *sample) if self.role is Role.SERIES else sample
 
     @property
     def annotation(self) -> str:
         """How the parameter is declared (``Mutable[Vec3]``)."""
-        return annotation_name(self.role, self.width)
+        return annotation_name(self.role, self.width, self.columns)
 
     def __str__(self) -> str:
         return f"{self.name}: {self.annotation} {self.dtype.value}"
@@ -260,6 +284,12 @@ def series_field(slot: Slot, array) -> np.int64:
     if slot.field == "rows":
         return np.int64(array.shape[0])
     return np.int64(array.strides[0] // array.dtype.itemsize)
+
+
+def uniform_value(slot: Slot, value) -> np.generic:
+    """What a uniform slot of a ``Param`` passes: its value (a NumPy scalar), or component
+    ``slot.component`` of a vector or matrix value (row-major)."""
+    return value if slot.component is None else np.ravel(value)[slot.component]
 
 
 @dataclass(frozen=True)
@@ -320,7 +350,8 @@ COUNTER_ARGUMENTS = ("seed", "first_sample", "first_step")
 
 def slots(params: tuple[Parameter, ...]) -> tuple[Slot, ...]:
     """The argument layout of a kernel with ``params``, in parameter order: one slot per
-    ``Param`` and per scalar per-sample parameter, one per component of a vector parameter.
+    scalar parameter, one per component of a vector or matrix parameter (a ``Param``'s by
+    value, row-major).
     The ``Terminated`` flag is not a slot: every backend passes the flags array itself, before
     the slots, whether or not the kernel declares it. A ``Series`` has its component arrays,
     then its ``SERIES_FIELDS``."""
@@ -328,7 +359,7 @@ def slots(params: tuple[Parameter, ...]) -> tuple[Slot, ...]:
     for p in params:
         if p.role is Role.TERMINATED:
             continue
-        components = range(p.width) if p.is_vector and p.role is not Role.PARAM else [None]
+        components = range(p.width) if p.is_vector else [None]
         out += [Slot(p, k) for k in components]
         if p.role is Role.SERIES:
             out += [Slot(p, None, field) for field in SERIES_FIELDS]

@@ -123,7 +123,8 @@ class Kernel:
         defaults = _default_dtypes(self.source, options.get("dtypes", {}))
         self.params = tuple(
             Parameter(d.name, d.annotation.role, d.annotation.width,
-                      DType.BOOL if d.annotation.role is Role.TERMINATED else defaults[d.name])
+                      DType.BOOL if d.annotation.role is Role.TERMINATED else defaults[d.name],
+                      d.annotation.columns)
             for d in self.source.params
         )
         self._programs: dict[tuple, Program] = {}
@@ -152,7 +153,7 @@ class Kernel:
             if p.role is Role.TERMINATED and dtype is not DType.BOOL:
                 raise TypeError(f"{p.name!r} is the Terminated flag and must be bool, "
                                 f"got {dtype.value}")
-            params.append(Parameter(p.name, p.role, p.width, dtype))
+            params.append(Parameter(p.name, p.role, p.width, dtype, p.columns))
         key = tuple(params)
         if key not in self._programs:
             options = tuple(sorted((k, tuple(sorted((n, DType.from_numpy(d).value)

@@ -111,10 +111,10 @@ def _evaluate(program: Program, arrays: Mapping[str, np.ndarray], n: int,
         elif op.kind is OpKind.LOAD:
             name, component = op.attr
             source = np.asarray(arrays[name])
-            if source.ndim == 0:
-                v = np.full(n, source, dtype=dtype)
-            else:
-                v = np.array(source if component is None else source[component], dtype=dtype)
+            if source.ndim > 0:  # a component of a per-sample array, or of a Param's value
+                source = source[program.param(name).index(component)]
+            v = np.full(n, source, dtype=dtype) if source.ndim == 0 else np.array(source,
+                                                                                  dtype=dtype)
         elif op.kind is OpKind.CAST:
             v = a[0].astype(dtype)
         elif op.kind is OpKind.NEG:
@@ -170,7 +170,7 @@ def step(program: Program, arrays: Mapping[str, np.ndarray], terminated: np.ndar
         values = _evaluate(program, arrays, n, counters)
     for store in program.stores:
         target = arrays[store.param]
-        target = target if store.component is None else target[store.component]
+        target = target[program.param(store.param).index(store.component)]
         new = values[store.value].astype(target.dtype)
         if program.accumulate and program.param(store.param).role is Role.OUT:
             target[alive] += new[alive]
@@ -189,8 +189,7 @@ def _write_rows(program: Program, row_store, arrays, values, alive: np.ndarray) 
     one row per ``RowStore``, and samples own their columns, so the stores' order is the only
     order that matters: a later write to the same row wins."""
     target = arrays[row_store.param]  # (T, n) or (T, k, n)
-    if row_store.component is not None:
-        target = target[:, row_store.component]
+    target = target[(slice(None), *program.param(row_store.param).index(row_store.component))]
     rows = values[row_store.row]
     done = alive & (rows >= 0) & (rows < target.shape[0])
     if row_store.guard is not None:

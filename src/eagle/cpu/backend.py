@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from hawk.ir import Program, Role, series_field
+from hawk.ir import Program, Role, series_field, uniform_value
 
 from .. import cache
 from ..arrays import as_host_array
@@ -179,14 +179,12 @@ def launch_arguments(program: Program, bound) -> tuple:
         name, component = slot.param.name, slot.component
         if slot.field is not None:  # a Series' row count or row stride
             values.append(series_field(slot, bound.arrays[name]))
-        elif slot.is_uniform:
-            values.append(bound.uniforms[name])
-        elif slot.param.role is Role.SERIES:  # (T, n), or component k of (T, k, n)
-            array = bound.arrays[name]
-            values.append(array if component is None else array[:, component])
+        elif slot.is_uniform:  # a Param's value, or one component of it
+            values.append(uniform_value(slot, bound.uniforms[name]))
+        elif slot.param.role is Role.SERIES:  # (T, n), or a component of (T, k, n)...
+            values.append(bound.arrays[name][(slice(None), *slot.param.index(component))])
         else:
-            array = bound.arrays[name]
-            values.append(array if component is None else array[component])
+            values.append(bound.arrays[name][slot.param.index(component)])
     if program.counters:
         values += [np.uint64(bound.seed or 0), np.int64(bound.first_sample)]
     return tuple(values)

@@ -44,12 +44,12 @@ def _ptx_header(ptx: bytes) -> dict:
 
 
 def _layout(p: Parameter) -> str:
-    if p.role is Role.PARAM:
-        return "scalar"
+    dims = "".join(f"{d}, " for d in p.dims)
+    if p.role is Role.PARAM:  # a vector or matrix Param: one by-value argument per component
+        return f"({dims.rstrip(', ')}) by value, row-major" if p.is_vector else "scalar"
     if p.role is Role.SERIES:  # sample i of row r: p[r * row_stride + i]
-        rows = f"(T, {p.width}, n)" if p.is_vector else "(T, n)"
-        return f"{rows} rows, the sample axis contiguous"
-    return f"({p.width}, n) SoA" if p.is_vector else "(n,)"
+        return f"(T, {dims}n) rows, the sample axis contiguous"
+    return f"({dims}n) SoA" if p.is_vector else "(n,)"
 
 
 def sidecar(program: Program, target: str, arch: str | None, fmad: bool, data: bytes,
@@ -80,7 +80,7 @@ def sidecar(program: Program, target: str, arch: str | None, fmad: bool, data: b
                   f"{BLOCK_SIZE} threads; control->nsteps steps per launch",
         "options": dict(program.options),
         "parameters": [{"name": p.name, "role": p.role.value, "dtype": p.dtype.value,
-                        "width": p.width,
+                        "width": p.width, **({"columns": p.columns} if p.columns else {}),
                         "layout": _layout(p)}
                        for p in program.params],
         "arguments": arguments,
@@ -179,7 +179,8 @@ class Artifact:
 
     @property
     def params(self) -> tuple[Parameter, ...]:
-        return tuple(Parameter(p["name"], Role(p["role"]), int(p["width"]), DType(p["dtype"]))
+        return tuple(Parameter(p["name"], Role(p["role"]), int(p["width"]), DType(p["dtype"]),
+                               int(p.get("columns", 0)))
                      for p in self.meta["parameters"])
 
     @property

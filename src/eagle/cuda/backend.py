@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hawk.ir import Program, Role, Slot, series_field
+from hawk.ir import Program, Role, Slot, series_field, uniform_value
 
 from .driver import activate, call, device_info, driver
 from .emit import (
@@ -111,18 +111,15 @@ def step_arguments(slots: tuple[Slot, ...], bound: Bound, control: DeviceBuffer,
         if slot.field is not None:  # a Series' row count or row stride (in elements)
             types.append(slot_ctype(slot))
             values.append(int(series_field(slot, bound.arrays[name])))
-        elif slot.is_uniform:
+        elif slot.is_uniform:  # a Param's value, or one component of it
             types.append(slot_ctype(slot))
-            values.append(bound.uniforms[name].item())
-        elif slot.param.role is Role.SERIES:  # (T, n), or component k of (T, k, n)
-            array = bound.arrays[name]
+            values.append(uniform_value(slot, bound.uniforms[name]).item())
+        elif slot.param.role is Role.SERIES:  # (T, n), or a component of (T, k, n)...
             types.append("ptr")
-            values.append(array.ptr if component is None
-                          else array.ptr + component * array.strides[1])
+            values.append(bound.arrays[name].offset((0, *slot.param.index(component))))
         else:
-            array = bound.arrays[name]
             types.append("ptr")
-            values.append(array.row(component) if component is not None else array.ptr)
+            values.append(bound.arrays[name].offset(slot.param.index(component)))
     if counters:
         types += ["u64", "long long"]
         values += [bound.seed or 0, bound.first_sample]

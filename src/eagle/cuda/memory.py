@@ -119,9 +119,10 @@ class DeviceArray:
             expected *= size
         return True
 
-    def row(self, k: int) -> int:
-        """The device pointer of row ``k`` of a 2-D array (a vector component)."""
-        return self.ptr + k * self.strides[0]
+    def offset(self, index: tuple[int, ...]) -> int:
+        """The device pointer of the sub-array at ``index`` along the leading axes (a vector
+        component ``(k,)``, a matrix element ``(r, c)``)."""
+        return self.ptr + sum(i * s for i, s in zip(index, self.strides[:len(index)], strict=True))
 
     def overlaps(self, other: DeviceArray) -> bool:
         return (self.device == other.device and self.ptr < other.ptr + other.nbytes

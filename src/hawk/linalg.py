@@ -1,0 +1,145 @@
+"""Small dense linear algebra on hawk's vectors and matrices, defined once for a kernel body and
+for NumPy arrays.
+
+Every function here is written against an ``Arithmetic`` (add, multiply, compare, select...):
+the frontend passes one that emits IR ops, and the public functions (``hawk.solve``,
+``hawk.det``... called outside a kernel) pass ``NUMPY``, which computes on arrays. So the
+expressions, and their order, are the same in both places by construction: a NumPy result on
+the host is the bits a kernel computes on any backend.
+
+Matrices are lists of rows, vectors lists of elements. Sums run left to right
+(``a[0]*b[0] + a[1]*b[1] + ...``), as ``hawk.dot``.
+
+``solve`` is Gaussian elimination with partial pivoting, branch-free (every choice is a select,
+so a GPU warp never diverges): for column ``k``, each row ``i > k`` in turn is swapped with row
+``k`` when ``|a[i][k]| > |a[k][k]|``, which leaves the first largest ``|a[i][k]|`` as the pivot
+(LAPACK's choice; only the order of the other rows differs); then each row ``i > k`` gets
+``a[i][j] - (a[i][k] / a[k][k]) * a[k][j]``; then back substitution,
+``x[i] = (b[i] - a[i][i+1]*x[i+1] - ...) / a[i][i]`` (subtracted left to right). A singular
+matrix divides by a zero pivot, which gives inf or NaN components (IEEE), never an error.
+``det`` is the product of the pivots, left to right, negated for an odd number of swaps (as
+``numpy.linalg.det``, up to the order of the rows); ``inverse(a)`` is ``solve(a, identity)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["Arithmetic", "NUMPY", "matmul", "transpose", "outer", "trace", "det", "solve",
+           "inverse", "sum_products", "eliminate"]
+
+
+class Arithmetic:
+    """The operations the algorithms use, on whatever an element is (an IR value, an array)."""
+
+    def add(self, a, b): ...
+    def sub(self, a, b): ...
+    def mul(self, a, b): ...
+    def div(self, a, b): ...
+    def neg(self, a): ...
+    def abs(self, a): ...
+    def greater(self, a, b): ...  # a bool
+    def differ(self, a, b): ...  # a != b of two bools
+    def select(self, condition, a, b): ...
+    def false(self): ...
+
+
+class _NumpyArithmetic(Arithmetic):
+    add, sub, mul = staticmethod(np.add), staticmethod(np.subtract), staticmethod(np.multiply)
+    div, neg, abs = staticmethod(np.true_divide), staticmethod(np.negative), staticmethod(np.abs)
+    greater, differ = staticmethod(np.greater), staticmethod(np.not_equal)
+    select = staticmethod(np.where)
+
+    def false(self):
+        return np.False_
+
+
+NUMPY = _NumpyArithmetic()
+
+
+def sum_products(ops: Arithmetic, a: list, b: list):
+    """``a[0]*b[0] + a[1]*b[1] + ...``, left to right."""
+    total = ops.mul(a[0], b[0])
+    for x, y in zip(a[1:], b[1:], strict=True):
+        total = ops.add(total, ops.mul(x, y))
+    return total
+
+
+def transpose(a: list[list]) -> list[list]:
+    return [list(column) for column in zip(*a, strict=True)]
+
+
+def matmul(ops: Arithmetic, a: list[list], b: list[list]) -> list[list]:
+    """The matrix product ``a @ b`` (a vector is a one-row or one-column matrix here)."""
+    columns = transpose(b)
+    return [[sum_products(ops, row, column) for column in columns] for row in a]
+
+
+def outer(ops: Arithmetic, a: list, b: list) -> list[list]:
+    """``m[i][j] = a[i] * b[j]``."""
+    return [[ops.mul(x, y) for y in b] for x in a]
+
+
+def trace(ops: Arithmetic, a: list[list]):
+    """The diagonal summed left to right."""
+    total = a[0][0]
+    for k in range(1, min(len(a), len(a[0]))):
+        total = ops.add(total, a[k][k])
+    return total
+
+
+def eliminate(ops: Arithmetic, a: list[list], b: list[list]):
+    """Gaussian elimination with partial pivoting of ``a`` (square) and the right-hand sides
+    ``b`` (rows of ``a``'s height) alike: the upper-triangular ``a``, the transformed ``b``
+    and whether the rows were swapped an odd number of times. See the module docstring."""
+    a, b = [list(row) for row in a], [list(row) for row in b]
+    size, odd = len(a), ops.false()
+    for k in range(size):
+        for i in range(k + 1, size):
+            swap = ops.greater(ops.abs(a[i][k]), ops.abs(a[k][k]))
+            for rows in (a, b):
+                first = k if rows is a else 0
+                top, other = rows[k], rows[i]
+                for j in range(first, len(top)):
+                    top[j], other[j] = (ops.select(swap, other[j], top[j]),
+                                        ops.select(swap, top[j], other[j]))
+            odd = ops.differ(odd, swap)
+        for i in range(k + 1, size):
+            factor = ops.div(a[i][k], a[k][k])
+            for j in range(k + 1, size):
+                a[i][j] = ops.sub(a[i][j], ops.mul(factor, a[k][j]))
+            for j in range(len(b[i])):
+                b[i][j] = ops.sub(b[i][j], ops.mul(factor, b[k][j]))
+    return a, b, odd
+
+
+def solve(ops: Arithmetic, a: list[list], b: list[list]) -> list[list]:
+    """``x`` with ``a @ x == b`` for a square ``a`` and a right-hand side of one or more
+    columns (rows of ``b``)."""
+    u, c, _ = eliminate(ops, a, b)
+    size = len(u)
+    x: list[list] = [[] for _ in range(size)]
+    for i in reversed(range(size)):
+        row = []
+        for j in range(len(c[i])):
+            value = c[i][j]
+            for m in range(i + 1, size):
+                value = ops.sub(value, ops.mul(u[i][m], x[m][j]))
+            row.append(ops.div(value, u[i][i]))
+        x[i] = row
+    return x
+
+
+def det(ops: Arithmetic, a: list[list]):
+    """The determinant: the pivots' product, negated after an odd number of row swaps."""
+    u, _, odd = eliminate(ops, a, [[] for _ in a])
+    product = u[0][0]
+    for k in range(1, len(u)):
+        product = ops.mul(product, u[k][k])
+    return ops.select(odd, ops.neg(product), product)
+
+
+def inverse(ops: Arithmetic, a: list[list], one, zero) -> list[list]:
+    """``solve(a, identity)``, with ``one`` and ``zero`` the identity's elements."""
+    size = len(a)
+    return solve(ops, a, [[one if i == j else zero for j in range(size)] for i in range(size)])

@@ -1,0 +1,155 @@
+"""hawk's matrix helpers: ``matrix``, ``zeros``, ``identity``, ``outer``, ``transpose``,
+``matmul`` (``@`` in a body), ``trace``, ``det``, ``inverse`` and ``solve``.
+
+In a kernel body they are understood by the frontend and lowered to scalar ops. Outside one
+they compute on NumPy arrays in hawk's SoA layout (a vector is ``(K,)`` or ``(K, n)``, a matrix
+``(R, C)`` or ``(R, C, n)``: the sample axis last), with the same expressions in the same order
+(``hawk.linalg`` defines them once for both), so a result on the host is bit-for-bit what a
+kernel computes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import linalg
+from .ir import MAX_MATRIX_SIDE
+
+__all__ = ["matrix", "zeros", "identity", "outer", "transpose", "matmul", "trace", "det",
+           "inverse", "solve"]
+
+
+def _rows(a, what: str) -> list[list]:
+    a = np.asarray(a)
+    if a.ndim < 2 or a.ndim > 3:
+        raise ValueError(f"{what} takes a matrix: an array of shape (R, C) or (R, C, n), got "
+                         f"shape {a.shape}")
+    return [[a[i, j] for j in range(a.shape[1])] for i in range(a.shape[0])]
+
+
+def _square(a, what: str) -> list[list]:
+    rows = _rows(a, what)
+    if len(rows) != len(rows[0]):
+        raise ValueError(f"{what} takes a square matrix, got {len(rows)} x {len(rows[0])}")
+    return rows
+
+
+def _stack(rows: list[list]) -> np.ndarray:
+    return np.stack([np.stack(np.broadcast_arrays(*row)) for row in rows])
+
+
+def _float(a) -> np.ndarray:
+    a = np.asarray(a)
+    return a if a.dtype.kind == "f" else a.astype(np.float64)
+
+
+def matrix(*rows):
+    """A matrix from its rows, each a vector or a sequence of numbers of one length:
+    ``hawk.matrix((a, b), (c, d))`` is ``[[a, b], [c, d]]`` (``Matrix[2, 2]``).
+
+    Args:
+        rows: 1 to 16 rows of 1 to 16 components each (numbers or arrays of shape ``(n,)``
+            outside a kernel, scalar values inside one).
+    """
+    lengths = {len(row) for row in rows}
+    if len(lengths) != 1 or not 1 <= len(rows) <= MAX_MATRIX_SIDE \
+            or not 1 <= min(lengths) <= MAX_MATRIX_SIDE:
+        raise ValueError(f"matrix() takes 1 to {MAX_MATRIX_SIDE} rows of one length from 1 to "
+                         f"{MAX_MATRIX_SIDE}, got rows of lengths {[len(r) for r in rows]}")
+    return _stack([list(row) for row in rows])
+
+
+def zeros(rows: int, columns: int | None = None):
+    """A zero vector of ``rows`` components, or with ``columns`` a zero matrix (float64)."""
+    shape = (rows,) if columns is None else (rows, columns)
+    return np.zeros(shape)
+
+
+def identity(size: int):
+    """The ``size`` x ``size`` identity matrix (float64)."""
+    return np.eye(size)
+
+
+def outer(a, b):
+    """The outer product of two vectors: ``m[i, j] = a[i] * b[j]``.
+
+    Args:
+        a, b: vectors (arrays of shape ``(K,)`` or ``(K, n)`` outside a kernel).
+    """
+    return _stack(linalg.outer(linalg.NUMPY, list(np.asarray(a)), list(np.asarray(b))))
+
+
+def transpose(a):
+    """The transposed matrix (``m.T`` in a body)."""
+    return _stack(linalg.transpose(_rows(a, "transpose()")))
+
+
+def matmul(a, b):
+    """The product ``a @ b`` of matrices and vectors, as in a body: matrix @ matrix, matrix @
+    vector (a vector), vector @ matrix (a vector) and vector @ vector (their dot product);
+    each element summed left to right.
+
+    Args:
+        a, b: vectors ``(K,)``/``(K, n)`` or matrices ``(R, C)``/``(R, C, n)`` outside a
+            kernel, with the inner sizes equal. A 2-D operand is a matrix unless the other
+            is 3-D (one matrix per sample), which makes it a vector per sample.
+    """
+    a, b = np.asarray(a), np.asarray(b)
+    a_vector, b_vector = _is_vector(a, b), _is_vector(b, a)
+    left = [list(a)] if a_vector else _rows(a, "matmul()")
+    right = [[x] for x in b] if b_vector else _rows(b, "matmul()")
+    if len(left[0]) != len(right):
+        raise ValueError(f"matmul() needs the inner sizes equal, got {len(left[0])} and "
+                         f"{len(right)}")
+    product = linalg.matmul(linalg.NUMPY, left, right)
+    if a_vector and b_vector:
+        return product[0][0]
+    if a_vector:
+        return np.stack(np.broadcast_arrays(*product[0]))
+    if b_vector:
+        return np.stack(np.broadcast_arrays(*[row[0] for row in product]))
+    return _stack(product)
+
+
+def _is_vector(x: np.ndarray, other: np.ndarray) -> bool:
+    return x.ndim == 1 or (x.ndim == 2 and other.ndim == 3)
+
+
+def trace(a):
+    """The sum of the diagonal, left to right."""
+    return linalg.trace(linalg.NUMPY, _rows(a, "trace()"))
+
+
+def det(a):
+    """The determinant of a square matrix: the product of the pivots of a branch-free LU
+    factorisation with partial pivoting (``hawk.linalg`` gives the exact steps), negated for
+    an odd number of row swaps. A singular matrix gives 0 (or a tiny number from rounding)."""
+    return linalg.det(linalg.NUMPY, _square(_float(a), "det()"))
+
+
+def inverse(a):
+    """The inverse of a square matrix: ``solve(a, identity)``. A singular matrix gives inf or
+    NaN components."""
+    a = _float(a)
+    return _stack(linalg.inverse(linalg.NUMPY, _square(a, "inverse()"), a.dtype.type(1),
+                                 a.dtype.type(0)))
+
+
+def solve(a, b):
+    """``x`` with ``a @ x == b``: Gaussian elimination with partial pivoting, branch-free
+    (``hawk.linalg`` gives the exact steps). A singular ``a`` gives inf or NaN components,
+    never an error.
+
+    Args:
+        a: a square matrix ``(K, K)`` or ``(K, K, n)`` outside a kernel.
+        b: a vector ``(K,)``/``(K, n)`` (the result is a vector) or a matrix of ``K`` rows
+            (the result is a matrix).
+    """
+    a, b = _float(a), _float(b)
+    rows = _square(a, "solve()")
+    vector = _is_vector(b, a)
+    right = [[x] for x in b] if vector else _rows(b, "solve()")
+    if len(right) != len(rows):
+        raise ValueError(f"solve() needs b of {len(rows)} rows, got {len(right)}")
+    x = linalg.solve(linalg.NUMPY, rows, right)
+    return np.stack(np.broadcast_arrays(*[r[0] for r in x])) if vector else _stack(x)
