@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from eagle.cuda.emit import BLOCK_SIZE, CONTROL_FIELDS, emit_cuda, slot_ctype
-from hawk.ir import Program, Role
+from hawk.ir import Program, Role, uniform_value
 
 # What both preludes need: CUDA's keywords as plain C++, and the bit helpers.
 _KEYWORDS = r"""
@@ -250,14 +250,13 @@ extern "C" void cudaGraphSetConditional(cudaGraphConditionalHandle, unsigned int
                     array.strides[0] // array.itemsize
                 values.append(ctypes.c_longlong(value))
             elif slot.is_uniform:
-                values.append(_CTYPES[slot_ctype(slot)](uniforms[param].item()))
-            elif slot.param.role is Role.SERIES:  # element [0, k, 0]
-                array = arrays[param]
-                row = array if component is None else array[:, component]
+                value = uniform_value(slot, uniforms[param])
+                values.append(_CTYPES[slot_ctype(slot)](value.item()))
+            elif slot.param.role is Role.SERIES:  # element [0, k, 0] (or [0, r, c, 0])
+                row = arrays[param][(slice(None), *slot.param.index(component))]
                 values.append(ctypes.c_void_p(row.ctypes.data))
             else:
-                array = arrays[param]
-                row = array if component is None else array[component]
+                row = arrays[param][slot.param.index(component)]
                 values.append(ctypes.c_void_p(row.ctypes.data))
         if self.program.counters:
             values += [ctypes.c_ulonglong(seed), ctypes.c_longlong(first_sample)]

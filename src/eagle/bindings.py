@@ -305,11 +305,13 @@ def _uniform_array(p: Parameter, value) -> np.ndarray:
     lists) of exactly that shape and a real dtype eagle computes in, as a new NumPy array
     (the kernel takes it by value, so later changes to the caller's array do not reach a run).
     Python floats are left float64 here and follow the arrays' float type in ``bind``."""
-    if is_array_like(value) and not isinstance(value, np.ndarray):
-        library = _library_of(value)
-        raise BindingTypeError(f"{p.name!r} ({p.annotation}) must be a host array (NumPy) or a "
-                               f"list of shape {_shape_text(p)}, got a {library} array; "
-                               "it is passed to the kernel by value")
+    if is_array_like(value) and not isinstance(value, np.ndarray):  # a GPU array: read once
+        try:
+            value = backends.backend_for(backends.device_of(value)).to_host(value)
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise BindingTypeError(f"{p.name!r} ({p.annotation}) must be an array of shape "
+                                   f"{_shape_text(p)} (it is passed to the kernel by value), "
+                                   f"got a {_library_of(value)} array: {exc}") from None
     try:
         array = np.array(value)
     except (TypeError, ValueError) as exc:

@@ -14,11 +14,13 @@ Matrices are lists of rows, vectors lists of elements. Sums run left to right
 so a GPU warp never diverges): for column ``k``, each row ``i > k`` in turn is swapped with row
 ``k`` when ``|a[i][k]| > |a[k][k]|``, which leaves the first largest ``|a[i][k]|`` as the pivot
 (LAPACK's choice; only the order of the other rows differs); then each row ``i > k`` gets
-``a[i][j] - (a[i][k] / a[k][k]) * a[k][j]``; then back substitution,
-``x[i] = (b[i] - a[i][i+1]*x[i+1] - ...) / a[i][i]`` (subtracted left to right). A singular
-matrix divides by a zero pivot, which gives inf or NaN components (IEEE), never an error.
-``det`` is the product of the pivots, left to right, negated for an odd number of swaps (as
-``numpy.linalg.det``, up to the order of the rows); ``inverse(a)`` is ``solve(a, identity)``.
+``a[i][j] - f * a[k][j]`` with ``f = a[i][k] / a[k][k]``, or ``f = 0`` when the pivot is 0
+(the column is already zero below it: LAPACK's ``getrf`` also goes on past a zero pivot);
+then back substitution, ``x[i] = (b[i] - a[i][i+1]*x[i+1] - ...) / a[i][i]`` (subtracted left
+to right). A singular matrix divides by a zero pivot there, which gives inf or NaN
+components (IEEE), never an error. ``det`` is the product of the pivots, left to right,
+negated for an odd number of swaps (as ``numpy.linalg.det``, up to the order of the rows; 0
+for a singular matrix whose pivot is exactly 0); ``inverse(a)`` is ``solve(a, identity)``.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class Arithmetic:
     def differ(self, a, b): ...  # a != b of two bools
     def select(self, condition, a, b): ...
     def false(self): ...
+    def zero(self): ...
 
 
 class _NumpyArithmetic(Arithmetic):
@@ -52,6 +55,9 @@ class _NumpyArithmetic(Arithmetic):
 
     def false(self):
         return np.False_
+
+    def zero(self):
+        return 0.0
 
 
 NUMPY = _NumpyArithmetic()
@@ -104,8 +110,9 @@ def eliminate(ops: Arithmetic, a: list[list], b: list[list]):
                     top[j], other[j] = (ops.select(swap, other[j], top[j]),
                                         ops.select(swap, top[j], other[j]))
             odd = ops.differ(odd, swap)
+        pivot = ops.greater(ops.abs(a[k][k]), ops.zero()) if k + 1 < size else None
         for i in range(k + 1, size):
-            factor = ops.div(a[i][k], a[k][k])
+            factor = ops.select(pivot, ops.div(a[i][k], a[k][k]), ops.zero())
             for j in range(k + 1, size):
                 a[i][j] = ops.sub(a[i][j], ops.mul(factor, a[k][j]))
             for j in range(len(b[i])):

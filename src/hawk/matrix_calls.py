@@ -68,6 +68,9 @@ class Ops(linalg.Arithmetic):
     def false(self):
         return Lit(False)
 
+    def zero(self):
+        return Lit(0.0)
+
 
 def matrix_value(rows: list[list]) -> V | S | Lit:
     """A matrix of these rows of scalars (a single element is that scalar)."""
