@@ -270,7 +270,7 @@ def test_ten_states_and_ten_parameters_per_sample_match_scipy():
 
 
 def test_ode_shapes_outside_the_range_are_refused_by_name():
-    with pytest.raises(ValueError, match=r"u0 must have shape .* k in 2\.\.64"):
+    with pytest.raises(ValueError, match=r"u0 must have shape .* k in 1\.\.64"):
         eagle.ode.solve(chain_rhs, np.ones((65, 4)), (0.0, 1.0))
     with pytest.raises(ValueError, match=r"p as a sequence must have 2 to 64 entries"):
         eagle.ode.solve(chain_rhs, np.ones((10, 4)), (0.0, 1.0), p=[1.0] * 65)

@@ -19,7 +19,7 @@ import numpy as np
 import hawk
 from hawk import ode as hawk_ode
 from hawk.inline import Func
-from hawk.ir import MAX_WIDTH
+from hawk.ir import MAX_MATRIX_SIDE, MAX_WIDTH
 
 from .errors import TruncationWarning
 from .plan import Plan, deploy
@@ -93,27 +93,43 @@ def _state_type(u0) -> tuple[object, int]:
     if u0.ndim == 2 and 2 <= u0.shape[0] <= MAX_WIDTH:
         return hawk.Vector[u0.shape[0]], u0.shape[1]
     raise ValueError(f"u0 must have shape (n,) for a scalar state or (k, n) with k in "
-                     f"2..{MAX_WIDTH} for a vector state, got {tuple(u0.shape)}")
+                     f"1..{MAX_WIDTH} for a vector state, got {tuple(u0.shape)}")
 
 
 def _params(p, xp, n: int, dtype):
-    """``p`` as bound, and its annotation: a number is one ``Param``, an ``(n,)`` array a
-    ``Scalar``, a ``(k, n)`` array or a sequence of ``k`` numbers or arrays a ``Veck``."""
+    """``p`` as bound, and its annotation. A number is one ``Param``. An array whose last axis
+    has the ``n`` samples is per sample: ``(n,)`` a ``Scalar``, ``(k, n)`` a ``Vector[k]``,
+    ``(r, c, n)`` a ``Matrix[r, c]``. Any other array ``(m,)`` or ``(r, c)`` is one vector or
+    matrix shared by every sample (``Param[...]``, passed by value). A sequence of ``k``
+    numbers or ``(n,)`` arrays is a ``Vector[k]`` per sample."""
     if isinstance(p, int | float | np.integer | np.floating):
         return float(p), hawk.Param
-    if isinstance(p, tuple | list):
+    if isinstance(p, tuple | list) and all(
+            isinstance(v, int | float | np.integer | np.floating) or np.ndim(v) == 1 for v in p):
         if not 2 <= len(p) <= MAX_WIDTH:
             raise ValueError(f"p as a sequence must have 2 to {MAX_WIDTH} entries (a vector), "
                              f"got {len(p)}")
         p = xp.stack([xp.broadcast_to(xp.asarray(v, dtype=dtype), (n,)) for v in p])
     p = xp.asarray(p, dtype=dtype)
-    if p.shape == (n,):
+    shape = tuple(p.shape)
+    if shape == (n,):
         return p, hawk.Scalar
-    if p.ndim == 2 and p.shape[1] == n and 2 <= p.shape[0] <= MAX_WIDTH:
-        return p, hawk.Vector[p.shape[0]]
-    raise ValueError(f"p must be a number, an array of shape ({n},), an array (k, {n}) with k "
-                     f"in 2..{MAX_WIDTH}, or a sequence of 2 to {MAX_WIDTH} numbers or arrays; "
-                     f"got shape {tuple(p.shape)}")
+    if len(shape) == 2 and shape[1] == n and 2 <= shape[0] <= MAX_WIDTH:
+        return p, hawk.Vector[shape[0]]
+    if len(shape) == 3 and shape[2] == n and _matrix_shape(shape[:2]):
+        return p, hawk.Matrix[shape[:2]]
+    if len(shape) == 1 and 2 <= shape[0] <= MAX_WIDTH:
+        return p, hawk.Param[hawk.Vector[shape[0]]]
+    if len(shape) == 2 and _matrix_shape(shape):
+        return p, hawk.Param[hawk.Matrix[shape]]
+    raise ValueError(f"p must be a number; per sample an array ({n},), (k, {n}) with k in "
+                     f"2..{MAX_WIDTH} or (r, c, {n}) with r, c in 1..{MAX_MATRIX_SIDE}; shared "
+                     f"by every sample an array (m,) with m in 2..{MAX_WIDTH} or (r, c); or a "
+                     f"sequence of 2 to {MAX_WIDTH} numbers or arrays; got shape {shape}")
+
+
+def _matrix_shape(shape: tuple[int, ...]) -> bool:
+    return all(1 <= side <= MAX_MATRIX_SIDE for side in shape) and shape != (1, 1)
 
 
 def _per_sample(name: str, value, xp, n: int, dtype, positive: bool = False,
@@ -165,11 +181,16 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
     Args:
         f: the right-hand side, a ``@hawk.func`` ``f(u, t, p)`` returning ``du/dt``.
         u0: the initial states: an array ``(n,)`` (a number per sample) or ``(k, n)`` (a
-            ``Vector[k]`` per sample, k in 2..64); NumPy runs on the CPU, CuPy on its GPU. Not
-            changed (the solution is in new arrays).
+            ``Vector[k]`` per sample, k in 1..64; ``(1, n)`` is solved as ``(n,)`` and given
+            back in its shape); NumPy runs on the CPU, CuPy on its GPU. Not changed (the
+            solution is in new arrays).
         t_span: ``(t0, t_end)``: numbers, or arrays ``(n,)`` per sample; ``t_end > t0``.
-        p: the model's parameters, passed to ``f`` as ``p``: a number (one for all), an array
-            ``(n,)``, an array ``(k, n)`` or a sequence of k numbers or arrays (a ``Veck``).
+        p: the model's parameters, passed to ``f`` as ``p``: a number (one for all); per
+            sample, an array ``(n,)``, ``(k, n)`` (a ``Vector[k]``, k up to 64) or
+            ``(r, c, n)`` (a ``Matrix[r, c]``, r and c up to 16); shared by every sample (one
+            value passed by value), any other array ``(m,)`` (a ``Vector[m]``) or ``(r, c)``
+            (a ``Matrix[r, c]``, say a rate matrix); or a sequence of k numbers or arrays
+            ``(n,)`` (a ``Vector[k]`` per sample).
         method: ``"dopri5"`` (default; adaptive Dormand-Prince 5(4)), ``"rk4"``, ``"euler"``
             (fixed steps of ``dt``), or ``"euler_maruyama"`` (the SDE ``du = f dt + noise dW``;
             needs ``noise``, ``dt`` and ``seed``).
@@ -204,6 +225,9 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got "
                          f"{method!r}")
     xp = _array_module(u0)
+    column = u0.ndim == 2 and u0.shape[0] == 1  # (1, n): one state per sample, as (n,)
+    if column:
+        u0 = u0[0]
     state, n = _state_type(u0)
     dtype = u0.dtype if u0.dtype in (np.float32, np.float64) else np.dtype(np.float64)
     try:
@@ -321,6 +345,8 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
     ts = None
     if saveat is not None:
         ts = save_first + xp.arange(save_count) * save_every
+    if column:
+        u, saved = u[None], saved[:, None]
     return Solution(u=u, t=t, status=status, accepted=accepted, rejected=rejected,
                     events=events, saved=saved if saveat is not None else None, ts=ts,
                     report=report, runner=runner, plan=plan, arrays=arrays)

@@ -59,17 +59,17 @@ def _unchanged(u, t, p):
 
 def _is_vector_type(annotation) -> bool:
     return isinstance(annotation, Annotation) and annotation.role is Role.SCALAR \
-        and annotation.width > 1
+        and annotation.width > 1 and not annotation.columns
 
 
 def _check_types(state, params) -> None:
     if state is not Scalar and not _is_vector_type(state):
         raise TypeError(f"state must be hawk.Scalar or a vector type (Vec2, Vec3, Vec4, "
                         f"Vector[K]: the shape of u), got {state!r}")
-    if params not in (Scalar, Param) and not _is_vector_type(params):
-        raise TypeError(f"params must be hawk.Scalar, Param or a vector type (Vec2 ... "
-                        f"Vector[K]: how p is bound: per sample, one for all, or a vector per "
-                        f"sample), got {params!r}")
+    if not (isinstance(params, Annotation) and params.role in (Role.SCALAR, Role.PARAM)):
+        raise TypeError(f"params must be hawk.Scalar, a vector or matrix type (per sample), "
+                        f"Param, or Param[Vector[K]] / Param[Matrix[R, C]] (one for all): how "
+                        f"p is bound; got {params!r}")
 
 
 def _check_func(name: str, value, required: bool = True) -> None:
@@ -93,7 +93,9 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         state: ``u``'s type: ``hawk.Scalar`` or a vector type (``hawk.Vec2`` ...
             ``hawk.Vector[K]``).
         params: how ``p`` is bound: ``hawk.Scalar`` (an array ``(n,)`` or a number),
-            ``hawk.Param`` (one number), or a vector type (``(k, n)``).
+            ``hawk.Param`` (one number), a vector or matrix type (``(k, n)``, ``(r, c, n)``),
+            or ``Param[Vector[K]]``/``Param[Matrix[R, C]]`` (one ``(K,)`` or ``(R, C)`` array
+            shared by every sample).
         event: a ``@hawk.func`` ``g(u, t, p)``: the sample has an event where ``g`` crosses
             zero in ``direction``; None (default) for none.
         on_event: a ``@hawk.func`` ``(u, t, p) -> u`` applied at the event (a bounce), after
