@@ -60,13 +60,22 @@ def matrix(*rows):
 
 
 def zeros(rows: int, columns: int | None = None):
-    """A zero vector of ``rows`` components, or with ``columns`` a zero matrix (float64)."""
+    """A zero vector of ``rows`` components, or with ``columns`` a zero matrix (float64).
+
+    Args:
+        rows: the components of the vector, or the rows of the matrix (a constant int).
+        columns: the matrix's columns; None (default) for a vector.
+    """
     shape = (rows,) if columns is None else (rows, columns)
     return np.zeros(shape)
 
 
 def identity(size: int):
-    """The ``size`` x ``size`` identity matrix (float64)."""
+    """The ``size`` x ``size`` identity matrix (float64).
+
+    Args:
+        size: its rows and columns (a constant int).
+    """
     return np.eye(size)
 
 
@@ -80,7 +89,11 @@ def outer(a, b):
 
 
 def transpose(a):
-    """The transposed matrix (``m.T`` in a body)."""
+    """The transposed matrix (``m.T`` in a body).
+
+    Args:
+        a: a matrix (an array of shape ``(R, C)`` or ``(R, C, n)`` outside a kernel).
+    """
     return _stack(linalg.transpose(_rows(a, "transpose()")))
 
 
@@ -116,20 +129,32 @@ def _is_vector(x: np.ndarray, other: np.ndarray) -> bool:
 
 
 def trace(a):
-    """The sum of the diagonal, left to right."""
+    """The sum of the diagonal, left to right.
+
+    Args:
+        a: a matrix (an array of shape ``(R, C)`` or ``(R, C, n)`` outside a kernel).
+    """
     return linalg.trace(linalg.NUMPY, _rows(a, "trace()"))
 
 
 def det(a):
     """The determinant of a square matrix: the product of the pivots of a branch-free LU
     factorisation with partial pivoting (``hawk.linalg`` gives the exact steps), negated for
-    an odd number of row swaps. A singular matrix gives 0 (or a tiny number from rounding)."""
+    an odd number of row swaps. A singular matrix gives 0 (or a tiny number from rounding).
+
+    Args:
+        a: a square matrix (an array of shape ``(K, K)`` or ``(K, K, n)`` outside a kernel).
+    """
     return linalg.det(linalg.NUMPY, _square(_float(a), "det()"))
 
 
 def inverse(a):
     """The inverse of a square matrix: ``solve(a, identity)``. A singular matrix gives inf or
-    NaN components."""
+    NaN components.
+
+    Args:
+        a: a square matrix (an array of shape ``(K, K)`` or ``(K, K, n)`` outside a kernel).
+    """
     a = _float(a)
     return _stack(linalg.inverse(linalg.NUMPY, _square(a, "inverse()"), a.dtype.type(1),
                                  a.dtype.type(0)))
