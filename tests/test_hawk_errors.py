@@ -1107,9 +1107,11 @@ def test_kernel_is_not_called_directly():
 
 
 def test_annotation_wrappers_reject_other_types():
-    with pytest.raises(TypeError, match=r"Mutable\[...\] takes Scalar, Vec2, Vec3 or Vec4"):
+    with pytest.raises(TypeError, match=r"Mutable\[...\] takes Scalar, Vec2, Vec3, Vec4, "
+                                         r"Vector\[K\] or Matrix\[R, C\]"):
         Mutable[float]
-    with pytest.raises(TypeError, match=r"Out\[...\] takes Scalar, Vec2, Vec3 or Vec4"):
+    with pytest.raises(TypeError, match=r"Out\[...\] takes Scalar, Vec2, Vec3, Vec4, "
+                                         r"Vector\[K\] or Matrix\[R, C\]"):
         Out[Param]
 
 

@@ -181,9 +181,11 @@ def launch_arguments(program: Program, bound) -> tuple:
             values.append(series_field(slot, bound.arrays[name]))
         elif slot.is_uniform:  # a Param's value, or one component of it
             values.append(uniform_value(slot, bound.uniforms[name]))
-        elif slot.param.role is Role.SERIES:  # (T, n), or a component of (T, k, n)...
+        elif component is None:  # (n,), or a Series' (T, n): the array itself
+            values.append(bound.arrays[name])
+        elif slot.param.role is Role.SERIES:  # a component of (T, k, n) or (T, r, c, n)
             values.append(bound.arrays[name][(slice(None), *slot.param.index(component))])
-        else:
+        else:  # a component of (k, n) or (r, c, n)
             values.append(bound.arrays[name][slot.param.index(component)])
     if program.counters:
         values += [np.uint64(bound.seed or 0), np.int64(bound.first_sample)]
