@@ -368,3 +368,18 @@ def test_random_draws_do_not_depend_on_the_chunks(client):
     assert not np.array_equal(other["x"], expected["x"])
     with pytest.raises(eagle.BindingTypeError, match="seed"):
         ed.run_on_cluster(brownian, client, chunks=2, max_steps=300, **bindings)
+
+
+def test_matrices_and_shared_matrices_are_cut_by_sample_and_shared_whole(client):
+    """A per-sample Matrix[3, 3] (3, 3, n) is cut along its sample axis; a Param[Matrix[2, 3]]
+    and a Param[Vec3] are sent whole to every chunk (never cut, though they are arrays)."""
+    from test_matrices import linear, linear_bindings
+
+    bindings = linear_bindings(3000)
+    expected = local_run(linear, bindings, 50)
+    result = ed.run_on_cluster(eagle.deploy(linear, "cpu"), client, chunks=3, max_steps=50,
+                               **bindings)
+    final = result.gather()
+    for key in ("m", "x", "d", "k", "hist"):
+        np.testing.assert_array_equal(final[key], expected[key])
+    assert final["m"].shape == (3, 3, 3000) and len(result.report.chunks) == 3

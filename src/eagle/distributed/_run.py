@@ -320,9 +320,9 @@ def _sample_count(kernel: hawk.Kernel, bindings: dict, n, init) -> int:
 
 
 def _lead(p, shape: tuple) -> tuple:
-    """The axes before the sample axis that parameter ``p`` takes: ``(k,)`` for a vector, a
-    Series' rows (``T`` read from ``shape``) and ``k`` for a vector Series, else none."""
-    lead = (p.width,) if p.is_vector else ()
+    """The axes before the sample axis that parameter ``p`` takes: ``(k,)`` for a vector,
+    ``(r, c)`` for a matrix, a Series' rows (``T`` read from ``shape``) before those."""
+    lead = p.dims
     if p.role is Role.SERIES:
         lead = (shape[0] if shape else 0, *lead)
     return lead
