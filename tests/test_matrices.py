@@ -402,3 +402,30 @@ def test_shared_vectors_per_sample_matrices_and_a_column_state_are_bound_as_such
                              rtol=1e-10, atol=1e-12)
     assert matrix.plan.kernel.param("p").annotation == "Matrix[2, 2]"
     np.testing.assert_allclose(matrix.u[0], np.sin(1.0), rtol=1e-8)
+
+
+@hawk.kernel(dtypes={"k": "int64"})
+def rotated(a: Matrix[3, 3], gain: Param[Vec3], mix: Param[Matrix[2, 3]],
+            terminated: Terminated, k: Mutable[Scalar], hist: Series[Matrix[2, 2]]):
+    hist[k] = hawk.matrix((a[1, 1], a[0, 0]), (gain[2], mix[1, 2]))
+    k += 1
+    terminated = k >= 3
+
+
+def test_an_artifact_sidecar_keeps_matrix_shapes_and_shared_vectors(tmp_path):
+    """The sidecar records a matrix's columns and each layout; reading it back gives the
+    kernel's own parameters, so LoadedVector binds (R, C, n) and (K,) arrays as eagle does."""
+    pytest.importorskip("eagle.cuda.nvrtc")
+    from eagle.cuda.artifact import read_artifact, write_artifact
+
+    program = rotated.specialize({})
+    path, _ = write_artifact(program, "cubin", tmp_path / "rotated.cubin")
+    artifact = read_artifact(path)
+    assert artifact.params == program.params
+    layouts = {p["name"]: p["layout"] for p in artifact.meta["parameters"]}
+    assert layouts["a"] == "(3, 3, n) SoA" and layouts["gain"] == "(3) by value, row-major"
+    assert layouts["mix"] == "(2, 3) by value, row-major"
+    assert layouts["hist"] == "(T, 2, 2, n) rows, the sample axis contiguous"
+    slots = [a["name"] for a in artifact.meta["arguments"]]
+    assert slots[3:9] == ["p_a_0", "p_a_1", "p_a_2", "p_a_3", "p_a_4", "p_a_5"]
+    assert "p_mix_5" in slots and "p_gain_2" in slots
