@@ -31,6 +31,7 @@ from .annotations import (
     vector,
     width,
 )
+from .derivatives import jacobian, jvp
 from .draws import exponential, normal, randint, sample_index, step, uniform
 from .errors import CompileError, IRError
 from .inline import Func, func
@@ -78,7 +79,8 @@ __all__ = [
     "Scalar", "Param", "Mutable", "Terminated", "Vec2", "Vec3", "Vec4", "Vector", "Matrix",
     "Out", "Series", "vec2", "vec3", "vec4", "vector", "dot", "length", "cross", "normalize",
     "maximum", "minimum", "total", "width", "matrix", "zeros", "identity", "outer",
-    "transpose", "matmul", "trace", "det", "inverse", "solve", "func", "Func",
+    "transpose", "matmul", "trace", "det", "inverse", "solve", "jvp", "jacobian", "func",
+    "Func",
     "uniform", "normal", "exponential", "randint", "sample_index", "step",
     "Program", "DType", "Role", "ir", "passes", "reference",
 ]  # fmt: skip

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import annotations as hawk_annotations
-from . import draws, integers, linalg, matrices, matrix_calls
+from . import derivatives, draws, integers, linalg, matrices, matrix_calls
 from .errors import CompileError
 from .ir import (
     BIT_OPS,
@@ -115,11 +115,13 @@ _HELPERS = {
     hawk_annotations.maximum: "maximum", hawk_annotations.minimum: "minimum",
     hawk_annotations.total: "total", hawk_annotations.width: "width",
     **{getattr(matrices, name): name for name in matrices.__all__},
+    derivatives.jvp: "jvp", derivatives.jacobian: "jacobian",
     builtins.min: "min", builtins.max: "max", builtins.abs: "abs", builtins.float: "float",
 }  # fmt: skip
 _MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf}
 _HAWK_FUNCTIONS = {"vec2", "vec3", "vec4", "vector", "dot", "length", "cross", "normalize",
-                   "maximum", "minimum", "total", "width", *matrices.__all__}  # fmt: skip
+                   "maximum", "minimum", "total", "width", *matrices.__all__,
+                   *derivatives.FUNCTIONS}  # fmt: skip
 _HAWK_VECTOR_TYPES = {"Vec2": "vec2", "Vec3": "vec3", "Vec4": "vec4"}  # constructors too
 _VECTOR_HELPERS = {"vec2", "vec3", "vec4", "vector", "dot", "length", "cross", "normalize"}
 _ELEMENTWISE_HELPERS = {"maximum", "minimum", "total", "width"}
@@ -754,6 +756,9 @@ class Lowering:
         if node.keywords:
             raise self.error(f"{func.name}() takes no keyword arguments in a hawk kernel", node)
         name = func.name
+        if name in derivatives.FUNCTIONS:  # hawk.jvp(f, x, dx, ...), hawk.jacobian(f, x, ...)
+            return derivatives.lower_call(self, name, [self.tuple_or_expr(a)
+                                                       for a in node.args], node)
         if name in matrix_calls.ARITY:  # hawk.matrix((a, b), (c, d)) takes tuple rows
             return matrix_calls.lower_call(self, name, [self.tuple_or_expr(a)
                                                         for a in node.args], node)

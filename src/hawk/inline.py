@@ -369,12 +369,7 @@ class InliningLowering(Lowering):
 
     def inline(self, target: Func, node: ast.Call):
         """The value ``target`` returns for this call's arguments, its body lowered in place."""
-        if any(frame.func is target for frame in self.frames):
-            chain = " -> ".join([f.func.name for f in self.frames] + [target.name])
-            raise self.error(f"the hawk func {target.name!r} calls itself ({chain}): funcs are "
-                             "inlined, so recursion cannot be compiled; write it as a loop "
-                             "over a constant range", node,
-                             ((f"{target.name!r} is defined here:", target.definition),))
+        self._check_not_recursive(target, node)
         for arg in [*node.args, *(k.value for k in node.keywords)]:
             series = self.env.get(arg.id) if isinstance(arg, ast.Name) else None
             if isinstance(series, SeriesValue):
@@ -390,6 +385,13 @@ class InliningLowering(Lowering):
             if keyword.arg is None:
                 raise self.error("`**` arguments are not supported in a hawk kernel", keyword)
             kwargs[keyword.arg] = self.tuple_or_expr(keyword.value)
+        return self.inline_values(target, args, node, kwargs)
+
+    def inline_values(self, target: Func, args: list, node: ast.AST, kwargs=None):
+        """The value ``target`` returns for argument values already lowered (a call's, or
+        ``hawk.jvp``'s), its body lowered in place."""
+        kwargs = kwargs or {}
+        self._check_not_recursive(target, node)
         try:
             bound = target.signature.bind(*args, **kwargs)
         except TypeError as exc:
@@ -415,6 +417,14 @@ class InliningLowering(Lowering):
             self.src, self.env, self.node = saved
         self._check_result(result, target, node)
         return result
+
+    def _check_not_recursive(self, target: Func, node: ast.AST) -> None:
+        if any(frame.func is target for frame in self.frames):
+            chain = " -> ".join([f.func.name for f in self.frames] + [target.name])
+            raise self.error(f"the hawk func {target.name!r} calls itself ({chain}): funcs are "
+                             "inlined, so recursion cannot be compiled; write it as a loop "
+                             "over a constant range", node,
+                             ((f"{target.name!r} is defined here:", target.definition),))
 
     def block(self, stmts: list[ast.stmt], target: Func):
         """Lower a func's statements; the value returned (None if it falls off the end)."""
