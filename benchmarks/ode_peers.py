@@ -457,15 +457,16 @@ def reference_dop853(ens: Ensemble, t1: float, *, t0: float = 0.0, rtol: float =
 
 
 def reference_rk45(ens: Ensemble, t1: float, rtol: float, atol: float, *, t0: float = 0.0,
-                   indices=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``solve_ivp(method="RK45")`` per trajectory: final states (3, k), accepted and rejected
+                   indices=None, rhs=_lorenz_ivp) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``solve_ivp(method="RK45")`` per trajectory of ``rhs(t, u, *p)`` (default: Lorenz's):
+    final states (k, len(indices)), accepted and rejected
     step counts. scipy reports only ``nfev``: RK45 spends 2 evaluations on the first derivative
     and ``select_initial_step``, then 6 per attempted step (FSAL), so attempted = (nfev - 2) / 6
     and rejected = attempted - accepted (accepted = the number of output times - 1)."""
     indices = range(ens.n) if indices is None else indices
     finals, acc, rej = [], [], []
     for i in indices:
-        sol = solve_ivp(_lorenz_ivp, (t0, t1), ens.u0[:, i], method="RK45", rtol=rtol,
+        sol = solve_ivp(rhs, (t0, t1), ens.u0[:, i], method="RK45", rtol=rtol,
                         atol=atol, args=tuple(ens.p[:, i]))
         if sol.status != 0:
             raise RuntimeError(f"RK45 reference failed on trajectory {i}: {sol.message}")
