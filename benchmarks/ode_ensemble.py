@@ -265,7 +265,7 @@ def arm_table(results: dict) -> list[str]:
            f"{m.get('diffrax')}, eagle {m['eagle']}, {m['date']}",
            ""]
     header = (f"  {'arm':<13} {'n':>8} {'first call':>10} {'median s [min-max]':>24} "
-              f"{'traj/s':>10} {'M att/s':>8} {'t/eagle':>8} {'accepted':>11} "
+              f"{'traj/s':>10} {'M att/s':>8} {'t/eagle':>8} {'rounds':>15} {'accepted':>11} "
               f"{'rejected':>10} {'CPU share':>9}")
     out.append(header)
     base = arms.get("eagle")
@@ -279,14 +279,22 @@ def arm_table(results: dict) -> list[str]:
     for name, r, walls in rows:
         med = float(np.median(walls))
         ratio = f"{med / r['n'] / (base['median_s'] / base['n']):.2f}x" if base else "-"
+        rounds = "-"
+        if base:  # each round's time over eagle run()'s in the same round: its load
+            per = sorted(w / r["n"] / (s["run_s"] / base["n"])
+                         for w, s in zip(walls, base["samples"], strict=True))
+            rounds = f"{np.median(per):.2f} [{per[0]:.2f}-{per[-1]:.2f}]"
         share = np.median([s["cpu_s"] / (s["wall_s"] * a["threads"]) for s in r["samples"]])
         out.append(f"  {name:<13} {r['n']:>8,} {r['first_call_s']:>9.2f}s "
                    f"{med:>9.3f} [{min(walls):.3f}-{max(walls):.3f}] "
                    f"{r['n'] / med:>10.3g} {r['attempted'] / med / 1e6:>8.2f} "
-                   f"{ratio:>8} {r['accepted']:>11,} {r['rejected']:>10,} {share:>9.2f}")
+                   f"{ratio:>8} {rounds:>15} {r['accepted']:>11,} {r['rejected']:>10,} "
+                   f"{share:>9.2f}")
     out.append("")
-    out.append("t/eagle: the arm's time per trajectory over eagle run()'s (>1: eagle faster); "
-               "CPU share: process CPU time / (wall x threads) of the whole call, median")
+    out.append("t/eagle: the arm's median time per trajectory over eagle run()'s (>1: eagle "
+               "faster); rounds: the same ratio taken in each round (the arms of a round met "
+               "the same load), median [min-max]; CPU share: process CPU time / (wall x "
+               "threads) of the whole call, median")
     out.append(f"first call: compile (or load from cache) and run; eagle's build (compile or "
                f"load) {arms['eagle']['build_s']:.2f} s of it" if base else
                "first call: compile (or load from cache) and run")
