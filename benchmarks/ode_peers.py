@@ -1,6 +1,8 @@
-"""The peers that ``ode_ensemble.py`` measures ``eagle.ode.solve`` against, and the references.
+"""The peers that ``ode_ensemble.py`` (and ``kepler_ensemble.py``) measure ``eagle.ode.solve``
+against, and the references.
 
-Every peer integrates the Lorenz system
+Every peer integrates the Lorenz system by default (``make_dopri5_numba``, ``make_diffrax`` and
+the references take any other right-hand side: ``kepler_peers.py`` is one)
 
     x' = sigma (y - x),  y' = x (rho - z) - y,  z' = x y - beta z,     p = (sigma, rho, beta)
 
@@ -41,6 +43,11 @@ What is here:
 * ``reference_hairer``: scipy's ``RK45`` stages (``rk_step``) driven by Hairer's controller in
   Python, one trajectory at a time: the same method as the peers, written independently of
   them, so it gives the accepted and rejected counts the peers must reproduce;
+* ``make_dopri5_numba(rhs, k, m)``: the Numba peer of any right-hand side with ``k`` states
+  and ``m`` parameters, its source written out for ``k`` and ``m`` with every component a
+  scalar local (what ``dopri5_numba`` is for Lorenz, by hand), following eagle's step rules
+  exactly (its docstring says where they differ from scipy's), so its accepted and rejected
+  counts and, in practice, its end states bit for bit are eagle's;
 * ``lorenz_ensemble``: the randomised ensemble every arm integrates.
 
 ``tests/test_ode_peers.py`` checks the Numba peer against both references.
