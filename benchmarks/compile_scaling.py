@@ -3,6 +3,7 @@
     python benchmarks/compile_scaling.py [--rev feb45f5 | --now-only] [--k 4 16 64 128 256 512]
                                          [--kernels chain oscillator ode] [--repeats 1]
                                          [--warm-repeats 3] [--json PATH]
+    python benchmarks/compile_scaling.py --now-only --widths 3 6 12 24 48 64
 
 Kernels (defined here, in the kernel language both commits accept):
 
@@ -12,6 +13,17 @@ Kernels (defined here, in the kernel language both commits accept):
 - ``ode``: the first ``eagle.ode.solve`` of a Lorenz ensemble (64 samples, t from 0 to 1,
   dopri5): it compiles two kernels, DP5's first-step kernel and its step kernel (its ops
   are the two programs' together).
+
+``--widths K ...`` (issue 28: the compile cost of wide kernels) measures, at each state width
+K (a ``hawk.Vector[K]``; the kernels are written out for K into a file, as a user would):
+
+- ``ode_width K``: the first ``eagle.ode.solve`` of a linear chain of K species, ``u0' = -p
+  u0``, ``ui' = p (u{i-1} - ui)``, one rate ``p`` per sample (an array ``(n,)``), 64 samples
+  from t = 0 to 1, dopri5 (both kernels, as ``ode``);
+- ``vector_width K``: a plain kernel with a ``Mutable[Vector[K]]`` and a ``Vector[K]`` input,
+  five elementwise ops per component and a dot product, every sample stopping after 10 steps.
+
+(``--kernels ode_width vector_width`` picks them too; ``--widths`` alone picks both.)
 
 Each measurement is a fresh Python process: ``cold`` on an empty cache folder (a new
 ``EAGLE_CACHE_DIR``), then ``warm``: ``--warm-repeats`` (3) more processes, one after another,
@@ -128,6 +140,72 @@ def solve_ode():
     return done, arrays, programs
 
 
+def width_module(source: str, name: str):
+    """Import ``source`` from a file named for it next to the cache folder (hawk reads a
+    kernel's source; the same path in every process of a measurement, so a warm process finds
+    the cold one's kernels), and return its ``name``."""
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(os.environ["EAGLE_CACHE_DIR"]), f"{name}_{K}.py")
+    if not os.path.exists(path):
+        with open(path, "w") as out:
+            out.write(source)
+    spec = importlib.util.spec_from_file_location(f"{name}_{K}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)
+
+
+def solve_ode_width():
+    """The first ``eagle.ode.solve`` of a chain of K species: (its arrays, the programs)."""
+    terms = ", ".join(["-p * u[0]"] + [f"p * (u[{i - 1}] - u[{i}])" for i in range(1, K)])
+    chain = width_module(f"import hawk\n\n@hawk.func\ndef chain(u, t, p):\n"
+                         f"    return hawk.vector({terms})\n", "chain")
+    n = 64
+    p = np.linspace(0.5, 2.0, n)
+    u0 = np.vstack([np.ones(n), np.zeros((K - 1, n))])
+    sol = eagle.ode.solve(chain, u0, (0.0, 1.0), p=p)
+    done = time.perf_counter()
+    arrays = dict(u=sol.u, t=sol.t, status=sol.status, accepted=sol.accepted,
+                  rejected=sol.rejected)
+
+    def programs():
+        start = hawk.ode.dopri5_start_kernel(chain, hawk.Vector[K], hawk.Scalar)
+        return [start.program, sol.runner.plan.kernel.specialize(sol.runner.bound.dtypes)]
+
+    return done, arrays, programs
+
+
+def run_vector_width():
+    """The first run of a kernel on a Mutable[Vector[K]]: (its arrays, the programs)."""
+    kernel = width_module(f"""import hawk
+from hawk import Mutable, Param, Scalar, Terminated
+
+@hawk.kernel
+def wide(a: hawk.Vector[{K}], s: Param, t_end: Param, terminated: Terminated,
+         v: Mutable[hawk.Vector[{K}]], t: Mutable[Scalar], norm: Mutable[Scalar]):
+    w = v * s + a
+    v = w - 0.01 * w * w * a
+    norm = hawk.dot(v, v)
+    t += 1.0
+    terminated = t >= t_end
+""", "wide")
+    arrays = dict(a=np.linspace(0.0, 1.0, K * N).reshape(K, N), v=np.ones((K, N)),
+                  t=np.zeros(N), norm=np.zeros(N))
+    terminated = np.zeros(N, bool)
+    runner = eagle.until_done(eagle.deploy(kernel, "cpu"), max_steps=100, s=0.9, t_end=10.0,
+                              terminated=terminated, **arrays)
+    runner.run()
+    done = time.perf_counter()
+    arrays["terminated"] = terminated
+    return done, arrays, lambda: [runner.plan.kernel.specialize(runner.bound.dtypes)]
+
+
+WORKLOADS = dict(ode=lambda: solve_ode(), ode_width=solve_ode_width,
+                 vector_width=run_vector_width)
+
+
 def op_counts(programs):
     """``[all ops, ops per step]`` summed over the programs (per step: None where this
     commit has no ``eagle.codegen.invariant_ops``)."""
@@ -140,7 +218,7 @@ def op_counts(programs):
 
 
 imported = time.perf_counter()
-done, arrays, programs = solve_ode() if WORKLOAD == "ode" else run_kernel()
+done, arrays, programs = WORKLOADS.get(WORKLOAD, run_kernel)()
 state = hashlib.sha256(b"".join(np.ascontiguousarray(a).tobytes() for a in arrays.values()))
 print(json.dumps(dict(import_s=imported - START, first_s=done - START, eagle=eagle.__file__,
                       ops=op_counts(programs()) if COUNT_OPS else None,
@@ -154,6 +232,9 @@ def kernel_cases(args) -> list[tuple[str, str, int]]:
     for workload in args.kernels:
         if workload == "chain":
             cases += [(f"chain K={k}", "chain", k) for k in args.k]
+        elif workload.endswith("_width"):
+            cases += [(f"{workload.removesuffix('_width')} K={k}", workload, k)
+                      for k in args.widths]
         else:
             cases.append((workload, workload, 0))
     return cases
@@ -277,8 +358,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rev", default="feb45f5", help="the earlier commit (the then arm)")
     parser.add_argument("--now-only", action="store_true", help="skip the then arm")
-    parser.add_argument("--kernels", nargs="+", choices=["chain", "oscillator", "ode"],
-                        default=["chain", "oscillator", "ode"])
+    parser.add_argument("--kernels", nargs="+",
+                        choices=["chain", "oscillator", "ode", "ode_width", "vector_width"],
+                        default=None, help="default: chain oscillator ode; with --widths, "
+                        "ode_width vector_width")
     parser.add_argument("--k", type=int, nargs="+", default=[4, 16, 64, 128, 256, 512],
                         help="the chain kernel's loop lengths")
     parser.add_argument("--repeats", type=int, default=1,
@@ -286,7 +369,16 @@ def main() -> None:
     parser.add_argument("--warm-repeats", type=int, default=3,
                         help="warm processes after each cold one, on its cache folder")
     parser.add_argument("--json", type=Path, help="write every sample here")
+    parser.add_argument("--widths", type=int, nargs="+", default=None,
+                        help="the state widths K of ode_width and vector_width (2..64)")
     args = parser.parse_args()
+    if args.kernels is None:
+        args.kernels = ["ode_width", "vector_width"] if args.widths else \
+            ["chain", "oscillator", "ode"]
+    if args.widths is None:
+        args.widths = [3, 6, 12, 24, 48, 64]
+    if not all(2 <= k <= 64 for k in args.widths):
+        parser.error(f"--widths: every width must be in 2..64, got {args.widths}")
     if args.repeats < 1 or args.warm_repeats < 1:
         parser.error("--repeats and --warm-repeats must be at least 1")
     with tempfile.TemporaryDirectory() as scratch_dir:

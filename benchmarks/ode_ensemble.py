@@ -4,6 +4,7 @@ diffrax on the CPU.
     python benchmarks/ode_ensemble.py [--n 100000] [--t1 5] [--rtol 1e-6] [--atol 1e-6]
                                       [--threads T] [--rounds 5] [--diffrax-n N]
                                       [--diffrax-batch 256] [--arms ...] [--json PATH]
+                                      [--quick]
 
 The ensemble (``ode_peers.lorenz_ensemble``): ``n`` trajectories of ``x' = sigma (y - x), y' =
 x (rho - z) - y, z' = x y - beta z`` with ``sigma ~ U(9, 11)``, ``rho ~ U(20, 30)``, ``beta ~
@@ -59,6 +60,8 @@ Checks (before anything is printed; a failed check exits non-zero):
   every arm's accepted, rejected and attempted totals over scipy's ``solve_ivp(method="RK45")``
   (an I-controller) are printed: the issue asks for accepted steps within 20%.
 
+``--quick``: n = 2,000, 2 rounds, 5 trajectories checked against scipy (each unless given).
+
 Writes ``benchmarks/results/ode_ensemble_t{threads}.json`` (or ``--json``): every raw sample,
 the checks, the step counts, the settings and the machine (as ``cpu_loop.py`` records it).
 """
@@ -85,6 +88,7 @@ import hawk  # noqa: E402
 
 GROWTH, LYAPUNOV = 10.0, 0.91
 ARMS = ("eagle", "numba", "diffrax", "diffrax_map")
+QUICK = dict(n=2_000, rounds=2, subset=5)  # --quick
 
 
 @hawk.func
@@ -94,10 +98,15 @@ def lorenz(u, t, p):
 
 
 class Arms:
-    """The three arms on one ensemble; each call returns an ``ode_peers.Solution``."""
+    """The arms on one ensemble; each call returns an ``ode_peers.Solution``. The model is
+    Lorenz's unless given: ``f`` the ``@hawk.func`` eagle integrates, ``integrator`` the Numba
+    peer (``ode_peers.make_dopri5_numba``), ``field`` diffrax's right-hand side (a ``p`` of one
+    row is passed to eagle as one number per sample)."""
 
-    def __init__(self, ens: ode_peers.Ensemble, args: argparse.Namespace):
+    def __init__(self, ens: ode_peers.Ensemble, args: argparse.Namespace, f=None,
+                 integrator=None, field=None):
         self.ens, self.args = ens, args
+        self.f, self.integrator, self.field = f or lorenz, integrator, field
         self.diffrax_ens = ens if args.diffrax_n >= ens.n else ode_peers.Ensemble(
             np.ascontiguousarray(ens.u0[:, :args.diffrax_n]),
             np.ascontiguousarray(ens.p[:, :args.diffrax_n]))
@@ -107,7 +116,8 @@ class Arms:
         import eagle.ode
 
         a = self.args
-        sol = eagle.ode.solve(lorenz, self.ens.u0, (0.0, a.t1), p=self.ens.p,
+        p = self.ens.p[0] if self.ens.p.shape[0] == 1 else self.ens.p
+        sol = eagle.ode.solve(self.f, self.ens.u0, (0.0, a.t1), p=p,
                               method="dopri5", rtol=a.rtol, atol=a.atol,
                               max_steps=a.max_steps, threads=a.threads)
         report = sol.report  # run() alone: its wall time less the one-time build
@@ -119,13 +129,15 @@ class Arms:
 
     def numba(self) -> ode_peers.Solution:
         a = self.args
-        return ode_peers.solve_numba(self.ens, a.t1, a.rtol, a.atol, max_steps=a.max_steps)
+        return ode_peers.solve_numba(self.ens, a.t1, a.rtol, a.atol, max_steps=a.max_steps,
+                                     integrator=self.integrator)
 
     def diffrax(self, batch: int | None = None) -> ode_peers.Solution:
         a = self.args
         if batch not in self.diffrax_fn:
             self.diffrax_fn[batch] = ode_peers.make_diffrax(a.t1, a.rtol, a.atol,
-                                                            max_steps=a.max_steps, batch=batch)
+                                                            max_steps=a.max_steps, batch=batch,
+                                                            vector_field=self.field)
         return ode_peers.solve_diffrax(self.diffrax_fn[batch], self.diffrax_ens)
 
     def diffrax_map(self) -> ode_peers.Solution:
@@ -216,45 +228,12 @@ def check(final: dict, ens: ode_peers.Ensemble, args: argparse.Namespace) -> dic
 
 
 def report(results: dict) -> str:
-    m, a, arms = results["meta"], results["settings"], results["arms"]
-    cpu = m["cpu"]
+    m, a = results["meta"], results["settings"]
     out = [f"Lorenz ensemble, DP5 (scipy's RK45 tableau, Hairer's PI controller), rtol "
            f"{a['rtol']:g}, atol {a['atol']:g}, t1 = {a['t1']:g}, n = {a['n']:,}; "
            f"{a['threads']} thread(s); {a['rounds']} interleaved rounds after a warm-up",
-           f"{cpu.get('model name', '?')} (LLVM: {cpu.get('llvm_host_cpu', '?')}), "
-           f"{m['cpus']} CPUs, numba {m['numba']}, jax {m.get('jax')}, diffrax "
-           f"{m.get('diffrax')}, eagle {m['eagle']}, {m['date']}",
-           ""]
-    header = (f"  {'arm':<13} {'n':>8} {'first call':>10} {'median s [min-max]':>24} "
-              f"{'traj/s':>10} {'M att/s':>8} {'t/eagle':>8} {'accepted':>11} "
-              f"{'rejected':>10} {'CPU share':>9}")
-    out.append(header)
-    base = arms.get("eagle")
-    rows = []
-    for name, r in arms.items():
-        if name == "eagle":  # run() alone, then the whole solve() call
-            rows.append(("eagle run()", r, [s["run_s"] for s in r["samples"]]))
-            rows.append(("eagle solve()", r, [s["wall_s"] for s in r["samples"]]))
-        else:
-            rows.append((name, r, [s["wall_s"] for s in r["samples"]]))
-    for name, r, walls in rows:
-        med = float(np.median(walls))
-        ratio = f"{med / r['n'] / (base['median_s'] / base['n']):.2f}x" if base else "-"
-        share = np.median([s["cpu_s"] / (s["wall_s"] * a["threads"]) for s in r["samples"]])
-        out.append(f"  {name:<13} {r['n']:>8,} {r['first_call_s']:>9.2f}s "
-                   f"{med:>9.3f} [{min(walls):.3f}-{max(walls):.3f}] "
-                   f"{r['n'] / med:>10.3g} {r['attempted'] / med / 1e6:>8.2f} "
-                   f"{ratio:>8} {r['accepted']:>11,} {r['rejected']:>10,} {share:>9.2f}")
-    c = results["checks"]
-    out.append("")
-    out.append("t/eagle: the arm's time per trajectory over eagle run()'s (>1: eagle faster); "
-               "CPU share: process CPU time / (wall x threads) of the whole call, median")
-    out.append(f"first call: compile (or load from cache) and run; eagle's build (compile or "
-               f"load) {arms['eagle']['build_s']:.2f} s of it" if base else
-               "first call: compile (or load from cache) and run")
-    if "diffrax_map" in arms:
-        out.append(f"diffrax_map: jax.lax.map over chunks of {a['diffrax_batch']} "
-                   f"trajectories, each chunk vmapped")
+           *arm_table(results)]
+    arms, c = results["arms"], results["checks"]
     out.append(f"end state vs DOP853 (rtol 1e-12) on {len(c['subset'])} trajectories, in "
                f"tolerances (bound {c['bound']:.0f}): " + ", ".join(
                    f"{k} {v:.1f}" for k, v in c["vs_dop853"].items()))
@@ -276,34 +255,95 @@ def report(results: dict) -> str:
     return "\n".join(out)
 
 
-def parse(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=100_000)
-    parser.add_argument("--t1", type=float, default=5.0)
-    parser.add_argument("--rtol", type=float, default=1e-6)
-    parser.add_argument("--atol", type=float, default=1e-6)
+def arm_table(results: dict) -> list[str]:
+    """The machine's line, then the table of the arms (times, rates, ratios to eagle, steps)
+    and its notes."""
+    m, a, arms = results["meta"], results["settings"], results["arms"]
+    cpu = m["cpu"]
+    out = [f"{cpu.get('model name', '?')} (LLVM: {cpu.get('llvm_host_cpu', '?')}), "
+           f"{m['cpus']} CPUs, numba {m['numba']}, jax {m.get('jax')}, diffrax "
+           f"{m.get('diffrax')}, eagle {m['eagle']}, {m['date']}",
+           ""]
+    header = (f"  {'arm':<13} {'n':>8} {'first call':>10} {'median s [min-max]':>24} "
+              f"{'traj/s':>10} {'M att/s':>8} {'t/eagle':>8} {'rounds':>15} {'accepted':>11} "
+              f"{'rejected':>10} {'CPU share':>9}")
+    out.append(header)
+    base = arms.get("eagle")
+    rows = []
+    for name, r in arms.items():
+        if name == "eagle":  # run() alone, then the whole solve() call
+            rows.append(("eagle run()", r, [s["run_s"] for s in r["samples"]]))
+            rows.append(("eagle solve()", r, [s["wall_s"] for s in r["samples"]]))
+        else:
+            rows.append((name, r, [s["wall_s"] for s in r["samples"]]))
+    for name, r, walls in rows:
+        med = float(np.median(walls))
+        ratio = f"{med / r['n'] / (base['median_s'] / base['n']):.2f}x" if base else "-"
+        rounds = "-"
+        if base:  # each round's time over eagle run()'s in the same round: its load
+            per = sorted(w / r["n"] / (s["run_s"] / base["n"])
+                         for w, s in zip(walls, base["samples"], strict=True))
+            rounds = f"{np.median(per):.2f} [{per[0]:.2f}-{per[-1]:.2f}]"
+        share = np.median([s["cpu_s"] / (s["wall_s"] * a["threads"]) for s in r["samples"]])
+        out.append(f"  {name:<13} {r['n']:>8,} {r['first_call_s']:>9.2f}s "
+                   f"{med:>9.3f} [{min(walls):.3f}-{max(walls):.3f}] "
+                   f"{r['n'] / med:>10.3g} {r['attempted'] / med / 1e6:>8.2f} "
+                   f"{ratio:>8} {rounds:>15} {r['accepted']:>11,} {r['rejected']:>10,} "
+                   f"{share:>9.2f}")
+    out.append("")
+    out.append("t/eagle: the arm's median time per trajectory over eagle run()'s (>1: eagle "
+               "faster); rounds: the same ratio taken in each round (the arms of a round met "
+               "the same load), median [min-max]; CPU share: process CPU time / (wall x "
+               "threads) of the whole call, median")
+    out.append(f"first call: compile (or load from cache) and run; eagle's build (compile or "
+               f"load) {arms['eagle']['build_s']:.2f} s of it" if base else
+               "first call: compile (or load from cache) and run")
+    if "diffrax_map" in arms:
+        out.append(f"diffrax_map: jax.lax.map over chunks of {a['diffrax_batch']} "
+                   f"trajectories, each chunk vmapped")
+    return out
+
+
+def parse(argv=None, *, description: str | None = None, t1: float = 5.0, tol: float = 1e-6,
+          name: str = "ode_ensemble") -> argparse.Namespace:
+    """The command line of this benchmark and of ``kepler_ensemble.py`` (``t1`` and ``tol``
+    its defaults, ``name`` its result file's: ``results/{name}_t{threads}.json``)."""
+    parser = argparse.ArgumentParser(description=description or __doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=None,
+                        help=f"trajectories (default 100,000; {QUICK['n']:,} with --quick)")
+    parser.add_argument("--t1", type=float, default=t1)
+    parser.add_argument("--rtol", type=float, default=tol)
+    parser.add_argument("--atol", type=float, default=tol)
     parser.add_argument("--threads", type=int, default=eagle.get_num_threads())
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=None,
+                        help=f"interleaved rounds (default 5; {QUICK['rounds']} with --quick)")
     parser.add_argument("--max-steps", type=int, default=100_000)
     parser.add_argument("--diffrax-n", type=int, default=None,
                         help="run diffrax on the first N trajectories only (default: all)")
     parser.add_argument("--diffrax-batch", type=int, default=256,
                         help="diffrax_map's chunk of trajectories (default 256)")
-    parser.add_argument("--subset", type=int, default=20,
-                        help="trajectories checked against scipy (default 20)")
+    parser.add_argument("--subset", type=int, default=None,
+                        help=f"trajectories checked against scipy (default 20; "
+                             f"{QUICK['subset']} with --quick)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a small run: " + ", ".join(f"--{k} {v}" for k, v in QUICK.items())
+                        + " unless given")
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
     parser.add_argument("--seed", type=int, default=2024)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
-    for name in ("n", "threads", "rounds", "max_steps", "subset", "diffrax_batch"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')}: expected a positive integer, got "
-                         f"{getattr(args, name)}")
+    for key, full in dict(n=100_000, rounds=5, subset=20).items():
+        if getattr(args, key) is None:
+            setattr(args, key, QUICK[key] if args.quick else full)
+    for key in ("n", "threads", "rounds", "max_steps", "subset", "diffrax_batch"):
+        if getattr(args, key) < 1:
+            parser.error(f"--{key.replace('_', '-')}: expected a positive integer, got "
+                         f"{getattr(args, key)}")
     if not (args.t1 > 0 and math.isfinite(args.t1)):
         parser.error(f"--t1: expected a positive finite time, got {args.t1}")
-    for name in ("rtol", "atol"):
-        if not (getattr(args, name) > 0):
-            parser.error(f"--{name}: expected a positive tolerance, got {getattr(args, name)}")
+    for key in ("rtol", "atol"):
+        if not (getattr(args, key) > 0):
+            parser.error(f"--{key}: expected a positive tolerance, got {getattr(args, key)}")
     if "numba" not in args.arms:
         parser.error("--arms: the numba arm is the one the others are checked against")
     args.diffrax_n = args.n if args.diffrax_n is None else min(args.diffrax_n, args.n)
@@ -312,12 +352,15 @@ def parse(argv=None) -> argparse.Namespace:
     args.subset = min(args.subset, args.diffrax_n)
     if args.json is None:
         args.json = Path(__file__).resolve().parent / "results" / \
-            f"ode_ensemble_t{args.threads}.json"
+            f"{name}_t{args.threads}{'_quick' if args.quick else ''}.json"
     return args
 
 
-def main(argv=None) -> None:
-    args = parse(argv)
+def measure(args: argparse.Namespace, make_arms, settings: dict, check_arms, report_text):
+    """The protocol of the module's docstring, for this benchmark and ``kepler_ensemble.py``:
+    pin the CPUs, ``make_arms()`` (an ``Arms``), every arm's first call, ``--rounds``
+    interleaved rounds, ``check_arms(final solutions)`` (its dict is stored as ``checks``),
+    then print ``report_text(results)`` and write the JSON."""
     pinned = limit_cpus(args.threads)  # before JAX is imported: XLA sizes its pools once
     eagle.set_num_threads(args.threads)
     numba.set_num_threads(args.threads)
@@ -326,15 +369,13 @@ def main(argv=None) -> None:
     def progress(message: str) -> None:
         print(f"[{time.perf_counter() - started:6.1f} s] {message}", file=sys.stderr, flush=True)
 
-    ens = ode_peers.lorenz_ensemble(args.n, args.seed)
-    arms = Arms(ens, args)
+    arms = make_arms()
     results = dict(meta=machine(), settings=dict(
         n=args.n, t1=args.t1, rtol=args.rtol, atol=args.atol, threads=args.threads,
         rounds=args.rounds, max_steps=args.max_steps, diffrax_n=args.diffrax_n,
-        diffrax_batch=args.diffrax_batch,
+        diffrax_batch=args.diffrax_batch, quick=args.quick,
         seed=args.seed, xla_flags=os.environ.get("XLA_FLAGS"), pinned_cpus=pinned,
-        distributions=dict(sigma="U(9, 11)", rho="U(20, 30)", beta="U(2.5, 3)",
-                           u0="(1, 1, 1) + U(-0.1, 0.1)^3")), arms={})
+        **settings), arms={})
     first = {}
     for arm in args.arms:
         progress(f"{arm}: first call (compile and run)")
@@ -347,7 +388,7 @@ def main(argv=None) -> None:
             final[arm], sample = arms.run(arm)
             samples[arm].append(sample)
     progress("checking the arms against each other and against scipy")
-    results["checks"] = check(final, ens, args)
+    results["checks"] = check_arms(final)
     for arm in args.arms:
         sol = final[arm]
         walls = [s.get("run_s", s["wall_s"]) for s in samples[arm]]
@@ -367,10 +408,19 @@ def main(argv=None) -> None:
         except ImportError:
             meta[module] = None
     meta["seconds"] = time.perf_counter() - started
-    print(report(results))
+    print(report_text(results))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(results, indent=1))
     print(f"\nwrote {args.json} ({meta['seconds']:.0f} s)")
+    return results
+
+
+def main(argv=None) -> None:
+    args = parse(argv)
+    ens = ode_peers.lorenz_ensemble(args.n, args.seed)
+    measure(args, lambda: Arms(ens, args), dict(distributions=dict(
+        sigma="U(9, 11)", rho="U(20, 30)", beta="U(2.5, 3)", u0="(1, 1, 1) + U(-0.1, 0.1)^3")),
+        lambda final: check(final, ens, args), report)
 
 
 if __name__ == "__main__":

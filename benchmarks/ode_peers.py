@@ -1,6 +1,8 @@
-"""The peers that ``ode_ensemble.py`` measures ``eagle.ode.solve`` against, and the references.
+"""The peers that ``ode_ensemble.py`` (and ``kepler_ensemble.py``) measure ``eagle.ode.solve``
+against, and the references.
 
-Every peer integrates the Lorenz system
+Every peer integrates the Lorenz system by default (``make_dopri5_numba``, ``make_diffrax`` and
+the references take any other right-hand side: ``kepler_peers.py`` is one)
 
     x' = sigma (y - x),  y' = x (rho - z) - y,  z' = x y - beta z,     p = (sigma, rho, beta)
 
@@ -41,6 +43,11 @@ What is here:
 * ``reference_hairer``: scipy's ``RK45`` stages (``rk_step``) driven by Hairer's controller in
   Python, one trajectory at a time: the same method as the peers, written independently of
   them, so it gives the accepted and rejected counts the peers must reproduce;
+* ``make_dopri5_numba(rhs, k, m)``: the Numba peer of any right-hand side with ``k`` states
+  and ``m`` parameters, its source written out for ``k`` and ``m`` with every component a
+  scalar local (what ``dopri5_numba`` is for Lorenz, by hand), following eagle's step rules
+  exactly (its docstring says where they differ from scipy's), so its accepted and rejected
+  counts and, in practice, its end states bit for bit are eagle's;
 * ``lorenz_ensemble``: the randomised ensemble every arm integrates.
 
 ``tests/test_ode_peers.py`` checks the Numba peer against both references.
@@ -83,10 +90,11 @@ ERR_OLD_FLOOR = 1e-4
 
 @dataclass(frozen=True)
 class Ensemble:
-    """``n`` Lorenz trajectories: ``u0`` and ``p`` are ``(3, n)`` float64 (C-contiguous)."""
+    """``n`` trajectories: ``u0`` is ``(k, n)`` (k states) and ``p`` ``(m, n)`` (m parameters)
+    float64 (C-contiguous); for Lorenz k = m = 3."""
 
     u0: np.ndarray
-    p: np.ndarray  # rows: sigma, rho, beta
+    p: np.ndarray  # Lorenz's rows: sigma, rho, beta
 
     @property
     def n(self) -> int:
@@ -234,24 +242,141 @@ def _check_span(t0: float, t1: float, rtol: float, atol: float, max_steps: int) 
 
 
 def solve_numba(ens: Ensemble, t1: float, rtol: float, atol: float, *, t0: float = 0.0,
-                max_steps: int = 100_000) -> Solution:
-    """``dopri5_numba`` on ``ens``, allocating the outputs (on ``numba.get_num_threads()``)."""
+                max_steps: int = 100_000, integrator=None) -> Solution:
+    """``integrator`` (default ``dopri5_numba``, Lorenz; or one ``make_dopri5_numba`` made) on
+    ``ens``, allocating the outputs (on ``numba.get_num_threads()``)."""
     _check_span(t0, t1, rtol, atol, max_steps)
     n = ens.n
-    sol = Solution(np.empty((3, n)), np.empty(n), np.empty(n, np.int64), np.empty(n, np.int64),
-                   np.empty(n, np.bool_))
-    dopri5_numba(ens.u0, ens.p, float(t0), float(t1), float(rtol), float(atol), int(max_steps),
-                 sol.u, sol.t, sol.accepted, sol.rejected, sol.done)
+    sol = Solution(np.empty_like(ens.u0), np.empty(n), np.empty(n, np.int64),
+                   np.empty(n, np.int64), np.empty(n, np.bool_))
+    (integrator or dopri5_numba)(ens.u0, ens.p, float(t0), float(t1), float(rtol), float(atol),
+                                 int(max_steps), sol.u, sol.t, sol.accepted, sol.rejected,
+                                 sol.done)
     return sol
+
+
+# -- the Numba peer of any right-hand side, written out for its width ---------------------------
+
+
+def make_dopri5_numba(rhs, k: int, m: int, name: str = "dopri5_peer"):
+    """The per-sample peer of ``dopri5_numba`` for any right-hand side: ``rhs`` an
+    ``@njit(inline="always")`` function ``rhs(t, u_0, ..., u_{k-1}, p_0, ..., p_{m-1})``
+    returning a tuple of ``k`` derivatives, ``k`` states and ``m`` parameters per trajectory.
+    Returns a function with ``dopri5_numba``'s signature (``u0`` and ``u`` ``(k, n)``, ``p``
+    ``(m, n)``), for ``solve_numba(..., integrator=...)``.
+
+    Its source is written out here for ``k`` and ``m``, the way one would write it by hand:
+    every state component, stage and parameter a scalar local (``y3``, ``k5_3``, ``p0``), the
+    loop over trajectories a ``prange``, nothing allocated per step, no fastmath; then
+    compiled by Numba (``parallel=True``; not ``cache=True``: the source is no file).
+
+    It is eagle's ``dopri5_kernel`` step for step, not scipy's: the step is ``min(h, t1 - t)``
+    and lands on ``t1`` exactly when that is the rest (scipy computes ``min(t + h, t1) - t``,
+    which rounds); an accepted step shortened to land on ``t1`` does not shrink the next one;
+    the seventh stage is evaluated at ``t + h``; the controller's memory ``c`` is negated
+    after a rejection (the "no growth after a rejection" flag), as in ``hawk.ode.dopri5``. The
+    arithmetic is eagle's in the same order (``u + h * (A31 k1 + A32 k2)``, the error norm a
+    left-to-right sum over components divided by ``k``), so the accepted and rejected counts
+    are eagle's.
+    """
+    if not (isinstance(k, int) and k >= 1 and isinstance(m, int) and m >= 0):
+        raise ValueError(f"k >= 1 states and m >= 0 parameters, got k={k!r}, m={m!r}")
+    ks = range(k)
+    P = "".join(f", p{j}" for j in range(m))
+
+    def names(prefix):
+        return [f"{prefix}{j}" for j in ks]
+
+    def rhs_call(out, t, args):
+        return f"{', '.join(out)}, = rhs({t}, {', '.join(args)}{P})"
+
+    def rms(out, terms):
+        return f"{out} = math.sqrt(({' + '.join(f'{a} * {a}' for a in terms)}) / {float(k)!r})"
+
+    def stage(j, weights):  # y_c + hs * (W1 * k1_c + W2 * k2_c + ...)
+        return [f"y{c} + hs * ({' + '.join(f'{w} * k{s}_{c}' for s, w in weights)})"
+                for c in ks]
+
+    A = {2: [(1, "A21")], 3: [(1, "A31"), (2, "A32")], 4: [(1, "A41"), (2, "A42"), (3, "A43")],
+         5: [(1, "A51"), (2, "A52"), (3, "A53"), (4, "A54")],
+         6: [(1, "A61"), (2, "A62"), (3, "A63"), (4, "A64"), (5, "A65")]}
+    node = {2: "t + C2 * hs", 3: "t + C3 * hs", 4: "t + C4 * hs", 5: "t + C5 * hs", 6: "t + hs"}
+    body = [f"p{j} = p[{j}, i]" for j in range(m)]
+    body += [f"y{c} = u0[{c}, i]" for c in ks]
+    body += [rhs_call(names("k1_"), "t0", names("y")),
+             # the initial step: hawk.ode.dopri5_start (Hairer's hinit, scipy's)
+             *[f"s{c} = atol + abs(y{c}) * rtol" for c in ks],
+             *[f"q{c} = y{c} / s{c}" for c in ks], rms("d0", names("q")),
+             *[f"q{c} = k1_{c} / s{c}" for c in ks], rms("d1", names("q")),
+             "span = t1 - t0",
+             "h0 = 1e-6 if (d0 < 1e-5 or d1 < 1e-5) else 0.01 * d0 / d1",
+             "h0 = min(h0, span)",
+             rhs_call(names("g"), "t0 + h0", [f"y{c} + h0 * k1_{c}" for c in ks]),
+             *[f"q{c} = (g{c} - k1_{c}) / s{c}" for c in ks], rms("d2", names("q")),
+             "d2 = d2 / h0",
+             "if d1 <= 1e-15 and d2 <= 1e-15:",
+             "    h1 = max(1e-6, h0 * 1e-3)",
+             "else:",
+             "    h1 = (0.01 / max(d1, d2)) ** 0.2",
+             "h = min(min(100.0 * h0, h1), span)",
+             "t = t0",
+             "c = ERR_OLD_FLOOR",
+             "n_acc = 0",
+             "n_rej = 0",
+             "while t < t1 and n_acc + n_rej < max_steps:"]
+    step = ["hs = min(h, t1 - t)",
+            "t_new = t + hs",
+            "if hs == t1 - t:",
+            "    t_new = t1"]
+    for s in range(2, 7):
+        step.append(rhs_call(names(f"k{s}_"), node[s], stage(s, A[s])))
+    step += [f"yn{c} = {stage(0, [(1, 'B1'), (3, 'B3'), (4, 'B4'), (5, 'B5'), (6, 'B6')])[c]}"
+             for c in ks]
+    step.append(rhs_call(names("k7_"), "t + hs", names("yn")))  # FSAL
+    step += [f"e{c} = hs * ({' + '.join(f'E{s} * k{s}_{c}' for s in (1, 3, 4, 5, 6, 7))})"
+             for c in ks]
+    step += [f"q{c} = e{c} / (atol + rtol * max(abs(y{c}), abs(yn{c})))" for c in ks]
+    step += [rms("err", names("q")),
+             "fac11 = err ** EXPO1",
+             "fac = max(1.0 / FAC_MAX, min(1.0 / FAC_MIN, fac11 / abs(c) ** BETA / SAFE))",
+             "h_next = hs / fac",
+             "if c < 0.0:",
+             "    h_next = min(h_next, hs)",
+             "if err <= 1.0:",
+             "    if hs < h:",
+             "        h_next = max(h_next, h)",
+             "    c = max(err, ERR_OLD_FLOOR)",
+             "    t = t_new",
+             *[f"    y{c} = yn{c}" for c in ks],
+             *[f"    k1_{c} = k7_{c}" for c in ks],
+             "    n_acc += 1",
+             "else:",
+             "    h_next = hs / min(1.0 / FAC_MIN, fac11 / SAFE)",
+             "    c = -abs(c)",
+             "    n_rej += 1",
+             "h = h_next"]
+    body += ["    " + line for line in step]
+    body += [f"u[{c}, i] = y{c}" for c in ks]
+    body += ["t_out[i] = t", "accepted[i] = n_acc", "rejected[i] = n_rej", "done[i] = t >= t1"]
+    source = (f"def {name}(u0, p, t0, t1, rtol, atol, max_steps, u, t_out, accepted, rejected,"
+              f" done):\n    n = u0.shape[1]\n    for i in prange(n):\n" +
+              "".join(f"        {line}\n" for line in body))
+    scope = dict(globals(), rhs=rhs)
+    exec(compile(source, f"<{name}: make_dopri5_numba, k={k}, m={m}>", "exec"), scope)
+    peer = njit(parallel=True, nogil=True, error_model="numpy")(scope[name])
+    peer.source = source
+    return peer
 
 
 # -- the diffrax peer ----------------------------------------------------------------------------
 
 
 def make_diffrax(t1: float, rtol: float, atol: float, *, t0: float = 0.0,
-                 max_steps: int = 100_000, batch: int | None = None):
-    """``jax.jit(jax.vmap(solve_one))``: ``(u0 (n, 3), p (n, 3)) -> (u (n, 3), t (n,),
+                 max_steps: int = 100_000, batch: int | None = None, vector_field=None):
+    """``jax.jit(jax.vmap(solve_one))``: ``(u0 (n, k), p (n, m)) -> (u (n, k), t (n,),
     accepted (n,), rejected (n,), done (n,))``, float64 on JAX's default (CPU) backend.
+    ``vector_field(t, u, p)`` (``u`` (k,), ``p`` (m,), jax.numpy) is the right-hand side;
+    default: Lorenz's (k = m = 3).
 
     With ``batch``, ``jax.jit(lambda u0, p: jax.lax.map(solve_one, (u0, p), batch_size=batch))``
     instead: ``vmap`` over chunks of ``batch`` trajectories, one chunk after another. On a CPU
@@ -279,11 +404,11 @@ def make_diffrax(t1: float, rtol: float, atol: float, *, t0: float = 0.0,
 
     jax.config.update("jax_enable_x64", True)
 
-    def vector_field(t, u, p):
+    def lorenz_field(t, u, p):
         x, y, z = u[0], u[1], u[2]
         return jnp.stack([p[0] * (y - x), x * (p[1] - z) - y, x * y - p[2] * z])
 
-    term = diffrax.ODETerm(vector_field)
+    term = diffrax.ODETerm(vector_field or lorenz_field)
     solver = diffrax.Dopri5()
     controller = diffrax.PIDController(rtol=rtol, atol=atol, pcoeff=0.2, icoeff=0.65,
                                        dcoeff=0.0, factormin=FAC_MIN, factormax=FAC_MAX,
@@ -324,12 +449,13 @@ def _lorenz_ivp(t, u, sigma, rho, beta):
 
 
 def reference_dop853(ens: Ensemble, t1: float, *, t0: float = 0.0, rtol: float = 1e-12,
-                     atol: float = 1e-12, indices=None) -> np.ndarray:
-    """Final states (3, k) by ``solve_ivp(method="DOP853")`` at a tight tolerance."""
+                     atol: float = 1e-12, indices=None, rhs=_lorenz_ivp) -> np.ndarray:
+    """Final states (k, len(indices)) by ``solve_ivp(method="DOP853")`` at a tight tolerance,
+    of ``rhs(t, u, *p)`` (default: Lorenz's)."""
     indices = range(ens.n) if indices is None else indices
     out = []
     for i in indices:
-        sol = solve_ivp(_lorenz_ivp, (t0, t1), ens.u0[:, i], method="DOP853", rtol=rtol,
+        sol = solve_ivp(rhs, (t0, t1), ens.u0[:, i], method="DOP853", rtol=rtol,
                         atol=atol, args=tuple(ens.p[:, i]))
         if sol.status != 0:
             raise RuntimeError(f"DOP853 reference failed on trajectory {i}: {sol.message}")
@@ -338,15 +464,16 @@ def reference_dop853(ens: Ensemble, t1: float, *, t0: float = 0.0, rtol: float =
 
 
 def reference_rk45(ens: Ensemble, t1: float, rtol: float, atol: float, *, t0: float = 0.0,
-                   indices=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``solve_ivp(method="RK45")`` per trajectory: final states (3, k), accepted and rejected
+                   indices=None, rhs=_lorenz_ivp) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``solve_ivp(method="RK45")`` per trajectory of ``rhs(t, u, *p)`` (default: Lorenz's):
+    final states (k, len(indices)), accepted and rejected
     step counts. scipy reports only ``nfev``: RK45 spends 2 evaluations on the first derivative
     and ``select_initial_step``, then 6 per attempted step (FSAL), so attempted = (nfev - 2) / 6
     and rejected = attempted - accepted (accepted = the number of output times - 1)."""
     indices = range(ens.n) if indices is None else indices
     finals, acc, rej = [], [], []
     for i in indices:
-        sol = solve_ivp(_lorenz_ivp, (t0, t1), ens.u0[:, i], method="RK45", rtol=rtol,
+        sol = solve_ivp(rhs, (t0, t1), ens.u0[:, i], method="RK45", rtol=rtol,
                         atol=atol, args=tuple(ens.p[:, i]))
         if sol.status != 0:
             raise RuntimeError(f"RK45 reference failed on trajectory {i}: {sol.message}")
@@ -397,14 +524,15 @@ class HairerRK45(RK45):
 
 
 def reference_hairer(ens: Ensemble, t1: float, rtol: float, atol: float, *, t0: float = 0.0,
-                     indices=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``HairerRK45`` per trajectory: final states (3, k), accepted and rejected counts."""
+                     indices=None, rhs=_lorenz_ivp) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``HairerRK45`` per trajectory of ``rhs(t, u, *p)`` (default: Lorenz's): final states
+    (k, len(indices)), accepted and rejected counts."""
     _check_span(t0, t1, rtol, atol, 1)
     indices = range(ens.n) if indices is None else indices
     finals, acc, rej = [], [], []
     for i in indices:
         args = tuple(ens.p[:, i])
-        solver = HairerRK45(lambda t, u, args=args: np.array(_lorenz_ivp(t, u, *args)), t0,
+        solver = HairerRK45(lambda t, u, args=args: np.array(rhs(t, u, *args)), t0,
                             ens.u0[:, i], t1, rtol=rtol, atol=atol)
         while solver.status == "running":
             solver.step()
