@@ -9,6 +9,7 @@ executor like any other.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import warnings
@@ -158,6 +159,38 @@ def _per_sample(name: str, value, xp, n: int, dtype, positive: bool = False,
     return value
 
 
+@functools.cache
+def _in_reversed_time(g: Func, negate: bool) -> Func:
+    """``g`` as a function of ``s = -t``: ``-g(u, -s, p)`` for the right-hand side
+    (``negate``: du/ds = -du/dt), ``g(u, -s, p)`` for an event or an update."""
+    if negate:
+        @hawk.func
+        def reversed_rhs(u, s, p):
+            return -g(u, -s, p)
+
+        return reversed_rhs
+
+    @hawk.func
+    def reversed_call(u, s, p):
+        return g(u, -s, p)
+
+    return reversed_call
+
+
+def _negated(times, name: str, which: tuple[int, ...]):
+    """``saveat`` or ``tstops`` given in ``t``, in ``s = -t`` (the entries at ``which``
+    negated); left as it is when it is not a tuple of numbers, for its own check to refuse."""
+    if times is None:
+        return None
+    try:
+        values = list(times)
+        for i in which:
+            values[i] = -float(values[i])
+    except (TypeError, ValueError, IndexError):
+        return times
+    return tuple(values)
+
+
 def _finite_pair(name: str, value) -> tuple[float, float]:
     """``value`` as two finite floats, else ``ValueError`` naming ``name``."""
     try:
@@ -184,7 +217,12 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
             ``Vector[k]`` per sample, k in 1..64; ``(1, n)`` is solved as ``(n,)`` and given
             back in its shape); NumPy runs on the CPU, CuPy on its GPU. Not changed (the
             solution is in new arrays).
-        t_span: ``(t0, t_end)``: numbers, or arrays ``(n,)`` per sample; ``t_end > t0``.
+        t_span: ``(t0, t_end)``: numbers, or arrays ``(n,)`` per sample; ``t_end > t0`` for
+            every sample, or ``t_end < t0`` for every sample to integrate backward in time
+            (as ``du/ds = -f(u, -s, p)`` in ``s = -t``: the same steps SciPy takes backward;
+            ``saveat`` and ``tstops`` are then given in the integration's direction,
+            ``(first, last, count)`` with ``last < first`` and ``(first, every)`` with
+            ``every < 0``, and ``direction`` keeps its meaning in ``t``).
         p: the model's parameters, passed to ``f`` as ``p``: a number (one for all); per
             sample, an array ``(n,)``, ``(k, n)`` (a ``Vector[k]``, k up to 64) or
             ``(r, c, n)`` (a ``Matrix[r, c]``, r and c up to 16); shared by every sample (one
@@ -236,9 +274,20 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         raise ValueError(f"t_span must be a pair (t0, t_end), got {t_span!r}") from None
     t = _per_sample("t_span[0]", t0, xp, n, dtype)
     t_end = _per_sample("t_span[1]", t_end, xp, n, dtype)
-    if not bool((t_end > t).all()):
-        raise ValueError("t_span: t_end must be greater than t0 for every sample (integration "
-                         "runs forward in time)")
+    backward = bool((t_end < t).all())
+    if not (backward or bool((t_end > t).all())):
+        raise ValueError("t_span: t_end must differ from t0 on the same side for every sample "
+                         "(all forward in time, t_end > t0, or all backward, t_end < t0)")
+    if backward:  # solved forward in s = -t: du/ds = -f(u, -s, p)
+        if method == "euler_maruyama":
+            raise ValueError("t_span: an SDE (method='euler_maruyama') runs forward in time "
+                             "only (t_end > t0)")
+        t, t_end = -t, -t_end
+        f, event, on_event, on_stop = (_in_reversed_time(g, negate=g is f) if g is not None
+                                       else None for g in (f, event, on_event, on_stop))
+        direction = -direction
+        saveat = _negated(saveat, "saveat", (0, 1))
+        tstops = _negated(tstops, "tstops", (0, 1))
     p, params = _params(p, xp, n, dtype)
     if not (isinstance(max_steps, int) and max_steps >= 1):
         raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")
@@ -295,7 +344,9 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         if tstops is not None:
             stop_first, stop_every = _finite_pair("tstops (first, every)", tstops)
             if not stop_every > 0:
-                raise ValueError(f"tstops: every must be positive, got {stop_every!r}")
+                raise ValueError(f"tstops: every must go the integration's way (positive "
+                                 f"forward in time, negative backward), got "
+                                 f"{-stop_every if backward else stop_every!r}")
         kernel = hawk_ode.dopri5_kernel(f, state, params, event=event, on_event=on_event,
                                         direction=direction, tstops=tstops is not None,
                                         on_stop=on_stop, saveat=saveat is not None)
@@ -347,6 +398,9 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         ts = save_first + xp.arange(save_count) * save_every
     if column:
         u, saved = u[None], saved[:, None]
+    if backward:
+        t = -t
+        ts = None if ts is None else -ts
     return Solution(u=u, t=t, status=status, accepted=accepted, rejected=rejected,
                     events=events, saved=saved if saveat is not None else None, ts=ts,
                     report=report, runner=runner, plan=plan, arrays=arrays)
