@@ -12,6 +12,7 @@ from .annotations import (
     Param,
     Scalar,
     Series,
+    Table,
     Terminated,
     Vec2,
     Vec3,
@@ -35,6 +36,7 @@ from .errors import CompileError, IRError
 from .inline import Func, func
 from .ir import DType, Program, Role
 from .kernel import Kernel, ProgramKernel, kernel
+from .tables import interp, interp_grid
 
 
 def __getattr__(name: str):
@@ -63,7 +65,7 @@ def _version() -> str:
 __all__ = [
     "kernel", "Kernel", "ProgramKernel", "CompileError", "IRError",
     "Scalar", "Param", "Mutable", "Terminated", "Vec2", "Vec3", "Vec4", "Vector", "Out",
-    "Series", "vec2", "vec3", "vec4", "vector", "dot", "length", "cross", "normalize",
+    "Series", "Table", "interp", "interp_grid", "vec2", "vec3", "vec4", "vector", "dot", "length", "cross", "normalize",
     "maximum", "minimum", "total", "width", "func", "Func",
     "uniform", "normal", "exponential", "randint", "sample_index", "step",
     "Program", "DType", "Role", "ir", "passes", "reference",

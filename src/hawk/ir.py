@@ -17,8 +17,11 @@ What a step means, for one sample that is not yet terminated: evaluate the ops i
 (``accumulate`` kernels add into ``Out`` buffers instead), do the ``RowStore`` writes into
 ``Series`` arrays in order (one whose guard is false or whose row is outside ``[0, T)`` is not
 done; they always overwrite), and set the terminated flag to the value named by
-``Program.terminated``. A terminated sample is left untouched. The NumPy reference
-executor (``hawk.reference``) is the executable definition of this paragraph.
+``Program.terminated``. A terminated sample is left untouched. ``TABLE_READ`` reads element
+``index`` (row-major) of a ``Table`` parameter's array, the same array for every sample and
+step; its index is always in range, because the frontend clamps each index to its axis
+(``hawk.tables``). The NumPy reference executor (``hawk.reference``) is the executable
+definition of this paragraph.
 """
 
 from __future__ import annotations
@@ -33,8 +36,8 @@ import numpy as np
 from .errors import Loc
 
 __all__ = ["DType", "Role", "OpKind", "Op", "Parameter", "Slot", "slots", "Store", "RowStore",
-           "Program", "SERIES_FIELDS", "series_field", "MAX_WIDTH", "type_name", "annotation_name",
-           "MATH_FUNCTIONS", "COUNTER_OPS", "COUNTER_ARGUMENTS", "BIT_OPS"]
+           "Program", "SERIES_FIELDS", "TABLE_FIELDS", "series_field", "MAX_WIDTH", "type_name",
+           "annotation_name", "MATH_FUNCTIONS", "COUNTER_OPS", "COUNTER_ARGUMENTS", "BIT_OPS"]
 
 
 class DType(Enum):
@@ -85,10 +88,11 @@ class Role(Enum):
     TERMINATED = "Terminated"  # per-sample done flag
     OUT = "Out"  # per-sample output, write-only
     SERIES = "Series"  # per-sample rows (T, n) or (T, k, n), written at computed rows only
+    TABLE = "Table"  # one read-only array of 1 to 3 dimensions shared by every sample
 
     @property
     def per_sample(self) -> bool:
-        return self is not Role.PARAM
+        return self not in (Role.PARAM, Role.TABLE)
 
     @property
     def written(self) -> bool:
@@ -138,6 +142,9 @@ class OpKind(Enum):
     DRAW = "draw"  # attr: (distribution, position); args: () or (lo, hi) for randint
     SAMPLE_INDEX = "sample_index"  # int64: the sample's global index
     STEP_INDEX = "step_index"  # int64: the sample's step number (the runner's count)
+    # shared tables; attr: the Table parameter's name; args: (flat index,), an int64 row-major
+    # element index that is always in range (the frontend clamps it); dtype: the table's
+    TABLE_READ = "table_read"
 
 
 #: math functions a kernel may call, with their arity. All take and return floats.
@@ -198,9 +205,11 @@ def type_name(width: int) -> str:
     return f"Vec{width}" if width <= 4 else f"Vector[{width}]"
 
 
-def annotation_name(role: Role, width: int) -> str:
+def annotation_name(role: Role, width: int, ndim: int = 0) -> str:
     """How a parameter of ``role`` and ``width`` is declared: ``Vec3``, ``Param``,
-    ``Mutable[Vector[6]]``..."""
+    ``Mutable[Vector[6]]``, ``Table``, ``Table[2]`` (``ndim``: a table's dimensions)..."""
+    if role is Role.TABLE:
+        return "Table" if ndim <= 1 else f"Table[{ndim}]"
     if role is Role.SCALAR:
         return type_name(width)
     if role in (Role.PARAM, Role.TERMINATED):
@@ -218,12 +227,14 @@ class Parameter:
         role: its ``Role`` (from the annotation).
         width: 1 for a scalar, 2 to 4 for a vector (default 1).
         dtype: the element ``DType`` (default float64).
+        ndim: a ``Table``'s number of dimensions (1 to 3); 0 for every other role.
     """
 
     name: str
     role: Role
     width: int = 1
     dtype: DType = DType.FLOAT64
+    ndim: int = 0
 
     @property
     def is_vector(self) -> bool:
@@ -232,7 +243,7 @@ class Parameter:
     def shape(self, n: int, rows: int = 0) -> tuple[int, ...]:
         """The array shape this parameter is bound to for ``n`` samples (vectors are SoA);
         a ``Series`` has ``rows`` rows in front: ``(rows, n)`` or ``(rows, width, n)``."""
-        if self.role is Role.PARAM:
+        if self.role in (Role.PARAM, Role.TABLE):  # a table: any sizes, no sample axis
             return ()
         sample = (self.width, n) if self.is_vector else (n,)
         return (rows, *sample) if self.role is Role.SERIES else sample
@@ -240,7 +251,7 @@ class Parameter:
     @property
     def annotation(self) -> str:
         """How the parameter is declared (``Mutable[Vec3]``)."""
-        return annotation_name(self.role, self.width)
+        return annotation_name(self.role, self.width, self.ndim)
 
     def __str__(self) -> str:
         return f"{self.name}: {self.annotation} {self.dtype.value}"
@@ -252,13 +263,20 @@ class Parameter:
 #: of its sample (``p[row * row_stride + i]``); the CPU's arrays carry their own strides, so
 #: it reads only the row count.
 SERIES_FIELDS = ("rows", "row_stride")
+#: The extra arguments of a ``Table[d]`` parameter, after its data pointer: its sizes along
+#: its first ``d`` axes (``TABLE_FIELDS[:d]``), int64 by value. The frontend loads them
+#: (``LOAD`` of ``(name, "size0")``) to clamp indices and to make the row-major flat index.
+TABLE_FIELDS = ("size0", "size1", "size2")
 
 
 def series_field(slot: Slot, array) -> np.int64:
-    """The value of a Series' ``rows`` or ``row_stride`` slot for the array bound to it: its
-    row count, or the elements from one row's start to the next (the first stride)."""
+    """The value of a field slot for the array bound to its parameter: a Series' row count,
+    or the elements from one row's start to the next (the first stride); a Table's size
+    along one axis (``size0``...)."""
     if slot.field == "rows":
         return np.int64(array.shape[0])
+    if slot.field in TABLE_FIELDS:
+        return np.int64(array.shape[TABLE_FIELDS.index(slot.field)])
     return np.int64(array.strides[0] // array.dtype.itemsize)
 
 
@@ -305,6 +323,12 @@ class Slot:
         return self.field is not None or self.param.role is Role.PARAM
 
     @property
+    def is_table(self) -> bool:
+        """A Table's data: a pointer to its elements, shared by every sample (neither a
+        per-sample array nor a value); read only by ``TABLE_READ`` ops."""
+        return self.field is None and self.param.role is Role.TABLE
+
+    @property
     def dtype(self) -> DType:
         """The element type of the argument (int64 for a Series' field, else the
         parameter's)."""
@@ -323,7 +347,7 @@ def slots(params: tuple[Parameter, ...]) -> tuple[Slot, ...]:
     ``Param`` and per scalar per-sample parameter, one per component of a vector parameter.
     The ``Terminated`` flag is not a slot: every backend passes the flags array itself, before
     the slots, whether or not the kernel declares it. A ``Series`` has its component arrays,
-    then its ``SERIES_FIELDS``."""
+    then its ``SERIES_FIELDS``; a ``Table[d]`` its data, then ``TABLE_FIELDS[:d]``."""
     out = []
     for p in params:
         if p.role is Role.TERMINATED:
@@ -332,6 +356,8 @@ def slots(params: tuple[Parameter, ...]) -> tuple[Slot, ...]:
         out += [Slot(p, k) for k in components]
         if p.role is Role.SERIES:
             out += [Slot(p, None, field) for field in SERIES_FIELDS]
+        if p.role is Role.TABLE:
+            out += [Slot(p, None, field) for field in TABLE_FIELDS[:p.ndim]]
     return tuple(out)
 
 

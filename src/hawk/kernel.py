@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 
@@ -123,7 +124,8 @@ class Kernel:
         defaults = _default_dtypes(self.source, options.get("dtypes", {}))
         self.params = tuple(
             Parameter(d.name, d.annotation.role, d.annotation.width,
-                      DType.BOOL if d.annotation.role is Role.TERMINATED else defaults[d.name])
+                      DType.BOOL if d.annotation.role is Role.TERMINATED else defaults[d.name],
+                      ndim=d.annotation.ndim)
             for d in self.source.params
         )
         self._programs: dict[tuple, Program] = {}
@@ -152,7 +154,7 @@ class Kernel:
             if p.role is Role.TERMINATED and dtype is not DType.BOOL:
                 raise TypeError(f"{p.name!r} is the Terminated flag and must be bool, "
                                 f"got {dtype.value}")
-            params.append(Parameter(p.name, p.role, p.width, dtype))
+            params.append(dataclasses.replace(p, dtype=dtype))
         key = tuple(params)
         if key not in self._programs:
             options = tuple(sorted((k, tuple(sorted((n, DType.from_numpy(d).value)

@@ -25,7 +25,7 @@ __all__ = ["KernelSource", "Namespace", "ANNOTATION_NAMES", "import_file"]
 
 ANNOTATION_NAMES = ("Scalar, Param, Terminated, Vec2, Vec3, Vec4, Mutable[Scalar], "
                     "Mutable[Vec3] (or another vector type), Out[Scalar], Out[Vec3], "
-                    "Series[Scalar] or Series[Vec3]")  # fmt: skip
+                    "Series[Scalar], Series[Vec3], Table or Table[2] (or 3)")  # fmt: skip
 
 
 def import_file(path: str | Path, name: str, keep: bool = True):
