@@ -86,7 +86,8 @@ def _dtype_of(value) -> list:
 
 def interp(x, xp, fp):
     """Linear interpolation at breakpoints, as ``numpy.interp(x, xp, fp)``: ``fp[0]`` below
-    ``xp[0]``, ``fp[-1]`` from ``xp[-1]`` on, NaN for a NaN ``x``. In a kernel ``xp`` and ``fp``
+    ``xp[0]``, ``fp[-1]`` from ``xp[-1]`` on, NaN for a NaN ``x`` (``fp[0]`` for one breakpoint,
+    as NumPy's). In a kernel ``xp`` and ``fp``
     are 1-D ``Table`` parameters; outside one, NumPy arrays (``x`` a number or an array).
 
     ``xp`` must be strictly increasing (not checked, as NumPy does not). The interval is
@@ -100,7 +101,7 @@ def interp(x, xp, fp):
         r = fa if x == a else r
         r = fp[-1] if x >= xp[-1] else r
         r = fp[0] if x < xp[0] else r
-        r = x if x is NaN else r
+        r = x if x is NaN and len(xp) > 1 else r
 
     evaluated in the float type of the operands (float32 when every float operand is float32,
     else float64), so in float64 it gives ``numpy.interp``'s bits exactly. ``fp`` has the
@@ -139,7 +140,7 @@ def interp(x, xp, fp):
     r = np.where(x == a, fa, r)
     r = np.where(x >= xs[n - 1], fs[min(n, m) - 1], r)
     r = np.where(x < xs[0], fs[0], r)
-    return np.where(np.isnan(x), x, r).astype(dtype)
+    return np.where(np.isnan(x) & (n > 1), x, r).astype(dtype)
 
 
 def interp_grid(table, point, lo, hi):
@@ -365,7 +366,9 @@ def _lower_interp(lw, args: list, node: ast.AST):
     zero = lw.const(0, i64)
     r = _op(lw, OpKind.SELECT, dt, _op(lw, OpKind.LT, DType.BOOL, x, value(xp, zero)),
             value(fp, zero), r)
-    return _op(lw, OpKind.SELECT, dt, _op(lw, OpKind.NE, DType.BOOL, x, x), x, r)
+    nan = _op(lw, OpKind.AND, DType.BOOL, _op(lw, OpKind.NE, DType.BOOL, x, x),
+              _op(lw, OpKind.GT, DType.BOOL, last, lw.const(0, i64)))
+    return _op(lw, OpKind.SELECT, dt, nan, x, r)
 
 
 def _lower_interp_grid(lw, args: list, node: ast.AST):
