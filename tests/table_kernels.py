@@ -3,6 +3,8 @@ computed indices in and out of range, ``hawk.interp`` and ``hawk.interp_grid``."
 
 from __future__ import annotations
 
+import numpy as np
+
 import hawk
 from hawk import Mutable, Out, Param, Scalar, Table, Terminated
 
@@ -83,3 +85,16 @@ def falling(dt: Param, g: Param, k: Scalar, mach_points: Table, cd_points: Table
     v = v + dt * (g - k * drag(v / 340.0, mach_points, cd_points) * v * v)
     t += dt
     terminated = t >= 1.0
+
+
+def lookup_bindings(n: int, dtype=np.float64) -> dict:
+    """``lookup``'s inputs: points from -1 to 2 (beyond every table's range), one exactly on a
+    breakpoint, one at the first breakpoint and one NaN; tables of ``dtype``."""
+    rng = np.random.default_rng(5)
+    xp = np.sort(rng.uniform(-0.5, 1.5, 9))
+    xp[3] = 0.25
+    return dict(x=np.concatenate([np.linspace(-1.0, 2.0, n - 3), [0.25, xp[0], np.nan]]),
+                dt=0.125, xp=xp.astype(dtype), fp=rng.normal(size=9).astype(dtype),
+                grid=rng.normal(size=(6, 4)).astype(dtype),
+                cube=rng.normal(size=(3, 5, 2)).astype(dtype),
+                t=np.zeros(n), y=np.zeros(n), z=np.zeros(n), w=np.zeros(n))

@@ -21,7 +21,7 @@ from backends import target  # noqa: F401  (the fixture)
 from differential import assert_bitwise_equal, reference_run
 from eagle.bindings import bind
 from hawk.ir import TABLE_FIELDS, DType, Op, OpKind, Role, slots
-from table_kernels import READERS, falling, grid1, grid2, grid3, interp1, lookup
+from table_kernels import READERS, falling, grid1, grid2, grid3, interp1, lookup, lookup_bindings
 
 N = 300
 
@@ -159,15 +159,8 @@ def _expected_sum(ndim, b, tab, steps):
 # -- every backend against the reference -----------------------------------------------------
 
 
-def _lookup_bindings(n=N, dtype=np.float64):
-    rng = np.random.default_rng(5)
-    xp = np.sort(rng.uniform(-0.5, 1.5, 9))
-    xp[3] = 0.25
-    return dict(x=np.concatenate([np.linspace(-1.0, 2.0, n - 3), [0.25, xp[0], np.nan]]),
-                dt=0.125, xp=xp.astype(dtype), fp=rng.normal(size=9).astype(dtype),
-                grid=rng.normal(size=(6, 4)).astype(dtype),
-                cube=rng.normal(size=(3, 5, 2)).astype(dtype),
-                t=np.zeros(n), y=np.zeros(n), z=np.zeros(n), w=np.zeros(n))
+def _lookup_bindings(n=N):
+    return lookup_bindings(n)
 
 
 def test_tables_on_every_device_equal_the_reference(target):  # noqa: F811
@@ -462,3 +455,28 @@ def test_table_fields_are_the_tables_sizes():
     assert fields == [2, 3, 4]
     values = launch_arguments(program, bound)
     assert values[1 + [s.name for s in program.slots].index("p_tab")] is bound.arrays["tab"]
+
+
+def test_an_artifact_sidecar_describes_a_table(tmp_path):
+    pytest.importorskip("eagle.cuda.nvrtc")
+    from eagle.cuda.artifact import read_artifact, write_artifact
+
+    path, meta_path = write_artifact(grid2.program, "ptx", tmp_path / "grid2.ptx")
+    artifact = read_artifact(path)
+    assert artifact.param("tab") == grid2.param("tab")
+    table = [a for a in artifact.meta["arguments"] if a.get("parameter") == "tab"]
+    assert table[0]["kind"] == "table" and table[0]["fields"] == ["size0", "size1"]
+    assert table[0]["ctype"] == "const double* __restrict__"
+    assert [a.get("field") for a in table[1:]] == ["size0", "size1"]
+    entry = next(p for p in artifact.meta["parameters"] if p["name"] == "tab")
+    assert entry["role"] == "Table" and entry["ndim"] == 2
+
+
+def test_loaded_vector_refuses_a_host_table():
+    from eagle.loaded import _check_tables
+
+    class Artifact:
+        params = READERS[2].params
+
+    with pytest.raises(eagle.BindingTypeError, match=r"'tab' \(Table\[2\]\) is a host array"):
+        _check_tables(Artifact(), dict(tab=np.zeros((2, 2))))
