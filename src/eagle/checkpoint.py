@@ -1,11 +1,11 @@
 """Checkpoints: a runner's whole state in one file, written so a crash never leaves a bad one.
 
 A checkpoint holds every bound array (state, inputs, tables and the terminated flags), the
-uniform values, the step and launch counters, ``max_steps`` and the identity of the plan (kernel name,
-IR digest of the specialisation, dtypes). It is an ``.npz`` file streamed by ``np.savez`` into
-a temporary file beside the target (so a large state is never built in memory first), flushed
-to disk, renamed into place, and the folder flushed too (so the rename itself survives a power
-cut). A reader finds either the previous checkpoint or the new one, whole.
+uniform values, the step and launch counters, ``max_steps`` and the identity of the plan
+(kernel name, IR digest of the specialisation, dtypes). It is an ``.npz`` file streamed by
+``np.savez`` into a temporary file beside the target (so a large state is never built in memory
+first), flushed to disk, renamed into place, and the folder flushed too (so the rename itself
+survives a power cut). A reader finds either the previous checkpoint or the new one, whole.
 
 Temporaries are named ``.NAME.eagle-HOST-PID-TOKEN.tmp``, and their writer holds an exclusive
 ``flock`` on each while it writes. A write that was killed leaves its temporary behind; the next

@@ -23,8 +23,8 @@ from hawk.ir import Role, slots
 
 from .arrays import is_array_like
 from .bindings import bind
-from .errors import BindingTypeError
 from .cuda.artifact import Artifact, check_ptx_isa, read_artifact
+from .errors import BindingTypeError
 
 __all__ = ["LoadedVector"]
 

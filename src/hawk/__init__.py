@@ -65,7 +65,8 @@ def _version() -> str:
 __all__ = [
     "kernel", "Kernel", "ProgramKernel", "CompileError", "IRError",
     "Scalar", "Param", "Mutable", "Terminated", "Vec2", "Vec3", "Vec4", "Vector", "Out",
-    "Series", "Table", "interp", "interp_grid", "vec2", "vec3", "vec4", "vector", "dot", "length", "cross", "normalize",
+    "Series", "Table", "interp", "interp_grid", "vec2", "vec3", "vec4", "vector", "dot",
+    "length", "cross", "normalize",
     "maximum", "minimum", "total", "width", "func", "Func",
     "uniform", "normal", "exponential", "randint", "sample_index", "step",
     "Program", "DType", "Role", "ir", "passes", "reference",

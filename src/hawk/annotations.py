@@ -29,8 +29,9 @@ import numpy as np
 from .ir import MAX_WIDTH, Role, annotation_name, type_name
 
 __all__ = ["Annotation", "Scalar", "Param", "Terminated", "Vec2", "Vec3", "Vec4", "Vector",
-           "Mutable", "Out", "Series", "Table", "VECTOR_TYPES", "vector", "vec2", "vec3", "vec4", "dot",
-           "length", "cross", "normalize", "maximum", "minimum", "total", "width"]  # fmt: skip
+           "Mutable", "Out", "Series", "Table", "VECTOR_TYPES", "vector", "vec2", "vec3", "vec4",
+           "dot", "length", "cross", "normalize", "maximum", "minimum", "total",
+           "width"]  # fmt: skip
 
 
 @dataclass(frozen=True)
