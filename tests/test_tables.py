@@ -480,3 +480,28 @@ def test_loaded_vector_refuses_a_host_table():
 
     with pytest.raises(eagle.BindingTypeError, match=r"'tab' \(Table\[2\]\) is a host array"):
         _check_tables(Artifact(), dict(tab=np.zeros((2, 2))))
+
+
+def test_the_cpu_probe_passes_tables_whole(monkeypatch):
+    """The CPU's first-launch probe runs the kernel on copies of a few samples: a table as long
+    as the ensemble is neither cut to those samples (its sizes would then point past it) nor
+    copied."""
+    from eagle.cpu import backend as cpu
+
+    n = 5 * cpu.PROBE_SAMPLES
+    bound = bind(READERS[1], dict(i=np.arange(n), tab=np.arange(float(n)), acc=np.zeros(n)),
+                 "cpu")
+    program = READERS[1].specialize(bound.dtypes)
+    kernel = cpu.compile_program(program)
+    arguments = cpu.launch_arguments(program, bound)
+    at = 1 + [s.name for s in program.slots].index("p_tab")
+    seen = []
+    launch = kernel.launch
+
+    def recording(nsteps, nthreads, args, first_step=0):
+        seen.append(args[at])
+        return launch(nsteps, nthreads, args, first_step)
+
+    monkeypatch.setattr(kernel, "launch", recording)
+    cpu._probe(kernel, arguments, n, 100, 0)
+    assert seen and all(table is arguments[at] for table in seen)
