@@ -375,8 +375,9 @@ def _sample_count(kernel: Kernel, arrays: dict[str, np.ndarray]) -> int:
 
 def _check_table(p: Parameter, value):
     """A Table's binding, checked before any array is touched: an array-like of exactly
-    ``p.ndim`` dimensions, each of size >= 1 (at most ``MAX_TABLE_ELEMENTS`` elements), of a
-    real dtype eagle computes in (no bool, no complex)."""
+    ``p.ndim`` dimensions, each of size >= 1 (at most ``MAX_TABLE_ELEMENTS`` elements); its
+    dtype (a real one eagle computes in: no bool, no complex) is checked on its view
+    (``_table_on``)."""
     if _library_of(value) in _LABELLED_ARRAYS:
         raise BindingTypeError(_labelled_array_message(p, value))
     if not is_array_like(value):
@@ -394,22 +395,23 @@ def _check_table(p: Parameter, value):
     if elements > MAX_TABLE_ELEMENTS:
         raise BindingValueError(f"{p.name!r} ({p.annotation}) has {elements} elements; a table "
                                 f"holds at most {MAX_TABLE_ELEMENTS} (2**40)")
-    dtype = np.dtype(getattr(value, "dtype", None) or np.asarray(value).dtype)
-    if dtype == np.bool_ or dtype not in _ARRAY_DTYPES:
-        raise BindingTypeError(f"{p.name!r} ({p.annotation}) has dtype {dtype}; a table holds "
-                               f"real numbers: use one of {', '.join(_DTYPE_NAMES[1:])}")
     return value
 
 
 def _table_on(p: Parameter, value, backend, device: str):
-    """The table as the backend reads it: C-contiguous on ``device`` (a contiguous copy of a
-    strided array; a host array copied to a GPU once, here). Never written."""
+    """The table as the backend reads it, its dtype checked first: C-contiguous on ``device``
+    (a contiguous copy of a strided array; a host array copied to a GPU once, here). Never
+    written."""
     try:
-        if backends.device_of(value) != device:  # a host table for a GPU run
-            return backend.upload(np.ascontiguousarray(_host_array(value)), device)
-        array = backend.view(value, device)
+        host = backends.device_of(value) != device  # a host table for a GPU run
+        array = _host_array(value) if host else backend.view(value, device)
     except (TypeError, BufferError) as exc:
         raise BindingTypeError(f"{p.name!r} ({p.annotation}): {exc}") from None
+    if array.dtype == np.bool_ or array.dtype not in _ARRAY_DTYPES:
+        raise BindingTypeError(f"{p.name!r} ({p.annotation}) has dtype {array.dtype}; a table "
+                               f"holds real numbers: use one of {', '.join(_DTYPE_NAMES[1:])}")
+    if host:
+        return backend.upload(np.ascontiguousarray(array), device)
     if isinstance(array, np.ndarray):
         return np.ascontiguousarray(array)
     if not array.flags.c_contiguous:
