@@ -394,7 +394,7 @@ class CudaRenderer(ExpressionRenderer):
             return "sample_id"
         if op.kind is OpKind.STEP_INDEX:
             return "step_id"
-        if op.kind is OpKind.TABLE_READ:  # the shared table's element, index in range
+        if op.kind is OpKind.TABLE_READ:  # element args[0] (in range) of p_NAME, the table
             return f"p_{op.attr}[{args[0]}]"
         if op.kind is OpKind.DRAW:
             distribution, position = op.attr
