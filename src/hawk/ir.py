@@ -324,8 +324,8 @@ class Slot:
 
     @property
     def is_table(self) -> bool:
-        """A Table's data: a pointer to its elements, shared by every sample (neither a
-        per-sample array nor a value); read only by ``TABLE_READ`` ops."""
+        """Whether this is a ``Table``'s data, a pointer to its elements shared by every
+        sample (neither a per-sample array nor a value), read only by ``TABLE_READ`` ops."""
         return self.field is None and self.param.role is Role.TABLE
 
     @property
