@@ -21,7 +21,7 @@ conditional expressions (each one is basic blocks): keep it to one kernel and fe
 import math
 
 import hawk
-from hawk import Mutable, Out, Param, Scalar, Terminated
+from hawk import Mutable, Out, Param, Scalar, Table, Terminated
 
 
 @hawk.kernel
@@ -75,11 +75,12 @@ def more_ops(v: Scalar, c: Param, i: Scalar, j: Scalar, ci: Scalar, p: Scalar, q
              f_log10: Out[Scalar], f_log1p: Out[Scalar], f_expm1: Out[Scalar],
              f_cbrt: Out[Scalar], f_sinh: Out[Scalar], f_cosh: Out[Scalar],
              k_int32: Out[Scalar], k_uint32: Out[Scalar], k_uint64: Out[Scalar],
-             f_draws: Out[Scalar], k_draws: Out[Scalar]):
+             f_draws: Out[Scalar], k_draws: Out[Scalar], tab: Table[2], f_table: Out[Scalar]):
     """The ops and functions issue 14 added: the math functions (``w`` stays in (-1, 1), ``u``
     positive), the 32-bit and unsigned integers with every integer op, bit operations and shift
     counts inside and outside ``[0, bits)`` (``ci``, ``cp``, ``cr``), and every draw and
-    counter (bound with a seed)."""
+    counter (bound with a seed), and a table read at signed, unsigned 32-bit and unsigned
+    64-bit indices in and out of range (``tab``, clamped to its edges)."""
     w = v + x
     u = 1.5 + w
     f_asin = math.asin(w)
@@ -110,6 +111,7 @@ def more_ops(v: Scalar, c: Param, i: Scalar, j: Scalar, ci: Scalar, p: Scalar, q
     f_draws = (hawk.uniform() + hawk.normal() + hawk.exponential() + hawk.uniform(1.0, 2.0)
                + hawk.normal(2.0, 0.5) + i * 0.5 + p * 0.25 + float(r))
     k_draws = hawk.randint(0, 10) + hawk.sample_index() * 100 + hawk.step() * 10000 + i + p
+    f_table = tab[i, p % 40] + tab[j * 3, r] * x
     x += c
     n += 1
     terminated = n >= stop

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from eagle.cuda.emit import BLOCK_SIZE, CONTROL_FIELDS, emit_cuda, slot_ctype
-from hawk.ir import Program, Role, uniform_value
+from hawk.ir import Program, Role, series_field, uniform_value
 
 # What both preludes need: CUDA's keywords as plain C++, and the bit helpers.
 _KEYWORDS = r"""
@@ -244,11 +244,8 @@ extern "C" void cudaGraphSetConditional(cudaGraphConditionalHandle, unsigned int
                   ctypes.c_void_p(flags.ctypes.data)]
         for slot in self.program.slots:
             param, component = slot.param.name, slot.component
-            if slot.field is not None:  # a Series' row count or row stride (in elements)
-                array = arrays[param]
-                value = array.shape[0] if slot.field == "rows" else \
-                    array.strides[0] // array.itemsize
-                values.append(ctypes.c_longlong(value))
+            if slot.field is not None:  # a Series' row count or row stride, a Table's size
+                values.append(ctypes.c_longlong(int(series_field(slot, arrays[param]))))
             elif slot.is_uniform:
                 value = uniform_value(slot, uniforms[param])
                 values.append(_CTYPES[slot_ctype(slot)](value.item()))

@@ -9,7 +9,8 @@ constant and loop-variable indices, ``hawk.length``, ``hawk.dot``, ``hawk.cross`
 one taking another func as an argument; one generic over the vector width, called at every
 width), ``for`` loops over constant ranges, plus a step counter that bounds how long a sample
 runs, and writes of ``Series`` rows (a scalar and a ``Vec3`` series) at drawn integer rows of an
-int64 counter (in and out of range), under drawn conditions and in loops. The
+int64 counter (in and out of range), under drawn conditions and in loops, and reads of a shared
+``Table[2]`` at indices computed from that counter (clamped where out of range). The
 expressions keep values finite (squashing functions, divisions by ``1 + |e|``), so backends are
 compared bit for bit without NaN payloads getting in the way. hawk reads a kernel's source from
 its file, so ``load`` writes the source into a module and imports it.
@@ -41,7 +42,7 @@ IMPORTS = """\
 import math
 
 import hawk
-from hawk import Mutable, Param, Scalar, Series, Terminated, Vec2, Vec3, Vec4
+from hawk import Mutable, Param, Scalar, Series, Table, Terminated, Vec2, Vec3, Vec4
 
 """
 
@@ -51,7 +52,8 @@ HEADER = """\
 def random_kernel(a: Scalar, p: Param, limit: Param, terminated: Terminated,
                   s0: Mutable[Scalar], s1: Mutable[Scalar], count: Mutable[Scalar],
                   q: Mutable[Vec3], q2: Mutable[Vec2], q4: Mutable[Vec4],
-                  row: Mutable[Scalar], rec: Series[Scalar], recv: Series[Vec3]):
+                  row: Mutable[Scalar], rec: Series[Scalar], recv: Series[Vec3],
+                  tab: Table[2]):
 """
 #: rows of ``rec`` (T = 25) and ``recv`` (T = 12) over the int64 counter ``row`` (which grows
 #: by 1 or 2 a step, so some rows are out of range: those writes are dropped)
@@ -64,7 +66,10 @@ VECTOR_FUNC_BODIES = [
     "n = hawk.length(w)\n    return w * (0.9 / (1.0 + n)) + (s / (1.0 + abs(s))) * w * 0.05",
 ]
 # Leaves over the loop variable ``i`` (0 <= i < 4): an int constant and a vector index.
-LOOP_LEAVES = ["i", "float(i)", "q4[i]", "q4[-1 - i]", "(i * 0.25)"]
+LOOP_LEAVES = ["i", "float(i)", "q4[i]", "q4[-1 - i]", "(i * 0.25)", "tab[i, row - i]"]
+# Reads of the shared table ``tab`` (4 x 6, values in [-1, 1)) at indices computed from the
+# int64 counter ``row``, in and out of range on both sides (each index is clamped to its axis).
+TABLE_LEAVES = ["tab[row % 5 - 1, row - 4]", "tab[row // 2, 3 - row]"]
 CALLS = ["f_scalar({}, {})", "f_apply(f_scalar, {}, {})", "f_pair({}, {})[0]",
          "f_pair({}, {})[-1]"]
 
@@ -158,7 +163,7 @@ def kernel_sources(draw, exact: bool = False) -> str:
     names = ["a", "p", "s0", "s1", "q.x", "q[2]", "hawk.length(q)", "hawk.dot(q, q)",
              "q2.y", "q2[0]", "q4.w", "q4[1]", "hawk.length(q4)", "hawk.dot(q2, q2)",
              "hawk.cross(q, hawk.vec3(0.5, -1.0, 0.25)).z",
-             "hawk.normalize(hawk.vec2(1.0 + abs(q2.x), q2.y)).y"]
+             "hawk.normalize(hawk.vec2(1.0 + abs(q2.x), q2.y)).y", *TABLE_LEAVES]
     body = []
     for k in range(draw(st.integers(1, 3))):
         target = f"t{k}"
@@ -232,7 +237,8 @@ def bindings(n: int, seed: int, dtype=np.float64) -> dict:
                 q2=rng.normal(0.0, 1.0, (2, n)).astype(dtype),
                 q4=rng.normal(0.0, 1.0, (4, n)).astype(dtype),
                 p=float(rng.uniform(-2.0, 2.0)), limit=40.0, row=np.zeros(n, np.int64),
-                rec=np.full((25, n), np.nan, dtype), recv=np.full((12, 3, n), np.nan, dtype))
+                rec=np.full((25, n), np.nan, dtype), recv=np.full((12, 3, n), np.nan, dtype),
+                tab=rng.uniform(-1.0, 1.0, (4, 6)).astype(dtype))
 
 
 # -- kernels that draw random numbers (issue 14) -------------------------------------------------

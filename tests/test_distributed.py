@@ -383,3 +383,25 @@ def test_matrices_and_shared_matrices_are_cut_by_sample_and_shared_whole(client)
     for key in ("m", "x", "d", "k", "hist"):
         np.testing.assert_array_equal(final[key], expected[key])
     assert final["m"].shape == (3, 3, 3000) and len(result.report.chunks) == 3
+
+
+def test_a_table_goes_whole_to_every_chunk(client):
+    """A table as long as the ensemble is not cut along the samples: every chunk reads all of
+    it, and the sharded run equals one local run; a dask table is refused before anything is
+    sent."""
+    from table_kernels import falling as tabulated
+
+    n = 40
+    mach = np.linspace(0.0, 3.0, n)
+    bindings = dict(dt=0.01, g=9.81, k=np.linspace(1e-4, 1e-3, n), mach_points=mach,
+                    cd_points=0.3 + 0.2 * np.exp(-(mach - 1.0) ** 2 * 4),
+                    v=np.linspace(0.0, 1000.0, n), t=np.zeros(n))
+    expected = local_run(tabulated, bindings, 500)
+    result = ed.run_on_cluster(eagle.deploy(tabulated, "cpu"), client, chunks=4, max_steps=500,
+                               **bindings)
+    final = result.gather()
+    np.testing.assert_array_equal(final["v"], expected["v"])
+    assert "cd_points" not in final and len(result.report.chunks) == 4
+    with pytest.raises(eagle.BindingTypeError, match=r"'cd_points' \(Table\) is a dask array"):
+        ed.run_on_cluster(eagle.deploy(tabulated, "cpu"), client, chunks=4, max_steps=500,
+                          **{**bindings, "cd_points": da.from_array(bindings["cd_points"])})

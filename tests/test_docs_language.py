@@ -26,7 +26,7 @@ import numpy as np
 
 import eagle
 import hawk
-from hawk import Mutable, Out, Param, Scalar, Series, Terminated, Vec2, Vec3, Vec4
+from hawk import Mutable, Out, Param, Scalar, Series, Table, Terminated, Vec2, Vec3, Vec4
 """
 _FENCE = re.compile(r"^```(python(?: error)?)\n(.*?)^```", re.S | re.M)
 

@@ -11,6 +11,7 @@ import eagle
 from backends import target  # noqa: F401  (the fixture)
 from differential import assert_bitwise_equal, reference_run
 from kernels import bouncing, falling, oscillator, spread_oscillator, transcendental
+from table_kernels import lookup, lookup_bindings
 from test_cpu_backend import (
     bouncing_bindings,
     falling_bindings,
@@ -27,6 +28,7 @@ CASES = {
     "vec3-falling": (falling, falling_bindings, 500),
     "if-else-bouncing": (bouncing, bouncing_bindings, 3000),
     "math-functions": (transcendental, transcendental_bindings, 400),
+    "tables-interp": (lookup, lookup_bindings, 100),
 }
 MATH_CASES = {"math-functions"}
 

@@ -145,7 +145,8 @@ def more_bindings(dtype, n=N, seed=13) -> dict:
                ci=rng.integers(-3, 40, n).astype(np.int32), p=p, q=q,
                cp=rng.integers(0, 40, n).astype(np.uint32), r=r, t=t,
                cr=rng.integers(0, 70, n).astype(np.uint64), stop=rng.integers(1, 9, n),
-               x=np.zeros(n, dtype), n=np.zeros(n, np.int64))
+               x=np.zeros(n, dtype), n=np.zeros(n, np.int64),
+               tab=rng.uniform(-2.0, 2.0, (40, 30)).astype(dtype))
     for param in more_ops.params:
         if param.role is Role.OUT:
             out[param.name] = np.zeros(n, dtype if param.name.startswith("f_") else

@@ -128,6 +128,11 @@ class Backend(Protocol):
     def from_host(self, array: np.ndarray, device: str):
         """A new array on ``device`` holding ``array``'s values, bindable by ``until_done``."""
 
+    def upload(self, array: np.ndarray, device: str):
+        """A read-only copy of the C-contiguous host array ``array`` on ``device``, as ``view``
+        gives one (the host: ``array`` itself): a NumPy table for a GPU run, copied once per
+        binding."""
+
     def clear(self, array) -> None:
         """Set every element of the view ``array`` to zero (False)."""
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from hawk import CompileError, Kernel
 from hawk.ir import DType, OpKind, Parameter, Program, Role, series_field
+from hawk.tables import MAX_TABLE_ELEMENTS
 
 from . import backend as backends
 from .arrays import is_array_like
@@ -43,7 +44,8 @@ class Bound:
 
     n: int
     device: str
-    arrays: dict[str, np.ndarray]  # per-sample parameters, (n,) or (width, n); Series (T, ..., n)
+    # per-sample parameters, (n,) or (width, n); Series (T, ..., n); a Table its whole array
+    arrays: dict[str, np.ndarray]
     uniforms: dict[str, np.generic | np.ndarray]  # Param values, typed; (K,)/(R, C) arrays
     flags: np.ndarray  # the Terminated array (the user's, or allocated here)
     dtypes: dict[str, DType] = field(default_factory=dict)
@@ -115,13 +117,18 @@ def bind(kernel: Kernel, bindings: dict, device: str | None, caller: str = "unti
             raise BindingTypeError(f"{caller}() is missing a binding for {p.name!r} "
                                    f"({p.annotation}): pass {_expected(p)}")
 
-    arrays, scalars, devices = {}, {}, {}
+    arrays, scalars, devices, tables = {}, {}, {}, {}
     for p in kernel.params:
         if p.name not in bindings:
             continue
         value = bindings[p.name]
         if p.role is Role.PARAM:
             scalars[p.name] = _uniform(p, value)
+        elif p.role is Role.TABLE:
+            tables[p.name] = _check_table(p, value)
+            where = backends.device_of(value)
+            if where != backends.HOST:  # a host table goes to any device; a GPU one decides
+                devices[p.name] = where
         elif _library_of(value) in _LABELLED_ARRAYS:
             raise BindingTypeError(_labelled_array_message(p, value))
         elif is_array_like(value):
@@ -142,13 +149,17 @@ def bind(kernel: Kernel, bindings: dict, device: str | None, caller: str = "unti
         except (TypeError, BufferError) as exc:  # BufferError: an exporter refused (DLPack)
             raise BindingTypeError(f"{name!r} ({params[name].annotation}): {exc}") from None
     n = _sample_count(kernel, arrays)
+    for name, value in tables.items():
+        arrays[name] = _table_on(params[name], value, backend, device)
 
     checked = {}
     for name, array in arrays.items():
-        checked[name] = _check_array(params[name], array, n, originals[name])
+        checked[name] = array if name in tables else _check_array(params[name], array, n,
+                                                                   originals[name])
     _check_aliasing(kernel, checked, backend)
 
-    float_types = {a.dtype for a in checked.values() if a.dtype.kind == "f"}
+    float_types = {a.dtype for name, a in checked.items() if a.dtype.kind == "f"
+                   and name not in tables}
     working_float = np.dtype("float32") if float_types == {np.dtype("float32")} else np.dtype(
         "float64")
     uniforms = {}
@@ -237,6 +248,9 @@ def _expected(p: Parameter) -> str:
         return "one number (a Python or NumPy scalar) shared by every sample"
     if p.role is Role.TERMINATED:
         return "a writable bool array of shape (n,) (or omit it and eagle allocates one)"
+    if p.role is Role.TABLE:
+        return (f"an array of {p.ndim} dimension{'s' if p.ndim > 1 else ''}, each of size >= "
+                "1, shared by every sample")
     if p.role is Role.SCALAR:
         return f"an array of shape {_shape_text(p)} or a number that every sample shares"
     if p.role is Role.SERIES:
@@ -401,6 +415,59 @@ def _sample_count(kernel: Kernel, arrays: dict[str, np.ndarray]) -> int:
         raise BindingValueError(f"the arrays hold no samples ({next(iter(counts))!r} has "
                                 "length 0); an ensemble needs at least one sample")
     return n
+
+
+def _check_table(p: Parameter, value):
+    """A Table's binding, checked before any array is touched: an array-like of exactly
+    ``p.ndim`` dimensions, each of size >= 1 (at most ``MAX_TABLE_ELEMENTS`` elements); its
+    dtype (a real one eagle computes in: no bool, no complex) is checked on its view
+    (``_table_on``)."""
+    if _library_of(value) in _LABELLED_ARRAYS:
+        raise BindingTypeError(_labelled_array_message(p, value))
+    if not is_array_like(value):
+        raise BindingTypeError(f"{p.name!r} ({p.annotation}) must be {_expected(p)}, got "
+                               f"{type(value).__name__}")
+    _check_not_tracked(p, value)
+    shape = tuple(int(s) for s in getattr(value, "shape", np.shape(value)))
+    if len(shape) != p.ndim:
+        raise BindingValueError(f"{p.name!r} ({p.annotation}) must be {_expected(p)}, got "
+                                f"shape {shape}")
+    if any(size < 1 for size in shape):
+        raise BindingValueError(f"{p.name!r} ({p.annotation}) is empty (shape {shape}); a "
+                                f"table needs at least one element along each axis")
+    elements = int(np.prod(shape, dtype=object))
+    if elements > MAX_TABLE_ELEMENTS:
+        raise BindingValueError(f"{p.name!r} ({p.annotation}) has {elements} elements; a table "
+                                f"holds at most {MAX_TABLE_ELEMENTS} (2**40)")
+    return value
+
+
+def _table_on(p: Parameter, value, backend, device: str):
+    """The table as the backend reads it, its dtype checked first: C-contiguous on ``device``
+    (a contiguous copy of a strided array; a host array copied to a GPU once, here). Never
+    written."""
+    try:
+        host = backends.device_of(value) != device  # a host table for a GPU run
+        array = _host_array(value) if host else backend.view(value, device)
+    except (TypeError, BufferError) as exc:
+        raise BindingTypeError(f"{p.name!r} ({p.annotation}): {exc}") from None
+    if array.dtype == np.bool_ or array.dtype not in _ARRAY_DTYPES:
+        raise BindingTypeError(f"{p.name!r} ({p.annotation}) has dtype {array.dtype}; a table "
+                               f"holds real numbers: use one of {', '.join(_DTYPE_NAMES[1:])}")
+    if host:
+        return backend.upload(np.ascontiguousarray(array), device)
+    if isinstance(array, np.ndarray):
+        return np.ascontiguousarray(array)
+    if not array.flags.c_contiguous:
+        raise BindingValueError(f"{p.name!r} ({p.annotation}) is a non-contiguous GPU array; "
+                                "pass a contiguous one (cupy.ascontiguousarray, "
+                                "tensor.contiguous())")
+    return array
+
+
+def _host_array(value) -> np.ndarray:
+    """A host array-like as a NumPy array (no copy where none is needed)."""
+    return backends.backend_for(backends.HOST).view(value, backends.HOST)
 
 
 def _check_series_shape(p: Parameter, array) -> None:

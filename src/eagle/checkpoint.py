@@ -1,11 +1,11 @@
 """Checkpoints: a runner's whole state in one file, written so a crash never leaves a bad one.
 
-A checkpoint holds every bound array (state, inputs and the terminated flags), the uniform
-values, the step and launch counters, ``max_steps`` and the identity of the plan (kernel name,
-IR digest of the specialisation, dtypes). It is an ``.npz`` file streamed by ``np.savez`` into
-a temporary file beside the target (so a large state is never built in memory first), flushed
-to disk, renamed into place, and the folder flushed too (so the rename itself survives a power
-cut). A reader finds either the previous checkpoint or the new one, whole.
+A checkpoint holds every bound array (state, inputs, tables and the terminated flags), the
+uniform values, the step and launch counters, ``max_steps`` and the identity of the plan
+(kernel name, IR digest of the specialisation, dtypes). It is an ``.npz`` file streamed by
+``np.savez`` into a temporary file beside the target (so a large state is never built in memory
+first), flushed to disk, renamed into place, and the folder flushed too (so the rename itself
+survives a power cut). A reader finds either the previous checkpoint or the new one, whole.
 
 Temporaries are named ``.NAME.eagle-HOST-PID-TOKEN.tmp``, and their writer holds an exclusive
 ``flock`` on each while it writes. A write that was killed leaves its temporary behind; the next
@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hawk.ir import MAX_WIDTH
+from hawk.ir import MAX_WIDTH, Role
 
 from .backend import backend_for
 from .errors import CheckpointError
@@ -67,9 +67,11 @@ SCHEMA = {
     "dtypes": f"an object from parameter name to one of {', '.join(_DTYPES)}",
     "uniforms": "an object from Param name to [dtype, value], the value of that dtype",
     "seed": "null (no seed) or an int in [0, 2**64) (the random streams' seed)",
+    "tables": "a list of the names of the arrays that are Table parameters (any shape of 1 to "
+              "3 dimensions, each size >= 1, instead of n samples)",
 }
-#: fields a checkpoint written before they existed may lack (read as null)
-OPTIONAL = {"seed"}
+#: fields a checkpoint written before they existed may lack (read as null; "tables" as [])
+OPTIONAL = {"seed", "tables"}
 
 _HOST = re.sub(r"[^A-Za-z0-9]", "-", socket.gethostname()) or "host"
 _in_flight: set[Path] = set()  # this process's temporaries being written now
@@ -87,7 +89,8 @@ def save(runner, path: str | Path) -> Path:
                           for k, v in runner.bound.uniforms.items()},
                 steps=runner.steps, launches=runner.launches, live=runner.live,
                 max_steps=runner.max_steps, steps_per_launch=runner.fixed_steps_per_launch,
-                n=runner.n, device=runner.device, seed=runner.bound.seed)
+                n=runner.n, device=runner.device, seed=runner.bound.seed,
+                tables=[p.name for p in program.params if p.role is Role.TABLE])
     to_host = backend_for(runner.device).to_host
     arrays = {f"array:{k}": to_host(v) for k, v in runner.bound.arrays.items()}
     arrays["flags"] = to_host(runner.bound.flags)
@@ -165,14 +168,23 @@ def _validate(path: Path, meta: dict, arrays: dict[str, np.ndarray], flags: np.n
                                   f"[dtype, value] with the dtype of 'dtypes' and a value of it "
                                   f"(or nested lists of them, for a vector or matrix), got "
                                   f"{entry!r}")
+    tables = meta.setdefault("tables", [])
+    if not isinstance(tables, list) or not all(isinstance(t, str) and t in arrays
+                                               for t in tables):
+        raise bad("tables", tables)
     for name, array in arrays.items():
+        if name in tables:  # a table: the whole array, any sizes
+            if not 1 <= array.ndim <= 3 or min(array.shape) < 1 or array.dtype == np.bool_:
+                raise CheckpointError(f"{path}: table {name!r} has shape {array.shape} and "
+                                      f"dtype {array.dtype}: expected 1 to 3 dimensions, each "
+                                      "of size >= 1, of numbers")
         if name in uniforms or name not in dtypes:
             raise CheckpointError(f"{path}: array {name!r} is not a per-sample parameter of "
                                   f"the checkpoint's 'dtypes' ({', '.join(dtypes)})")
         if array.dtype != np.dtype(dtypes[name]):
             raise CheckpointError(f"{path}: array {name!r} has dtype {array.dtype}, but field "
                                   f"'dtypes' says {dtypes[name]}")
-        if not _per_sample_shape(array.shape, n):
+        if name not in tables and not _per_sample_shape(array.shape, n):
             raise CheckpointError(f"{path}: array {name!r} has shape {array.shape}, but field "
                                   f"'n' says {n} samples: expected ({n},), (k, {n}) for a "
                                   f"vector, (r, c, {n}) for a matrix, or one of these with T "

@@ -9,7 +9,8 @@ resolves the entry, all at construction, so nothing loads later inside a graph c
 them against a kernel, then issues one launch (every live sample takes one step) on eagle's
 current stream, so it can be a ``GraphPipeline`` step; outside a capture that stream first
 waits on the streams the arrays' producers declare (CUDA Array Interface v3).
-``accumulate: true`` kernels add into their ``Out`` buffers.
+``accumulate: true`` kernels add into their ``Out`` buffers. A table is bound to a GPU array
+(a host one is refused: the launch may be recorded into a graph that outlives a copy).
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
-from hawk.ir import slots
+from hawk.ir import Role, slots
 
+from .arrays import is_array_like
 from .bindings import bind
 from .cuda.artifact import Artifact, check_ptx_isa, read_artifact
+from .errors import BindingTypeError
 
 __all__ = ["LoadedVector"]
 
@@ -33,6 +36,19 @@ def _release(text) -> tuple[int, int]:
         return int(major), int(minor)
     except ValueError:
         return 0, 0
+
+
+def _check_tables(artifact: Artifact, bindings: dict) -> None:
+    """A table must already live on the GPU: a launch may be recorded into a graph that is
+    replayed long after, so a copy made for one launch could be gone by then."""
+    from .backend import HOST, device_of
+
+    for p in artifact.params:
+        if p.role is Role.TABLE and p.name in bindings \
+                and is_array_like(bindings[p.name]) and device_of(bindings[p.name]) == HOST:
+            raise BindingTypeError(f"{p.name!r} ({p.annotation}) is a host array; "
+                                   f"LoadedVector.launch reads a table from GPU memory: pass "
+                                   f"cupy.asarray({p.name}) (copied once, kept by you)")
 
 
 class LoadedVector:
@@ -86,6 +102,7 @@ class LoadedVector:
         from .cuda.backend import step_arguments
         from .cuda.launcher import Launcher
 
+        _check_tables(self.artifact, bindings)
         bound = bind(self.artifact, bindings, self.device, caller=f"{self.name}.launch")
         types, values = step_arguments(slots(self.artifact.params), bound, self._control)
         from .cuda.memory import wait_for_producers

@@ -403,6 +403,10 @@ class Runner:
                                   f"{plan.kernel.name!r} has {list(params)} (first difference: "
                                   f"{odd!r})")
         for name, p in params.items():
+            if (p.role is Role.TABLE) != (name in meta["tables"]):
+                raise CheckpointError(f"{path}: {name!r} is a {p.annotation} of "
+                                      f"{plan.kernel.name!r} but the checkpoint holds it as "
+                                      f"{'a table' if name in meta['tables'] else 'no table'}")
             if (p.role is Role.PARAM) != (name in meta["uniforms"]):
                 raise CheckpointError(f"{path}: {name!r} is a {p.role.value} of "
                                       f"{plan.kernel.name!r} but the checkpoint holds it as "

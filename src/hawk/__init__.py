@@ -13,6 +13,7 @@ from .annotations import (
     Param,
     Scalar,
     Series,
+    Table,
     Terminated,
     Vec2,
     Vec3,
@@ -49,6 +50,7 @@ from .matrices import (
     transpose,
     zeros,
 )
+from .tables import interp, interp_grid
 
 
 def __getattr__(name: str):
@@ -77,10 +79,10 @@ def _version() -> str:
 __all__ = [
     "kernel", "Kernel", "ProgramKernel", "CompileError", "IRError",
     "Scalar", "Param", "Mutable", "Terminated", "Vec2", "Vec3", "Vec4", "Vector", "Matrix",
-    "Out", "Series", "vec2", "vec3", "vec4", "vector", "dot", "length", "cross", "normalize",
-    "maximum", "minimum", "total", "width", "matrix", "zeros", "identity", "outer",
-    "transpose", "matmul", "trace", "det", "inverse", "solve", "jvp", "jacobian", "func",
-    "Func",
+    "Out", "Series", "Table", "interp", "interp_grid", "vec2", "vec3", "vec4", "vector", "dot",
+    "length", "cross", "normalize", "maximum", "minimum", "total", "width", "matrix", "zeros",
+    "identity", "outer", "transpose", "matmul", "trace", "det", "inverse", "solve", "jvp",
+    "jacobian", "func", "Func",
     "uniform", "normal", "exponential", "randint", "sample_index", "step",
     "Program", "DType", "Role", "ir", "passes", "reference",
 ]  # fmt: skip

@@ -8,6 +8,12 @@ A vector type's width is a property of the type (``Vec3.width == 3``): the front
 argument layout (one slot per component) and the bindings (an array of shape ``(width, n)``)
 all read it from there.
 
+``Table`` (``Table[1]``), ``Table[2]`` and ``Table[3]`` declare a read-only array of that many
+dimensions and any sizes, shared by every sample (a drag coefficient against Mach number, an
+atmosphere profile, a rate matrix): read at computed integer indices, ``tab[i, j]``, each
+clamped to its axis, and interpolated by ``hawk.interp`` and ``hawk.interp_grid``
+(``hawk.tables``).
+
 The helpers ``vec2``/``vec3``/``vec4``, ``dot``, ``length``, ``cross`` and ``normalize`` are
 understood inside a kernel and also work on NumPy arrays of shape ``(k, n)`` (SoA, one row per
 component) outside one, computing the same expressions in the same order.
@@ -23,29 +29,45 @@ import numpy as np
 from .ir import MAX_MATRIX_SIDE, MAX_WIDTH, Role, annotation_name, type_name
 
 __all__ = ["Annotation", "Scalar", "Param", "Terminated", "Vec2", "Vec3", "Vec4", "Vector",
-           "Matrix", "Mutable", "Out", "Series", "VECTOR_TYPES", "vector", "vec2", "vec3",
-           "vec4", "dot", "length", "cross", "normalize", "maximum", "minimum", "total",
+           "Matrix", "Mutable", "Out", "Series", "Table", "VECTOR_TYPES", "vector", "vec2",
+           "vec3", "vec4", "dot", "length", "cross", "normalize", "maximum", "minimum", "total",
            "width"]  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Annotation:
-    """What a parameter annotation means: a role, a number of components (1 for a scalar)
-    and, for a matrix, its columns.
+    """What a parameter annotation means: a role, a number of components (1 for a scalar),
+    for a matrix its columns, and for a table its number of dimensions.
 
     Attributes:
         role: the parameter's ``hawk.ir.Role`` (read-only input, mutable state, output...).
         width: the components: 1 for a scalar, 2 to 64 for ``Vec2`` ... ``Vector[64]``,
             ``R * C`` for a ``Matrix[R, C]``.
         columns: a matrix's columns, 0 otherwise.
+        ndim: a ``Table``'s dimensions, 1 to 3; 0 for every other annotation.
     """
 
     role: Role
     width: int = 1
     columns: int = 0
+    ndim: int = 0
 
     def __repr__(self) -> str:
-        return annotation_name(self.role, self.width, self.columns)
+        return annotation_name(self.role, self.width, self.columns, self.ndim)
+
+
+class _Table(Annotation):
+    """``hawk.Table``: a read-only 1-D array shared by every sample; ``Table[d]`` for ``d``
+    dimensions, 1 to 3 (``Table[1] is Table``). Bound to an array of exactly ``d`` dimensions,
+    each of size >= 1; read as ``tab[i]``, ``tab[i, j]``, ``tab[i, j, k]`` with integer
+    indices, each clamped to ``[0, size - 1]`` of its axis (never a read out of bounds)."""
+
+    def __getitem__(self, ndim) -> _Table:
+        if isinstance(ndim, bool) or not isinstance(ndim, int | np.integer) \
+                or not 1 <= ndim <= MAX_TABLE_DIMENSIONS:
+            raise TypeError(f"hawk.Table[d] takes an int d from 1 to {MAX_TABLE_DIMENSIONS} (the "
+                            f"table's dimensions), got {ndim!r}")
+        return _TABLES[int(ndim)]
 
 
 class _Vec(Annotation):
@@ -111,6 +133,9 @@ class _Wrapper:
         self.role = role
 
     def __getitem__(self, inner):
+        if isinstance(inner, Annotation) and inner.role is Role.TABLE:
+            raise TypeError(f"{self.role.value}[{inner!r}] is not a type: a table is read-only "
+                            f"and shared by every sample; declare the parameter {inner!r}")
         if not isinstance(inner, Annotation) or inner.role is not Role.SCALAR:
             raise TypeError(f"{self.role.value}[...] takes Scalar, Vec2, Vec3, Vec4, "
                             f"Vector[K] or Matrix[R, C], not {inner!r}")
@@ -140,6 +165,11 @@ Out = _Wrapper(Role.OUT)
 #: A per-sample output with rows: ``Series[Scalar]`` is bound to an array of shape ``(T, n)``,
 #: ``Series[Vec3]`` to ``(T, 3, n)``; the body writes rows (``s[row] = value``) and never reads.
 Series = _Wrapper(Role.SERIES)
+#: the most dimensions a ``Table`` has
+MAX_TABLE_DIMENSIONS = 3
+Table = _Table(Role.TABLE, 1, ndim=1)
+_TABLES = {1: Table, **{d: _Table(Role.TABLE, 1, ndim=d)
+                        for d in range(2, MAX_TABLE_DIMENSIONS + 1)}}
 
 #: the vector types by width
 VECTOR_TYPES = {2: Vec2, 3: Vec3, 4: Vec4}

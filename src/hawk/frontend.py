@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import annotations as hawk_annotations
-from . import derivatives, draws, integers, linalg, matrices, matrix_calls
+from . import derivatives, draws, integers, linalg, matrices, matrix_calls, tables
 from .errors import CompileError
 from .ir import (
     BIT_OPS,
@@ -42,6 +42,7 @@ from .ir import (
 )
 from .passes import attr_key
 from .source import KernelSource
+from .tables import TableValue
 from .typing_rules import WEAK_DEFAULTS, literal_dtype, promote
 from .values import Lit, S, V
 
@@ -97,7 +98,7 @@ def describe(value) -> str:
         return f"a tuple of {len(value)} values"
     if isinstance(value, SeriesValue):
         return f"the {value.annotation} {value.param.name!r}"
-    if hasattr(value, "description"):  # a hawk func named in the body (hawk.inline.FuncRef)
+    if hasattr(value, "description"):  # a hawk func (hawk.inline.FuncRef), a table
         return value.description
     return "a function" if isinstance(value, Ref) and value.kind == "function" else "a module"
 
@@ -128,6 +129,9 @@ _ELEMENTWISE_HELPERS = {"maximum", "minimum", "total", "width"}
 # random numbers and counters (hawk.draws): hawk.uniform(), from hawk import normal, ...
 _HELPERS.update(draws.OBJECTS)
 _HAWK_FUNCTIONS |= set(draws.FUNCTIONS)
+# tables (hawk.tables): hawk.interp(x, xp, fp), hawk.interp_grid(table, point, lo, hi)
+_HELPERS.update(tables.OBJECTS)
+_HAWK_FUNCTIONS |= set(tables.FUNCTIONS)
 _FOLD_COMPARISON = {OpKind.LT: operator.lt, OpKind.LE: operator.le, OpKind.GT: operator.gt,
                     OpKind.GE: operator.ge, OpKind.EQ: operator.eq, OpKind.NE: operator.ne}
 _COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
@@ -228,6 +232,8 @@ class Lowering:
             return self.const(False, DType.BOOL)
         if p.role is Role.SERIES:
             return SeriesValue(p)
+        if p.role is Role.TABLE:
+            return TableValue(p)
         if p.is_vector:
             return V(tuple(self.emit(OpKind.LOAD, p.dtype, attr=(p.name, k))
                            for k in range(p.width)), p.dims if p.columns else None)
@@ -301,6 +307,10 @@ class Lowering:
             if not isinstance(base, ast.Name):
                 raise self.error("only a component of a named vector can be assigned", target)
             series = self.env.get(base.id)
+            if isinstance(series, TableValue):
+                raise self.error(f"cannot assign to an element of {base.id!r}: it is "
+                                 f"{series.description}, read-only and shared by every "
+                                 "sample", target)
             if isinstance(series, SeriesValue):
                 if isinstance(target, ast.Attribute):
                     raise self.error(f"{series.param.name!r} is a {series.annotation}: write a "
@@ -341,7 +351,9 @@ class Lowering:
         if not param.role.written:
             wrapped = type_name(param.width, param.columns)
             hint = ("declare it Mutable[" + wrapped + "] to update it"
-                    if param.role is Role.SCALAR else "a Param is one read-only value for all")
+                    if param.role is Role.SCALAR else "a Param is one read-only value for all"
+                    if param.role is Role.PARAM else "a table is read-only and shared by "
+                    f"every sample; read it as {param.name}[...]")
             raise self.error(f"cannot assign to read-only parameter {param.name!r} "
                              f"({param.role.value}); {hint}", node)
         if isinstance(value, Ref):
@@ -356,7 +368,7 @@ class Lowering:
     def storable(self, param: Parameter, value, node: ast.AST):
         """``value`` as a Mutable, Out or Series value of ``param`` is stored: of its width,
         and of a type that converts to its dtype (no bool, no float into an integer)."""
-        if isinstance(value, Ref | SeriesValue):
+        if isinstance(value, Ref | SeriesValue | TableValue):
             raise self.error(f"cannot store {describe(value)} into {param.name!r}", node)
         dims = value.dims if isinstance(value, V) else ()
         if param.dims != dims:
@@ -523,6 +535,8 @@ class Lowering:
 
     def subscript(self, node: ast.Subscript):
         base = self.expr(node.value)
+        if isinstance(base, TableValue):
+            return tables.lower_read(self, base, node)
         if not isinstance(base, V):
             raise self.error(f"indexing {describe(base)} is not supported (only a vector or a "
                              "matrix with a constant index)", node)
@@ -725,6 +739,11 @@ class Lowering:
         return bool(op.attr) if op.kind is OpKind.CONST else None
 
     def select(self, condition: S, a, b, what: str, node: ast.AST | None = None):
+        if isinstance(a, TableValue) or isinstance(b, TableValue):
+            if a == b:
+                return a
+            raise self.error(f"{what} is {describe(a)} on one path and {describe(b)} on the "
+                             "other (a table cannot be chosen per sample)", node)
         if (isinstance(a, V) != isinstance(b, V) or isinstance(a, Ref) or isinstance(b, Ref)
                 or (isinstance(a, V) and a.dims != b.dims)):
             raise self.error(f"{what} is {describe(a)} on one path and {describe(b)} on the "
@@ -765,6 +784,8 @@ class Lowering:
         args = [self.expr(a) for a in node.args]
         if name in draws.FUNCTIONS:
             return draws.lower_call(self, name, args, node)
+        if name in tables.FUNCTIONS:
+            return tables.lower_call(self, name, args, node)
         if name in MATH_FUNCTIONS:
             if len(args) != MATH_FUNCTIONS[name]:
                 raise self.error(f"math.{name}() takes {MATH_FUNCTIONS[name]} argument(s), "
@@ -916,6 +937,8 @@ class Lowering:
     def scalar(self, value, node: ast.AST):
         if isinstance(value, S | Lit):
             return value
+        if isinstance(value, TableValue):
+            raise self.error(value.usage(), node)
         raise self.error(f"expected a scalar here, got {describe(value)}", node)
 
     def number(self, value, where: str, node: ast.AST):
@@ -932,6 +955,8 @@ class Lowering:
     def dtype_of(self, value) -> DType:
         if isinstance(value, Lit):
             return WEAK_DEFAULTS[type(value.value)]
+        if isinstance(value, TableValue):
+            raise self.error(value.usage())
         if isinstance(value, Ref):
             raise self.error(f"{describe(value)} ({value.name}) is not a value; call it")
         return value.dtype

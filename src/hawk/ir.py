@@ -17,8 +17,11 @@ What a step means, for one sample that is not yet terminated: evaluate the ops i
 (``accumulate`` kernels add into ``Out`` buffers instead), do the ``RowStore`` writes into
 ``Series`` arrays in order (one whose guard is false or whose row is outside ``[0, T)`` is not
 done; they always overwrite), and set the terminated flag to the value named by
-``Program.terminated``. A terminated sample is left untouched. The NumPy reference
-executor (``hawk.reference``) is the executable definition of this paragraph.
+``Program.terminated``. A terminated sample is left untouched. ``TABLE_READ`` reads element
+``index`` (row-major) of a ``Table`` parameter's array, the same array for every sample and
+step; its index is always in range, because the frontend clamps each index to its axis
+(``hawk.tables``). The NumPy reference executor (``hawk.reference``) is the executable
+definition of this paragraph.
 """
 
 from __future__ import annotations
@@ -33,9 +36,9 @@ import numpy as np
 from .errors import Loc
 
 __all__ = ["DType", "Role", "OpKind", "Op", "Parameter", "Slot", "slots", "Store", "RowStore",
-           "Program", "SERIES_FIELDS", "series_field", "uniform_value", "MAX_WIDTH",
-           "MAX_MATRIX_SIDE", "type_name", "annotation_name", "MATH_FUNCTIONS", "COUNTER_OPS",
-           "COUNTER_ARGUMENTS", "BIT_OPS"]
+           "Program", "SERIES_FIELDS", "TABLE_FIELDS", "series_field", "uniform_value",
+           "MAX_WIDTH", "MAX_MATRIX_SIDE", "type_name", "annotation_name", "MATH_FUNCTIONS",
+           "COUNTER_OPS", "COUNTER_ARGUMENTS", "BIT_OPS"]
 
 
 class DType(Enum):
@@ -86,10 +89,11 @@ class Role(Enum):
     TERMINATED = "Terminated"  # per-sample done flag
     OUT = "Out"  # per-sample output, write-only
     SERIES = "Series"  # per-sample rows (T, n) or (T, k, n), written at computed rows only
+    TABLE = "Table"  # one read-only array of 1 to 3 dimensions shared by every sample
 
     @property
     def per_sample(self) -> bool:
-        return self is not Role.PARAM
+        return self not in (Role.PARAM, Role.TABLE)
 
     @property
     def written(self) -> bool:
@@ -139,6 +143,9 @@ class OpKind(Enum):
     DRAW = "draw"  # attr: (distribution, position); args: () or (lo, hi) for randint
     SAMPLE_INDEX = "sample_index"  # int64: the sample's global index
     STEP_INDEX = "step_index"  # int64: the sample's step number (the runner's count)
+    # shared tables; attr: the Table parameter's name; args: (flat index,), an int64 row-major
+    # element index that is always in range (the frontend clamps it); dtype: the table's
+    TABLE_READ = "table_read"
 
 
 #: math functions a kernel may call, with their arity. All take and return floats.
@@ -203,9 +210,12 @@ def type_name(width: int, columns: int = 0) -> str:
     return f"Vec{width}" if width <= 4 else f"Vector[{width}]"
 
 
-def annotation_name(role: Role, width: int, columns: int = 0) -> str:
+def annotation_name(role: Role, width: int, columns: int = 0, ndim: int = 0) -> str:
     """How a parameter of ``role``, ``width`` and ``columns`` is declared: ``Vec3``,
-    ``Param``, ``Param[Matrix[3, 3]]``, ``Mutable[Vector[6]]``..."""
+    ``Param``, ``Param[Matrix[3, 3]]``, ``Mutable[Vector[6]]``, ``Table``, ``Table[2]``
+    (``ndim``: a table's dimensions)..."""
+    if role is Role.TABLE:
+        return "Table" if ndim <= 1 else f"Table[{ndim}]"
     if role is Role.SCALAR:
         return type_name(width, columns)
     if role is Role.TERMINATED or (role is Role.PARAM and width == 1):
@@ -225,6 +235,7 @@ class Parameter:
             matrix, stored row-major (component ``r * columns + c`` is ``m[r, c]``).
         dtype: the element ``DType`` (default float64).
         columns: a matrix's columns, or 0 for a scalar or a vector.
+        ndim: a ``Table``'s number of dimensions (1 to 3); 0 for every other role.
     """
 
     name: str
@@ -232,6 +243,7 @@ class Parameter:
     width: int = 1
     dtype: DType = DType.FLOAT64
     columns: int = 0
+    ndim: int = 0
 
     @property
     def is_vector(self) -> bool:
@@ -240,7 +252,8 @@ class Parameter:
 
     @property
     def dims(self) -> tuple[int, ...]:
-        """The shape of one sample's value: ``()``, ``(K,)`` or ``(R, C)``."""
+        """The shape of one sample's value: ``()``, ``(K,)`` or ``(R, C)`` (``()`` for a
+        table, whose sizes are the bound array's)."""
         if self.columns:
             return (self.width // self.columns, self.columns)
         return (self.width,) if self.is_vector else ()
@@ -258,13 +271,15 @@ class Parameter:
         ``Param`` is one value of shape ``dims``."""
         if self.role is Role.PARAM:
             return self.dims
+        if self.role is Role.TABLE:  # any sizes, no sample axis
+            return ()
         sample = (*self.dims, n)
         return (rows, *sample) if self.role is Role.SERIES else sample
 
     @property
     def annotation(self) -> str:
         """How the parameter is declared (``Mutable[Vec3]``)."""
-        return annotation_name(self.role, self.width, self.columns)
+        return annotation_name(self.role, self.width, self.columns, self.ndim)
 
     def __str__(self) -> str:
         return f"{self.name}: {self.annotation} {self.dtype.value}"
@@ -276,13 +291,20 @@ class Parameter:
 #: of its sample (``p[row * row_stride + i]``); the CPU's arrays carry their own strides, so
 #: it reads only the row count.
 SERIES_FIELDS = ("rows", "row_stride")
+#: The extra arguments of a ``Table[d]`` parameter, after its data pointer: its sizes along
+#: its first ``d`` axes (``TABLE_FIELDS[:d]``), int64 by value. The frontend loads them
+#: (``LOAD`` of ``(name, "size0")``) to clamp indices and to make the row-major flat index.
+TABLE_FIELDS = ("size0", "size1", "size2")
 
 
 def series_field(slot: Slot, array) -> np.int64:
-    """The value of a Series' ``rows`` or ``row_stride`` slot for the array bound to it: its
-    row count, or the elements from one row's start to the next (the first stride)."""
+    """The value of a field slot for the array bound to its parameter: a Series' row count,
+    or the elements from one row's start to the next (the first stride); a Table's size
+    along one axis (``size0``...)."""
     if slot.field == "rows":
         return np.int64(array.shape[0])
+    if slot.field in TABLE_FIELDS:
+        return np.int64(array.shape[TABLE_FIELDS.index(slot.field)])
     return np.int64(array.strides[0] // array.dtype.itemsize)
 
 
@@ -335,6 +357,12 @@ class Slot:
         return self.field is not None or self.param.role is Role.PARAM
 
     @property
+    def is_table(self) -> bool:
+        """Whether this is a ``Table``'s data, a pointer to its elements shared by every
+        sample (neither a per-sample array nor a value), read only by ``TABLE_READ`` ops."""
+        return self.field is None and self.param.role is Role.TABLE
+
+    @property
     def dtype(self) -> DType:
         """The element type of the argument (int64 for a Series' field, else the
         parameter's)."""
@@ -354,7 +382,7 @@ def slots(params: tuple[Parameter, ...]) -> tuple[Slot, ...]:
     value, row-major).
     The ``Terminated`` flag is not a slot: every backend passes the flags array itself, before
     the slots, whether or not the kernel declares it. A ``Series`` has its component arrays,
-    then its ``SERIES_FIELDS``."""
+    then its ``SERIES_FIELDS``; a ``Table[d]`` its data, then ``TABLE_FIELDS[:d]``."""
     out = []
     for p in params:
         if p.role is Role.TERMINATED:
@@ -363,6 +391,8 @@ def slots(params: tuple[Parameter, ...]) -> tuple[Slot, ...]:
         out += [Slot(p, k) for k in components]
         if p.role is Role.SERIES:
             out += [Slot(p, None, field) for field in SERIES_FIELDS]
+        if p.role is Role.TABLE:
+            out += [Slot(p, None, field) for field in TABLE_FIELDS[:p.ndim]]
     return tuple(out)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 
@@ -124,7 +125,7 @@ class Kernel:
         self.params = tuple(
             Parameter(d.name, d.annotation.role, d.annotation.width,
                       DType.BOOL if d.annotation.role is Role.TERMINATED else defaults[d.name],
-                      d.annotation.columns)
+                      d.annotation.columns, d.annotation.ndim)
             for d in self.source.params
         )
         self._programs: dict[tuple, Program] = {}
@@ -153,7 +154,7 @@ class Kernel:
             if p.role is Role.TERMINATED and dtype is not DType.BOOL:
                 raise TypeError(f"{p.name!r} is the Terminated flag and must be bool, "
                                 f"got {dtype.value}")
-            params.append(Parameter(p.name, p.role, p.width, dtype, p.columns))
+            params.append(dataclasses.replace(p, dtype=dtype))
         key = tuple(params)
         if key not in self._programs:
             options = tuple(sorted((k, tuple(sorted((n, DType.from_numpy(d).value)

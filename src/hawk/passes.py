@@ -14,7 +14,8 @@ branch-free, loop-free body does not need):
 Every pass takes a ``Program`` and returns one, so passes compose and the list is data.
 
 Why these transformations cannot change a result, bit for bit: every op is a pure function of
-its args (the body has no side effects, and ``LOAD`` reads a parameter's value at step start),
+its args (the body has no side effects, ``LOAD`` reads a parameter's value at step start and
+``TABLE_READ`` an element of a table no step writes),
 and backends evaluate each op with the same operation wherever it sits. So dropping an unused op,
 or evaluating two identical ops once, gives the same bits. "Identical" is strict for constants:
 ``0.0 == -0.0`` and ``nan != nan``, so constants are compared by their bits, not their values.
@@ -37,6 +38,7 @@ from .ir import (
     BIT_OPS,
     COMPARISONS,
     MATH_FUNCTIONS,
+    TABLE_FIELDS,
     DType,
     Op,
     OpKind,
@@ -69,7 +71,7 @@ def _arity(op: Op) -> int:
         return 0
     if op.kind is OpKind.DRAW:  # the attr is checked first
         return 2 if DISTRIBUTIONS[op.attr[0]] else 0
-    if op.kind in _UNARY:
+    if op.kind in _UNARY or op.kind is OpKind.TABLE_READ:
         return 1
     if op.kind is OpKind.SELECT:
         return 3
@@ -106,6 +108,8 @@ def _op_rule(program: Program, index: int, op: Op, dtypes: list[DType]) -> str |
             return f"the constant {op.attr!r} is not exactly a value of dtype {op.dtype.value}"
     elif op.kind is OpKind.LOAD:
         return _load_rule(program, op)
+    elif op.kind is OpKind.TABLE_READ:
+        return _table_read_rule(program, op, args)
     elif op.attr is not None and op.kind not in (OpKind.CALL, OpKind.DRAW):
         return f"{op.kind.value} takes no attr, got {op.attr!r}"
     if op.kind is OpKind.CAST:
@@ -176,10 +180,31 @@ def _load_rule(program: Program, op: Op) -> str | None:
         return f"loads {name!r}, which is not a parameter"
     if param.role in (Role.OUT, Role.TERMINATED, Role.SERIES):
         return f"loads {name!r}, which is {param.role.value}: a step never reads it"
+    if param.role is Role.TABLE:  # only its sizes are loaded; its elements by TABLE_READ
+        if component not in TABLE_FIELDS[:param.ndim]:
+            return (f"loads {name!r} ({param.annotation}): only its sizes "
+                    f"{', '.join(TABLE_FIELDS[:param.ndim])} are loaded, not {component!r}")
+        if op.dtype is not DType.INT64:
+            return f"loads the size {component!r} of {name!r} as {op.dtype.value}, not int64"
+        return None
     if rule := _component_rule(param.width, component):
         return f"loads {name!r}: {rule}"
     if op.dtype is not param.dtype:
         return f"loads {name!r} ({param.dtype.value}) as {op.dtype.value}"
+    return None
+
+
+def _table_read_rule(program: Program, op: Op, args: list[DType]) -> str | None:
+    try:
+        param = program.param(op.attr) if isinstance(op.attr, str) else None
+    except KeyError:
+        param = None
+    if param is None or param.role is not Role.TABLE:
+        return f"a table read's attr is the name of a Table parameter, got {op.attr!r}"
+    if args[0] is not DType.INT64:
+        return f"a table read's index is an int64 op, got {args[0].value}"
+    if op.dtype is not param.dtype:
+        return f"reads {op.attr!r} ({param.dtype.value}) as {op.dtype.value}"
     return None
 
 
@@ -357,12 +382,13 @@ class Stage(Enum):
     Ordered: an op is at the latest stage of its args.
     """
 
-    LAUNCH = 0  # constants and Param loads only: one value for every sample and step
+    LAUNCH = 0  # constants, Param and Table-size loads: one value for every sample and step
     SAMPLE = 1  # also per-sample read-only inputs (Scalar): one value per sample, every step
     STEP = 2  # reads mutable state, draws or the step number: recomputed every step
 
 
-_LOAD_STAGES = {Role.PARAM: Stage.LAUNCH, Role.SCALAR: Stage.SAMPLE, Role.MUTABLE: Stage.STEP}
+_LOAD_STAGES = {Role.PARAM: Stage.LAUNCH, Role.SCALAR: Stage.SAMPLE, Role.MUTABLE: Stage.STEP,
+                Role.TABLE: Stage.LAUNCH}
 
 
 def classify(program: Program) -> tuple[Stage, ...]:
@@ -377,7 +403,7 @@ def classify(program: Program) -> tuple[Stage, ...]:
             stage = Stage.SAMPLE
         elif op.kind in (OpKind.DRAW, OpKind.STEP_INDEX):  # new values every step
             stage = Stage.STEP
-        else:
+        else:  # a TABLE_READ too: the table is the same for every sample and step
             stage = max((stages[a] for a in op.args), key=lambda s: s.value)
         stages.append(stage)
     return tuple(stages)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import philox
-from .ir import OpKind, Program, Role
+from .ir import TABLE_FIELDS, OpKind, Program, Role
 from .passes import check
 
 __all__ = ["step", "run", "IN_DOUBLE"]
@@ -111,10 +111,13 @@ def _evaluate(program: Program, arrays: Mapping[str, np.ndarray], n: int,
         elif op.kind is OpKind.LOAD:
             name, component = op.attr
             source = np.asarray(arrays[name])
-            if source.ndim > 0:  # a component of a per-sample array, or of a Param's value
-                source = source[program.param(name).index(component)]
-            v = np.full(n, source, dtype=dtype) if source.ndim == 0 else np.array(source,
-                                                                                  dtype=dtype)
+            if component in TABLE_FIELDS:  # a Table's size along one axis
+                v = np.full(n, source.shape[TABLE_FIELDS.index(component)], dtype=dtype)
+            else:
+                if source.ndim > 0:  # a component of a per-sample array, or of a Param's value
+                    source = source[program.param(name).index(component)]
+                v = np.full(n, source, dtype=dtype) if source.ndim == 0 \
+                    else np.array(source, dtype=dtype)
         elif op.kind is OpKind.CAST:
             v = a[0].astype(dtype)
         elif op.kind is OpKind.NEG:
@@ -131,6 +134,8 @@ def _evaluate(program: Program, arrays: Mapping[str, np.ndarray], n: int,
             v = np.where(a[1] > a[0], a[1], a[0])
         elif op.kind is OpKind.SELECT:
             v = np.where(a[0], a[1], a[2])
+        elif op.kind is OpKind.TABLE_READ:  # element a[0] (row-major) of the whole table
+            v = np.asarray(arrays[op.attr]).reshape(-1)[a[0]]
         elif op.kind is OpKind.DRAW:
             v = counters.draw(program, op, a)
         elif op.kind is OpKind.SAMPLE_INDEX:
@@ -152,7 +157,8 @@ def step(program: Program, arrays: Mapping[str, np.ndarray], terminated: np.ndar
 
     ``program`` is the IR to run (``kernel.specialize(dtypes)``). ``arrays`` maps each
     parameter name to its NumPy array (``(n,)`` or ``(k, n)``; a ``Series`` ``(T, n)`` or
-    ``(T, k, n)``) or, for a ``Param``, a scalar.
+    ``(T, k, n)``; a ``Table[d]`` any array of ``d`` dimensions, each of size >= 1) or, for a
+    ``Param``, a scalar.
     ``terminated`` is the flag array (taken from ``arrays`` when None). A program that draws
     needs ``seed``; sample ``i`` of the arrays is the run's sample ``first_sample + i``, and
     the live samples take their step number ``step_number`` (the steps they took before this

@@ -25,8 +25,8 @@ __all__ = ["KernelSource", "Namespace", "ANNOTATION_NAMES", "import_file"]
 
 ANNOTATION_NAMES = ("Scalar, Param, Terminated, Vec2, Vec3, Vec4, Vector[K], Matrix[R, C], "
                     "Param[Vec3] (or another vector or matrix type), Mutable[Scalar], "
-                    "Mutable[Vec3], Out[Scalar], Out[Vec3], Series[Scalar] or "
-                    "Series[Vec3]")  # fmt: skip
+                    "Mutable[Vec3], Out[Scalar], Out[Vec3], Series[Scalar], Series[Vec3], "
+                    "Table or Table[2] (or 3)")  # fmt: skip
 
 
 def import_file(path: str | Path, name: str, keep: bool = True):

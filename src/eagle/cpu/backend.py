@@ -99,6 +99,9 @@ class CpuKernel:
             None, *(_C_TYPES[kind] for _, kind in interface.parameters))(address)
         self._scratch = [(np.dtype(a.dtype.numpy).itemsize, a.pool) for a in interface.scratch]
         self._row_strides = _row_strides(program)
+        #: the positions among ``arguments()`` of the tables' data, shared by every sample
+        #: (a probe neither subsets nor copies them)
+        self.shared = frozenset(1 + k for k, slot in enumerate(program.slots) if slot.is_table)
 
     def arguments(self, bound) -> tuple:
         """The launch's arrays and values (``launch_arguments``) from ``bound``."""
@@ -177,8 +180,10 @@ def launch_arguments(program: Program, bound) -> tuple:
     values = [bound.flags]
     for slot in program.slots:
         name, component = slot.param.name, slot.component
-        if slot.field is not None:  # a Series' row count or row stride
+        if slot.field is not None:  # a Series' row count or row stride, a Table's size
             values.append(series_field(slot, bound.arrays[name]))
+        elif slot.is_table:  # the table's data, shared by every lane
+            values.append(bound.arrays[name])
         elif slot.is_uniform:  # a Param's value, or one component of it
             values.append(uniform_value(slot, bound.uniforms[name]))
         elif component is None:  # (n,), or a Series' (T, n): the array itself
@@ -432,14 +437,16 @@ def _probe(kernel: CpuKernel, arguments: tuple, n: int, steps_left: int, first_s
             return np.ascontiguousarray(value[:, picked])  # a Series
         return value
 
-    originals = tuple(subset(a) for a in arguments)
+    originals = tuple(a if k in kernel.shared else subset(a)  # a table: every sample's
+                      for k, a in enumerate(arguments))
     start_live = int(np.count_nonzero(~originals[0]))
     if start_live == 0:
         return None, 1.0
     best, rounds, exact = 0.0, 0, None  # exact: (work, seconds) of the last exact round
     k = min(FIRST_STEPS_PER_LAUNCH, steps_left)
     while True:
-        copies = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in originals)
+        copies = tuple(a.copy() if isinstance(a, np.ndarray) and k not in kernel.shared else a
+                       for k, a in enumerate(originals))
         t0 = time.thread_time()
         live, taken = kernel.launch(k, 1, copies, first_step)
         seconds = max(time.thread_time() - t0, 1e-9)
@@ -516,6 +523,9 @@ class CpuBackend:
 
     def from_host(self, array: np.ndarray, device: str) -> np.ndarray:
         return np.array(array, copy=True)
+
+    def upload(self, array: np.ndarray, device: str) -> np.ndarray:
+        return array
 
     def clear(self, array) -> None:
         array[...] = 0

@@ -75,6 +75,7 @@ class _Visit:
         self.program = p
         self.uniforms = [slot for slot in p.slots if slot.is_uniform]
         self.series = layout.series_slots()
+        self.tables = [slot for slot in p.slots if slot.is_table]
 
     def declaration(self, name: str) -> str:
         """``name``'s declaration, for the machinery's module, which calls it."""
@@ -85,7 +86,7 @@ class _Visit:
         lay = self.layout
         arrays = [*lay.buffers("src"), *lay.lanes()]
         values = [(TYPES[slot.dtype], slot.name) for slot in self.uniforms]
-        after = [("ptr noalias", slot.name) for slot in self.series]
+        after = [("ptr noalias", slot.name) for slot in self.series + self.tables]
         if self.program.counters:
             after += [("i64", "seed"), ("i64", "first_sample"), ("i64", "step0")]
         if self.program.counters or self.series:
@@ -460,6 +461,7 @@ class _RunBlocks:
         if p.counters:
             lines.append(f"%sample_id.g{site} = add i64 %first_sample, {i}")
         self.renderer.draw_counters = ("seed", f"sample_id.g{site}", "no_step")
+        self.renderer.table_pointer = "%at_{}"
 
         def gathered(key) -> str:
             slot = lay.slots[key]
@@ -467,6 +469,7 @@ class _RunBlocks:
 
         invariants, names = walk(p, self.renderer, gathered, suffix=f"_g{site}",
                                  only=lay.invariant)
+        self.renderer.table_pointer = "%{}"
         lines += _expand(invariants)
         for key in lay.lane_keys if not copied else []:
             slot = lay.slots[key]
@@ -562,7 +565,7 @@ class _RunBlocks:
                         value = self.array(parameter)
                     elif parameter == "step0":
                         value = step0
-                    elif kind.startswith("ptr"):  # a Series' array
+                    elif kind.startswith("ptr"):  # a Series' array or a table's data
                         value = f"%at_{parameter}"
                     else:
                         value = f"%{parameter}"

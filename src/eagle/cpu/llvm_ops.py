@@ -87,6 +87,10 @@ class LlvmRenderer(ExpressionRenderer):
             "seed", "sample_id", "step_id")):
         self.program = program
         self.draw_counters = draw_counters
+        #: how a table's data pointer is named where the ops are rendered, from its slot's
+        #: name (``p_tab``): ``%p_tab`` in a visit, ``%at_p_tab`` in ``run_blocks``
+        self.table_pointer = "%{}"
+        self._tables = {slot.param.name: slot.name for slot in program.slots if slot.is_table}
         self.declarations: set[str] = set()
         self._temps = itertools.count()
 
@@ -122,6 +126,10 @@ class LlvmRenderer(ExpressionRenderer):
             return f"or i64 %{self.draw_counters[2]}, 0"
         if kind is OpKind.DRAW:
             return self._draw(op, args, emit)
+        if kind is OpKind.TABLE_READ:  # element args[0] (in range) of the shared table
+            pointer = self.table_pointer.format(self._tables[op.attr])
+            at = emit(f"getelementptr {MEMORY_TYPES[dtype]}, ptr {pointer}, i64 {args[0]}")
+            return f"load {MEMORY_TYPES[dtype]}, ptr {at}"
         if kind is OpKind.CALL:
             return self._call(op.attr, args, dtype, emit)
         if kind is OpKind.SELECT:

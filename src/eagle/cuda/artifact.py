@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from hawk.ir import DType, Parameter, Program, Role, slots
+from hawk.ir import TABLE_FIELDS, DType, Parameter, Program, Role, slots
 
 from ..errors import ArtifactError
 from .emit import BLOCK_SIZE, CONTROL_FIELDS, DECIDE_KERNEL, STEP_KERNEL, emit_cuda, slot_ctype
@@ -47,6 +47,9 @@ def _layout(p: Parameter) -> str:
     dims = "".join(f"{d}, " for d in p.dims)
     if p.role is Role.PARAM:  # a vector or matrix Param: one by-value argument per component
         return f"({dims.rstrip(', ')}) by value, row-major" if p.is_vector else "scalar"
+    if p.role is Role.TABLE:  # element (i, j, k) at p[(i * size1 + j) * size2 + k]
+        return (f"the whole table, {p.ndim}-D, C-contiguous, shared by every sample; its "
+                "sizes follow it")
     if p.role is Role.SERIES:  # sample i of row r: p[r * row_stride + i]
         return f"(T, {dims}n) rows, the sample axis contiguous"
     return f"({dims}n) SoA" if p.is_vector else "(n,)"
@@ -64,8 +67,11 @@ def sidecar(program: Program, target: str, arch: str | None, fmad: bool, data: b
     for slot in program.slots:
         argument = {"name": slot.name, "kind": "parameter", "parameter": slot.param.name,
                     "component": slot.component, "ctype": slot_ctype(slot)}
-        if slot.field is not None:  # a Series' row count, or its row stride in elements
+        if slot.field is not None:  # a Series' row count or row stride, a Table's size
             argument["field"] = slot.field
+        elif slot.is_table:  # the data pointer, then one int64 size per dimension
+            argument["kind"] = "table"
+            argument["fields"] = list(TABLE_FIELDS[:slot.param.ndim])
         arguments.append(argument)
     meta = {
         "format": FORMAT,
@@ -81,6 +87,7 @@ def sidecar(program: Program, target: str, arch: str | None, fmad: bool, data: b
         "options": dict(program.options),
         "parameters": [{"name": p.name, "role": p.role.value, "dtype": p.dtype.value,
                         "width": p.width, **({"columns": p.columns} if p.columns else {}),
+                        **({"ndim": p.ndim} if p.role is Role.TABLE else {}),
                         "layout": _layout(p)}
                        for p in program.params],
         "arguments": arguments,
@@ -165,6 +172,17 @@ def check_ptx_isa(artifact: Artifact) -> None:
             "nvidia-nvjitlink)")
 
 
+def _ndim(entry: dict) -> int:
+    """A sidecar parameter's table dimensions (1 to 3 for a Table, else 0)."""
+    if entry["role"] != Role.TABLE.value:
+        return 0
+    ndim = entry["ndim"]
+    if type(ndim) is not int or not 1 <= ndim <= len(TABLE_FIELDS):
+        raise ValueError(f"table {entry['name']!r} has ndim {ndim!r}, not 1 to "
+                         f"{len(TABLE_FIELDS)}")
+    return ndim
+
+
 @dataclass(frozen=True)
 class Artifact:
     """A validated artifact: its metadata, its bytes, and the parameters it binds."""
@@ -180,7 +198,7 @@ class Artifact:
     @property
     def params(self) -> tuple[Parameter, ...]:
         return tuple(Parameter(p["name"], Role(p["role"]), int(p["width"]), DType(p["dtype"]),
-                               int(p.get("columns", 0)))
+                               int(p.get("columns", 0)), ndim=_ndim(p))
                      for p in self.meta["parameters"])
 
     @property

@@ -108,9 +108,12 @@ def step_arguments(slots: tuple[Slot, ...], bound: Bound, control: DeviceBuffer,
     types, values = ["long long", "ptr", "ptr"], [bound.n, control.ptr, bound.flags.ptr]
     for slot in slots:
         name, component = slot.param.name, slot.component
-        if slot.field is not None:  # a Series' row count or row stride (in elements)
-            types.append(slot_ctype(slot))
+        if slot.field is not None:  # a Series' row count or row stride (in elements), a
+            types.append(slot_ctype(slot))  # Table's size
             values.append(int(series_field(slot, bound.arrays[name])))
+        elif slot.is_table:  # the table's data (C-contiguous), read by every thread
+            types.append("ptr")
+            values.append(bound.arrays[name].ptr)
         elif slot.is_uniform:  # a Param's value, or one component of it
             types.append(slot_ctype(slot))
             values.append(uniform_value(slot, bound.uniforms[name]).item())
@@ -431,6 +434,11 @@ class CudaBackend:
         cupy = self.array_module()
         with cupy.cuda.Device(ordinal_of(device)):
             return cupy.asarray(array)
+
+    def upload(self, array: np.ndarray, device: str):
+        from .memory import device_copy
+
+        return device_copy(array, device)
 
     def clear(self, array) -> None:
         from .memory import clear

@@ -394,6 +394,8 @@ class CudaRenderer(ExpressionRenderer):
             return "sample_id"
         if op.kind is OpKind.STEP_INDEX:
             return "step_id"
+        if op.kind is OpKind.TABLE_READ:  # element args[0] (in range) of p_NAME, the table
+            return f"p_{op.attr}[{args[0]}]"
         if op.kind is OpKind.DRAW:
             distribution, position = op.attr
             counters = f"seed, sample_id, step_id, {position}u"
@@ -406,12 +408,13 @@ class CudaRenderer(ExpressionRenderer):
 
 
 def slot_ctype(slot: Slot) -> str:
-    """The C type of a kernel argument: a value for a ``Param`` or a Series' row count and
-    row stride, a pointer for an array (``const`` for a read-only input)."""
+    """The C type of a kernel argument: a value for a ``Param``, a Series' row count and
+    row stride or a Table's size, a pointer for an array (``const`` for a read-only input or
+    a table's data)."""
     ctype = _C_TYPES[slot.dtype]
     if slot.is_uniform:
         return ctype
-    qualifier = "const " if slot.param.role is Role.SCALAR else ""
+    qualifier = "const " if slot.param.role in (Role.SCALAR, Role.TABLE) else ""
     return f"{qualifier}{ctype}* __restrict__"
 
 

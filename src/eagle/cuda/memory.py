@@ -206,6 +206,16 @@ def device_full(shape: tuple[int, ...], value, dtype, device: str) -> DeviceArra
     return DeviceArray(buffer.ptr, host.shape, host.dtype, host.strides, False, device, buffer)
 
 
+def device_copy(host: np.ndarray, device: str) -> DeviceArray:
+    """A new read-only device array holding the C-contiguous host array ``host`` (a table)."""
+    from .driver import ordinal_of
+
+    host = np.ascontiguousarray(host)
+    buffer = DeviceBuffer(max(host.nbytes, 1), ordinal_of(device))
+    buffer.upload(host)
+    return DeviceArray(buffer.ptr, host.shape, host.dtype, host.strides, True, device, buffer)
+
+
 def clear(array: DeviceArray) -> None:
     """Set every byte of a contiguous device array to zero (and wait for it)."""
     from .driver import ordinal_of

@@ -7,6 +7,8 @@ on the client) ride in the tasks. The whole run is one ``client.compute`` call. 
 on the workers, behind dask arrays (``ClusterResult.arrays``), until the user gathers them,
 writes them to Zarr from the workers (``ClusterResult.to_zarr``) or keeps only a per-chunk
 reduction made on the workers (``reduce=``, ``keep=False``). Read-only inputs never come back.
+A ``Table`` is never cut along the samples: like a ``Param`` it rides whole in every chunk's
+task (a NumPy array; a dask one is refused: ``.compute()`` it first).
 What does come back is a report per chunk and, with ``reduce=``, the reductions: bytes that do
 not grow with the samples.
 
@@ -187,6 +189,7 @@ def run_on_cluster(plan: Plan | hawk.Kernel, client, *, max_steps: int, chunks=N
     max_steps = check_max_steps(max_steps)
     steps_per_launch = check_steps_per_launch(steps_per_launch)
     _check_options(init, reduce, keep, progress, timeout, no_workers_timeout)
+    _check_tables(plan.kernel, bindings)
     probe = _probe(init, plan.kernel, bindings)
     n = _sample_count(plan.kernel, bindings, n_samples, init)
     bound = bind(plan.kernel, {**_standins(plan.kernel, bindings), **probe}, HOST,
@@ -194,8 +197,8 @@ def run_on_cluster(plan: Plan | hawk.Kernel, client, *, max_steps: int, chunks=N
     program = plan.kernel.specialize(bound.dtypes)
     params = {p.name: p for p in program.params}
     written = tuple(p.name for p in program.params if p.role.written)
-    arrays_in = {k: v for k, v in bindings.items()
-                 if params[k].role is not Role.PARAM and _is_array(v)}
+    arrays_in = {k: v for k, v in bindings.items()  # a Table goes whole to every chunk
+                 if params[k].role not in _WHOLE and _is_array(v)}
     uniforms = {k: v for k, v in bindings.items() if k not in arrays_in}
     bounds = _bounds(n, chunks if chunks is not None else _dask_chunks(arrays_in, n))
     folder = None if checkpoint is None else os.fspath(checkpoint)
@@ -253,6 +256,18 @@ def _check_options(init, reduce, keep, progress, timeout, no_workers_timeout) ->
             raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
 
 
+#: the roles bound to one value that every chunk takes whole, never cut along the samples
+_WHOLE = (Role.PARAM, Role.TABLE)
+
+
+def _check_tables(kernel: hawk.Kernel, bindings: dict) -> None:
+    """A table travels whole to every chunk, in the task: it must be a concrete array."""
+    for p in kernel.params:
+        if p.role is Role.TABLE and _is_dask(bindings.get(p.name)):
+            raise BindingTypeError(f"{p.name!r} ({p.annotation}) is a dask array; a table is "
+                                   f"sent whole to every chunk: pass {p.name}.compute()")
+
+
 def _is_array(value) -> bool:
     return is_array_like(value) or _is_dask(value)
 
@@ -275,9 +290,10 @@ def _probe(init, kernel: hawk.Kernel, bindings: dict) -> dict:
         if name not in params:
             raise BindingTypeError(f"init(0, 1) made {name!r}, which is not a parameter of "
                                    f"{kernel.name} ({', '.join(params)})")
-        if params[name].role is Role.PARAM:
-            raise BindingTypeError(f"init(0, 1) made {name!r}, a Param (one value for every "
-                                   "sample); pass it as a binding instead")
+        if params[name].role in _WHOLE:
+            raise BindingTypeError(f"init(0, 1) made {name!r}, a {params[name].annotation} "
+                                   "(one value for every sample); pass it as a binding "
+                                   "instead")
         if name in bindings:
             raise BindingTypeError(f"{name!r} is both bound and made by init; choose one")
         value = np.asarray(value)
@@ -297,7 +313,7 @@ def _sample_count(kernel: hawk.Kernel, bindings: dict, n, init) -> int:
     counts = {}
     for name, value in bindings.items():
         p = params.get(name)
-        if p is None or p.role is Role.PARAM or not _is_array(value):
+        if p is None or p.role in _WHOLE or not _is_array(value):
             continue
         shape = tuple(value.shape)
         lead = _lead(p, shape)
@@ -335,7 +351,7 @@ def _standins(kernel: hawk.Kernel, bindings: dict) -> dict:
     out = {}
     for name, value in bindings.items():
         p = params.get(name)
-        if p is not None and p.role is not Role.PARAM and _is_array(value) \
+        if p is not None and p.role not in _WHOLE and _is_array(value) \
                 and hasattr(value, "dtype"):
             out[name] = np.zeros((*tuple(value.shape)[:-1], 1), np.dtype(value.dtype))
         else:
