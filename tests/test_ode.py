@@ -503,3 +503,79 @@ def test_a_span_that_goes_both_ways_is_refused():
     with pytest.raises(ValueError, match="on the same side for every sample"):
         eagle.ode.solve(_forced_oscillator, np.ones((2, 2)), (0.0, np.array([1.0, -1.0])),
                         p=1.0)
+
+
+@hawk.func
+def _projectile(u, t, p, mach, cd):
+    """u = (x, y, vx, vy), p = (k, speed of sound, g): the drag k Cd(M) |v| v, Cd tabulated."""
+    speed = math.sqrt(u[2] * u[2] + u[3] * u[3])
+    drag = p[0] * hawk.interp(speed / p[1], mach, cd) * speed
+    return hawk.vector(u[2], u[3], -drag * u[2], -drag * u[3] - p[2])
+
+
+@hawk.func
+def _ground(u, t, p, mach, cd):
+    return u[1]
+
+
+MACH = np.array([0.0, 0.5, 0.8, 0.9, 1.0, 1.1, 1.2, 1.5, 2.0, 3.0])
+CD = np.array([0.20, 0.20, 0.22, 0.30, 0.42, 0.44, 0.42, 0.37, 0.32, 0.27])
+
+
+def test_tables_reach_the_model_and_its_event_and_match_scipy_with_numpy_interp():
+    """A projectile with a tabulated drag coefficient Cd(Mach) (hawk.interp on two tables
+    passed with tables=) to the ground (an event reading the tables too), against SciPy's
+    DOP853 with numpy.interp in the right-hand side; the fixed-step kernel takes them too."""
+    from scipy.integrate import solve_ivp
+
+    n = 40
+    angle = np.radians(np.linspace(15.0, 75.0, n))
+    u0 = np.vstack([np.zeros(n), np.zeros(n), 800.0 * np.cos(angle), 800.0 * np.sin(angle)])
+    p = np.array([2e-4, 340.0, 9.81])
+    sol = eagle.ode.solve(_projectile, u0, (0.0, 200.0), p=p, tables=(MACH, CD), rtol=1e-10,
+                          atol=1e-8, event=_ground)
+    assert (sol.status == 2).all()
+
+    def rhs(t, u):
+        speed = math.hypot(u[2], u[3])
+        drag = 2e-4 * np.interp(speed / 340.0, MACH, CD) * speed
+        return [u[2], u[3], -drag * u[2], -drag * u[3] - 9.81]
+
+    def ground(t, u):
+        return u[1]
+
+    ground.terminal, ground.direction = True, -1
+    for i in (0, 20, 39):
+        ref = solve_ivp(rhs, (0.0, 200.0), u0[:, i], method="DOP853", rtol=1e-12, atol=1e-10,
+                        events=ground)
+        assert abs(sol.t[i] - ref.t[-1]) < 1e-6 * ref.t[-1]
+        assert abs(sol.u[0, i] - ref.y[0, -1]) < 1e-6 * ref.y[0, -1]
+    fixed = eagle.ode.solve(_projectile, u0, (0.0, 1.0), p=p, tables=(MACH, CD), method="rk4",
+                            dt=1e-3)
+    expected = np.stack([solve_ivp(rhs, (0.0, 1.0), u0[:, i], method="DOP853", rtol=1e-12,
+                                   atol=1e-10).y[:, -1] for i in (0, 39)], axis=1)
+    np.testing.assert_allclose(fixed.u[:, [0, 39]], expected, rtol=1e-7)
+
+
+def test_bad_tables_are_refused_by_name():
+    u0 = np.ones((4, 3))
+    with pytest.raises(ValueError, match=r"tables\[1\] must be an array of 1, 2 or 3 "):
+        eagle.ode.solve(_projectile, u0, (0.0, 1.0), p=np.ones(3), tables=(MACH, 2.0))
+    with pytest.raises(ValueError, match="at most 3 arrays"):
+        eagle.ode.solve(_projectile, u0, (0.0, 1.0), p=np.ones(3), tables=(MACH,) * 4)
+
+
+def test_a_shared_value_the_body_never_reads_needs_no_binding():
+    """A Param or Table a kernel factory switched off is not read, so it may be left unbound;
+    one the body reads is still required by name."""
+    kernel = hawk.ode.fixed_step_kernel(harmonic, "rk4", hawk.Vec2, hawk.Scalar)
+    assert kernel.param("table0").annotation == "Table"
+    n = 4
+    state = dict(u=np.ones((2, n)), t=np.zeros(n), steps=np.zeros(n, np.int64),
+                 saves=np.zeros(n, np.int64), saved=np.zeros((0, 2, n)))
+    eagle.until_done(eagle.deploy(kernel, "cpu"), max_steps=10, p=np.ones(n), dt=0.1,
+                     t_end=0.5, **state).run()  # no save_*, no table0..2: never read
+    assert (state["t"] == 0.5).all()
+    with pytest.raises(eagle.BindingTypeError, match="missing a binding for 'dt'"):
+        eagle.until_done(eagle.deploy(kernel, "cpu"), max_steps=10, p=np.ones(n), t_end=0.5,
+                         **state)

@@ -112,10 +112,15 @@ def bind(kernel: Kernel, bindings: dict, device: str | None, caller: str = "unti
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise BindingTypeError(f"{caller}() got an unknown binding {name!r}{hint}; "
                                f"{kernel.name}'s parameters are {', '.join(params)}")
+    unread = _unread_shared(kernel)
+    bindings = dict(bindings)
     for p in kernel.params:
-        if p.name not in bindings and p.role is not Role.TERMINATED:
+        if p.name in bindings or p.role is Role.TERMINATED:
+            continue
+        if p.name not in unread:
             raise BindingTypeError(f"{caller}() is missing a binding for {p.name!r} "
                                    f"({p.annotation}): pass {_expected(p)}")
+        bindings[p.name] = _placeholder(p)  # never read: any value of its shape will do
 
     arrays, scalars, devices, tables = {}, {}, {}, {}
     for p in kernel.params:
@@ -238,6 +243,25 @@ def _dtype_message(kernel: Kernel, bound: Bound, fix: dict, error: Exception) ->
         reason = str(error)
     these = "these dtypes" if len(fix) > 1 else "this dtype"
     return f"{names}: {kernel.name} cannot run with {these} ({reason}); bind {instead} instead"
+
+
+def _unread_shared(kernel) -> set[str]:
+    """The ``Param`` and ``Table`` parameters the kernel's body never reads (a feature a
+    kernel factory switched off): they may be left unbound. An artifact's are all needed."""
+    program = getattr(kernel, "program", None)
+    if program is None:
+        return set()
+    read = {op.attr[0] if op.kind is OpKind.LOAD else op.attr for op in program.ops
+            if op.kind in (OpKind.LOAD, OpKind.TABLE_READ)}
+    return {p.name for p in program.params
+            if p.role in (Role.PARAM, Role.TABLE) and p.name not in read}
+
+
+def _placeholder(p: Parameter):
+    """A value for a ``Param`` or ``Table`` the body never reads."""
+    if p.role is Role.TABLE:
+        return np.zeros((1,) * p.ndim, dtype=p.dtype.numpy)
+    return np.zeros(p.dims, dtype=p.dtype.numpy) if p.is_vector else p.dtype.numpy.type(0)
 
 
 def _expected(p: Parameter) -> str:

@@ -191,6 +191,22 @@ def _negated(times, name: str, which: tuple[int, ...]):
     return tuple(values)
 
 
+def _tables(tables) -> tuple[dict, tuple[int, ...]]:
+    """``tables`` as the kernels' bindings ``table0``... and their dimensions."""
+    if not isinstance(tables, tuple | list) or len(tables) > hawk_ode.MAX_TABLES:
+        raise ValueError(f"tables must be a sequence of at most {hawk_ode.MAX_TABLES} arrays, "
+                         f"got {tables!r}")
+    dims = []
+    for i, table in enumerate(tables):
+        ndim = getattr(table, "ndim", None)
+        if ndim not in (1, 2, 3):
+            raise ValueError(f"tables[{i}] must be an array of 1, 2 or 3 dimensions, got "
+                             f"{type(table).__name__}"
+                             + (f" of {ndim} dimensions" if ndim is not None else ""))
+        dims.append(int(ndim))
+    return {f"table{i}": table for i, table in enumerate(tables)}, tuple(dims)
+
+
 def _finite_pair(name: str, value) -> tuple[float, float]:
     """``value`` as two finite floats, else ``ValueError`` naming ``name``."""
     try:
@@ -207,7 +223,7 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
           saveat=None, event: Func | None = None, on_event: Func | None = None,
           direction: int = -1,
           tstops=None, on_stop: Func | None = None, max_step=math.inf,
-          max_steps: int = 1_000_000,
+          max_steps: int = 1_000_000, tables=(),
           threads: int | None = None, progress: bool = False) -> Solution:
     """Integrate ``u' = f(u, t, p)`` for every sample from ``t_span[0]`` to ``t_span[1]``.
 
@@ -251,6 +267,11 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         tstops: ``(first, every)``: steps land exactly on ``first + k * every`` (``"dopri5"``).
         on_stop: a ``@hawk.func`` ``(u, t, p) -> u`` applied at each of those times.
         max_steps: the most steps (attempted, for ``"dopri5"``) a sample takes.
+        tables: up to three read-only arrays (1 to 3 dimensions each, NumPy or on the device of
+            ``u0``) shared by every sample, passed to ``f`` (and ``event``, ``on_event``,
+            ``on_stop``, ``noise``) after ``p``: ``f(u, t, p, table0, table1)``, read there
+            with ``table[i]`` or ``hawk.interp``/``hawk.interp_grid`` (a drag coefficient
+            against Mach number, an atmosphere).
         threads: CPU threads for this call (default: ``eagle.get_num_threads()``).
         progress: show a bar of samples done.
 
@@ -289,6 +310,7 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         saveat = _negated(saveat, "saveat", (0, 1))
         tstops = _negated(tstops, "tstops", (0, 1))
     p, params = _params(p, xp, n, dtype)
+    tables, table_dims = _tables(tables)
     if not (isinstance(max_steps, int) and max_steps >= 1):
         raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")
     adaptive = method == "dopri5"
@@ -349,8 +371,9 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                                  f"{-stop_every if backward else stop_every!r}")
         kernel = hawk_ode.dopri5_kernel(f, state, params, event=event, on_event=on_event,
                                         direction=direction, tstops=tstops is not None,
-                                        on_stop=on_stop, saveat=saveat is not None)
-        prepare = hawk_ode.dopri5_start_kernel(f, state, params)
+                                        on_stop=on_stop, saveat=saveat is not None,
+                                        tables=table_dims)
+        prepare = hawk_ode.dopri5_start_kernel(f, state, params, tables=table_dims)
         first_stop = xp.maximum(xp.ceil((t - stop_first) / stop_every), 0).astype(np.int64)
         arrays.update(rtol=rtol, atol=atol, max_step=max_step, stop_first=stop_first,
                       stop_every=stop_every,
@@ -359,10 +382,11 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                       rejected=zeros(), status=zeros(), events=zeros(), stops=first_stop)
     else:
         if method == "euler_maruyama":
-            kernel = hawk_ode.sde_kernel(f, noise, state, params, saveat=saveat is not None)
+            kernel = hawk_ode.sde_kernel(f, noise, state, params, saveat=saveat is not None,
+                                         tables=table_dims)
         else:
             kernel = hawk_ode.fixed_step_kernel(f, method, state, params,
-                                                saveat=saveat is not None)
+                                                saveat=saveat is not None, tables=table_dims)
         at_start = first_save < save_count
         if saveat is not None and bool(at_start.any()):  # a recorded time at t0 itself
             index = xp.flatnonzero(at_start & (save_first + first_save * save_every == t))
@@ -377,9 +401,9 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         if adaptive:
             simulate(prepare, max_steps=1, p=p, t_end=t_end, rtol=rtol, atol=atol,
                      terminated=xp.zeros(n, dtype=bool), u=u, t=t, k1=arrays["k1"],
-                     h=arrays["h"])
+                     h=arrays["h"], **tables)
         plan = deploy(kernel)
-        runner = until_done(plan, max_steps=max_steps, seed=seed, **arrays)
+        runner = until_done(plan, max_steps=max_steps, seed=seed, **arrays, **tables)
         report = runner.run(progress=progress)
     finally:
         set_num_threads(saved_threads)

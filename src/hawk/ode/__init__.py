@@ -33,6 +33,7 @@ from .events import crossed, first_crossing, locate
 from .fixed import euler, euler_maruyama, rk4
 from .kernels import (
     FIXED_METHODS,
+    MAX_TABLES,
     STATUS_DONE,
     STATUS_EVENT,
     STATUS_FAILED,
@@ -49,5 +50,5 @@ __all__ = [
     "first_crossing",
     "locate", "dopri5_kernel", "dopri5_start_kernel", "fixed_step_kernel", "sde_kernel",
     "STATUS_RUNNING", "STATUS_DONE", "STATUS_EVENT", "STATUS_FAILED", "FIXED_METHODS",
-    "C_START", "BETA", "SAFE", "FAC_MIN", "FAC_MAX",
+    "MAX_TABLES", "C_START", "BETA", "SAFE", "FAC_MIN", "FAC_MAX",
 ]  # fmt: skip

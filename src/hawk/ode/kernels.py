@@ -17,7 +17,7 @@ to arrays and runs them; use the kernels directly to keep the arrays (and a runn
 import functools
 
 import hawk
-from hawk import Mutable, Param, Scalar, Series, Terminated, Vec3
+from hawk import Mutable, Param, Scalar, Series, Table, Terminated, Vec3
 from hawk.annotations import Annotation
 from hawk.inline import Func
 from hawk.ir import Role
@@ -34,7 +34,8 @@ from .events import first_crossing, locate
 from .fixed import euler, euler_maruyama, rk4
 
 __all__ = ["dopri5_kernel", "dopri5_start_kernel", "fixed_step_kernel", "sde_kernel",
-           "STATUS_RUNNING", "STATUS_DONE", "STATUS_EVENT", "STATUS_FAILED", "FIXED_METHODS"]
+           "STATUS_RUNNING", "STATUS_DONE", "STATUS_EVENT", "STATUS_FAILED", "FIXED_METHODS",
+           "MAX_TABLES"]
 
 #: ``status`` values of an adaptive run, per sample
 STATUS_RUNNING, STATUS_DONE, STATUS_EVENT, STATUS_FAILED = 0, 1, 2, -1
@@ -45,6 +46,8 @@ LANDING_SLACK = 1e-9
 #: the smallest step, relative to ``|t|``, before a sample is given up (Hairer's test)
 SMALLEST_STEP = 10 * 2.0**-52
 _COUNTS = ("accepted", "rejected", "status", "events", "stops", "saves")
+#: the most tables a model reads: the kernels' ``table0``, ``table1``, ``table2``
+MAX_TABLES = 3
 
 
 @hawk.func
@@ -72,6 +75,40 @@ def _check_types(state, params) -> None:
                         f"p is bound; got {params!r}")
 
 
+def _table_types(tables) -> tuple:
+    """The annotations of ``table0 .. table2`` for ``tables``, the dimensions (1 to 3) of the
+    tables the model reads; the others stay unread (and need no binding)."""
+    if not (isinstance(tables, tuple) and len(tables) <= MAX_TABLES
+            and all(type(d) is int and 1 <= d <= 3 for d in tables)):
+        raise TypeError(f"tables must be a tuple of at most {MAX_TABLES} table dimensions "
+                        f"(each 1, 2 or 3), got {tables!r}")
+    return tuple(Table[tables[i]] if i < len(tables) else Table for i in range(MAX_TABLES))
+
+
+@functools.cache
+def _with_tables(g: Func, count: int) -> Func:
+    """``g(u, t, p)``, or with ``count`` tables ``g(u, t, p, table0, ...)``, called as
+    ``h(u, t, args)`` with ``args = (p, table0, table1, table2)``: what the kernels pass on to
+    the integrators in place of ``p``."""
+    if count == 0:
+        @hawk.func
+        def model(u, t, args):
+            return g(u, t, args[0])
+    elif count == 1:
+        @hawk.func
+        def model(u, t, args):
+            return g(u, t, args[0], args[1])
+    elif count == 2:
+        @hawk.func
+        def model(u, t, args):
+            return g(u, t, args[0], args[1], args[2])
+    else:
+        @hawk.func
+        def model(u, t, args):
+            return g(u, t, args[0], args[1], args[2], args[3])
+    return model
+
+
 def _check_func(name: str, value, required: bool = True) -> None:
     if value is None and not required:
         return
@@ -84,7 +121,7 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                   on_event: Func | None = None, direction: int = -1, event_tol: float = 1e-12,
                   event_iterations: int = 12, event_samples: int = 4, tstops: bool = False,
                   on_stop: Func | None = None, saveat: bool = False,
-                  saves_per_step: int = 4) -> hawk.Kernel:
+                  saves_per_step: int = 4, tables: tuple = ()) -> hawk.Kernel:
     """The adaptive Dormand-Prince 5(4) ensemble kernel of ``u' = f(u, t, p)``.
 
     Args:
@@ -115,6 +152,10 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             interpolant (fourth order).
         saves_per_step: at most this many recorded times fall in one step (a step is shortened
             to end at the last of them): each costs an interpolation per step.
+        tables: the dimensions of the tables the model reads, at most ``MAX_TABLES``: then
+            ``f``, ``event``, ``on_event`` and ``on_stop`` take them after ``p``
+            (``f(u, t, p, table0, table1)``), bound as ``table0``, ``table1``... (the unread
+            ones need no binding).
 
     The kernel's parameters, to bind (``eagle.ode.solve`` does it): ``p``; ``t_end``, ``rtol``,
     ``atol``, ``max_step`` (``Scalar``: per sample or one number; ``max_step`` bounds every
@@ -149,9 +190,12 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
     ends_at_event = on_event is None
     has_stops = bool(tstops) or on_stop is not None
     kicks_at_stop = on_stop is not None
-    event = event or _never
-    on_event = on_event or _unchanged
-    on_stop = on_stop or _unchanged
+    T0, T1, T2 = _table_types(tables)
+    count = len(tables)
+    model = _with_tables(f, count)
+    event = _with_tables(event, count) if event is not None else _never
+    on_event = _with_tables(on_event, count) if on_event is not None else _unchanged
+    on_stop = _with_tables(on_stop, count) if on_stop is not None else _unchanged
     State = state
 
     @hawk.kernel(dtypes=dict.fromkeys(_COUNTS, "int64"))
@@ -161,7 +205,8 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                k1: Mutable[State], t: Mutable[Scalar], h: Mutable[Scalar], c: Mutable[Scalar],
                accepted: Mutable[Scalar], rejected: Mutable[Scalar], status: Mutable[Scalar],
                events: Mutable[Scalar], stops: Mutable[Scalar], saves: Mutable[Scalar],
-               saved: Series[State]):
+               saved: Series[State], table0: T0, table1: T1, table2: T2):
+        args = (p, table0, table1, table2)  # what the model's funcs take after (u, t)
         # the step: h, or shorter to end on t_end, on the next stop, or on the last recorded
         # time it may pass
         h_step = hawk.minimum(hawk.minimum(h, max_step), t_end - t)
@@ -180,7 +225,7 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                 t_new = t_stop
         if h_step == t_end - t:
             t_new = t_end
-        u_new, err, k2, k3, k4, k5, k6, k7 = dopri5_attempt(f, u, k1, t, h_step, p)
+        u_new, err, k2, k3, k4, k5, k6, k7 = dopri5_attempt(model, u, k1, t, h_step, args)
         ok, h_next, c_next = dopri5_control(error_norm(err, u, u_new, rtol, atol), h_step, c)
         if ok and h_step < h:  # a shortened step does not shrink the next one
             h_next = hawk.maximum(h_next, h)
@@ -190,10 +235,11 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         t_reached = t_new
         if has_event:
             hit, sign, lo, hi, f_lo, f_hi = first_crossing(
-                event, u, t, h_step, q, p, event(u, t, p), event(u_new, t_new, p), direction,
+                event, u, t, h_step, q, args, event(u, t, args), event(u_new, t_new, args),
+                direction,
                 event_samples)
             hit = hit and ok
-            theta = locate(event, u, t, h_step, q, p, sign, lo, hi, f_lo, f_hi, event_tol,
+            theta = locate(event, u, t, h_step, q, args, sign, lo, hi, f_lo, f_hi, event_tol,
                            event_iterations)
             t_event = t + theta * h_step
             u_event = dense_value(u, h_step, q, theta)
@@ -215,16 +261,16 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                 u, t = u_event, t_event
                 status = STATUS_EVENT
             else:
-                u = on_event(u_event, t_event, p)
+                u = on_event(u_event, t_event, args)
                 t = t_event
-                k1 = f(u, t, p)
+                k1 = model(u, t, args)
         elif ok:
             u, k1, t = u_new, k7, t_new
             if at_stop:
                 stops += 1
                 if kicks_at_stop:
-                    u = on_stop(u, t, p)
-                    k1 = f(u, t, p)
+                    u = on_stop(u, t, args)
+                    k1 = model(u, t, args)
         if ok:
             accepted += 1
         else:
@@ -240,7 +286,8 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
 
 
 @functools.cache
-def dopri5_start_kernel(f: Func, state=Vec3, params=Scalar) -> hawk.Kernel:
+def dopri5_start_kernel(f: Func, state=Vec3, params=Scalar, *,
+                        tables: tuple = ()) -> hawk.Kernel:
     """The kernel that prepares ``dopri5_kernel``'s first step: one step sets ``k1 = f(u, t,
     p)`` and the initial step size ``h`` (``hawk.ode.dopri5_start``) and ends the sample (bind
     ``terminated`` to a scratch array, not to the main kernel's flags).
@@ -251,16 +298,20 @@ def dopri5_start_kernel(f: Func, state=Vec3, params=Scalar) -> hawk.Kernel:
             ``hawk.Vector[K]``).
         params: how ``p`` is bound: ``hawk.Scalar``, ``hawk.Param`` or a vector type (as for
             ``dopri5_kernel``).
+        tables: the dimensions of the tables the model reads (as for ``dopri5_kernel``).
     """
     _check_func("f", f)
     _check_types(state, params)
+    T0, T1, T2 = _table_types(tables)
+    model = _with_tables(f, len(tables))
     State = state
 
     @hawk.kernel
     def dopri5_prepare(p: params, t_end: Scalar, rtol: Scalar, atol: Scalar,
                      terminated: Terminated, u: State, t: Scalar, k1: Mutable[State],
-                     h: Mutable[Scalar]):
-        k1, h = dopri5_start(f, u, t, t_end, p, rtol, atol)
+                     h: Mutable[Scalar], table0: T0, table1: T1, table2: T2):
+        args = (p, table0, table1, table2)
+        k1, h = dopri5_start(model, u, t, t_end, args, rtol, atol)
         terminated = True
 
     return dopri5_prepare
@@ -284,25 +335,29 @@ def _fixed_step(t, dt, t_end, save_first, save_every, save_count, saves, has_sav
     return h_step, t_new, ends, at_save
 
 
-def _fixed_kernel(f, g, method: str, state, params, saveat: bool) -> hawk.Kernel:
+def _fixed_kernel(f, g, method: str, state, params, saveat: bool,
+                  tables: tuple) -> hawk.Kernel:
     """A fixed-step kernel: ``method`` ("euler", "rk4" or "euler_maruyama" with noise ``g``)."""
     stepper = FIXED_METHODS.get(method)
     stochastic = method == "euler_maruyama"
     has_saves = bool(saveat)
-    noise = g or _never
+    T0, T1, T2 = _table_types(tables)
+    model = _with_tables(f, len(tables))
+    noise = _with_tables(g, len(tables)) if g is not None else _never
     State = state
 
     @hawk.kernel(dtypes={"steps": "int64", "saves": "int64"})
     def fixed_step(p: params, dt: Scalar, t_end: Scalar, save_first: Param, save_every: Param,
                    save_count: Param, terminated: Terminated, u: Mutable[State],
                    t: Mutable[Scalar], steps: Mutable[Scalar], saves: Mutable[Scalar],
-                   saved: Series[State]):
+                   saved: Series[State], table0: T0, table1: T1, table2: T2):
+        args = (p, table0, table1, table2)
         h_step, t_new, ends, at_save = _fixed_step(t, dt, t_end, save_first, save_every,
                                                    save_count, saves, has_saves)
         if stochastic:
-            u = euler_maruyama(f, noise, u, t, h_step, p)
+            u = euler_maruyama(model, noise, u, t, h_step, args)
         else:
-            u = stepper(f, u, t, h_step, p)
+            u = stepper(model, u, t, h_step, args)
         if at_save:
             saved[saves] = u
             saves += 1
@@ -315,7 +370,7 @@ def _fixed_kernel(f, g, method: str, state, params, saveat: bool) -> hawk.Kernel
 
 @functools.cache
 def fixed_step_kernel(f: Func, method: str = "rk4", state=Vec3, params=Scalar, *,
-                      saveat: bool = False) -> hawk.Kernel:
+                      saveat: bool = False, tables: tuple = ()) -> hawk.Kernel:
     """The fixed-step ensemble kernel of ``u' = f(u, t, p)`` with ``method`` (``"euler"`` or
     ``"rk4"``): each step advances ``t`` by ``dt``; the last lands on ``t_end`` exactly (it is
     shortened, or lengthened by at most ``LANDING_SLACK`` relative, rather than leave a
@@ -334,17 +389,18 @@ def fixed_step_kernel(f: Func, method: str = "rk4", state=Vec3, params=Scalar, *
         params: how ``p`` is bound: ``hawk.Scalar``, ``hawk.Param`` or a vector type (as for
             ``dopri5_kernel``).
         saveat: land on and record the times ``save_first + k * save_every``.
+        tables: the dimensions of the tables the model reads (as for ``dopri5_kernel``).
     """
     _check_func("f", f)
     _check_types(state, params)
     if method not in FIXED_METHODS:
         raise ValueError(f"method must be one of {sorted(FIXED_METHODS)}, got {method!r}")
-    return _fixed_kernel(f, None, method, state, params, saveat)
+    return _fixed_kernel(f, None, method, state, params, saveat, tables)
 
 
 @functools.cache
 def sde_kernel(f: Func, g: Func, state=Vec3, params=Scalar, *,
-               saveat: bool = False) -> hawk.Kernel:
+               saveat: bool = False, tables: tuple = ()) -> hawk.Kernel:
     """The Euler-Maruyama ensemble kernel of the Ito SDE ``du = f(u, t, p) dt + g(u, t, p) dW``
     (diagonal noise: ``g`` is shaped as ``u``), with fixed steps and ``saveat`` as
     ``fixed_step_kernel``'s (same parameters). Its draws need a seed.
@@ -357,8 +413,9 @@ def sde_kernel(f: Func, g: Func, state=Vec3, params=Scalar, *,
         params: how ``p`` is bound: ``hawk.Scalar``, ``hawk.Param`` or a vector type (as for
             ``dopri5_kernel``).
         saveat: land on and record the times ``save_first + k * save_every``.
+        tables: the dimensions of the tables the model reads (as for ``dopri5_kernel``).
     """
     _check_func("f", f)
     _check_func("g", g)
     _check_types(state, params)
-    return _fixed_kernel(f, g, "euler_maruyama", state, params, saveat)
+    return _fixed_kernel(f, g, "euler_maruyama", state, params, saveat, tables)
