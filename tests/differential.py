@@ -9,6 +9,7 @@ import numpy as np
 import eagle
 from eagle.bindings import bind
 from hawk import reference
+from hawk.source import import_file
 
 
 def bits(a: np.ndarray) -> np.ndarray:
@@ -49,3 +50,11 @@ def eagle_run(kernel, bindings: dict, max_steps: int, steps_per_launch=None, dev
     report = runner.run()
     arrays = {**runner.bound.arrays, **runner.bound.uniforms}
     return arrays, report
+
+
+def load_kernel(source: str, folder, name: str):
+    """The object ``name`` (a kernel or func) of ``source`` written to ``folder/name.py`` and
+    imported (hawk reads a kernel's source from its file)."""
+    path = folder / f"{name}.py"
+    path.write_text(source)
+    return getattr(import_file(path, f"generated_{name}_{abs(hash(source))}", keep=False), name)

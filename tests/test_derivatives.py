@@ -6,7 +6,6 @@ executor on every backend; errors for what has no derivative."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
 
 import numpy as np
@@ -15,7 +14,7 @@ import pytest
 import eagle
 import hawk
 from backends import target  # noqa: F401  (the fixture)
-from differential import assert_bitwise_equal, reference_run
+from differential import assert_bitwise_equal, load_kernel, reference_run
 from hawk import Matrix, Out, Scalar, Vec3
 from hawk.derivatives import CALL_RULES, RULES
 from hawk.ir import MATH_FUNCTIONS, OpKind
@@ -60,14 +59,6 @@ CASES = {
 }
 
 
-def _load(source: str, folder, name: str):
-    path = folder / f"{name}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(f"derivatives_{name}_{abs(hash(source))}",
-                                                  path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, name)
 
 
 def _gradient_kernel(expression: str) -> str:
@@ -114,7 +105,7 @@ def test_every_float_op_and_math_function_has_a_rule():
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_each_rule_matches_central_differences(tmp_path, case):
-    kernel = _load(_gradient_kernel(CASES[case][0]), tmp_path, "grad")
+    kernel = load_kernel(_gradient_kernel(CASES[case][0]), tmp_path, "grad")
     x, y = _points(case)
     out = _run(kernel, x, y)
     h = 1e-6
@@ -133,7 +124,7 @@ def test_each_rule_matches_jax_grad(tmp_path, case):
     import jax.numpy as jnp
     import jax.scipy.special  # noqa: F401  (erf)
 
-    kernel = _load(_gradient_kernel(CASES[case][0]), tmp_path, "grad")
+    kernel = load_kernel(_gradient_kernel(CASES[case][0]), tmp_path, "grad")
     x, y = _points(case)
     out = _run(kernel, x, y)
     function = eval(f"lambda x, y: {CASES[case][1]}", {"jnp": jnp, "jax": jax})  # noqa: S307
@@ -222,7 +213,7 @@ def diagonal(v):
 def sparse(v: hawk.Vec4, j: Out[hawk.Matrix[4, 4]]):
     j = hawk.jacobian(diagonal, v)
 """
-    kernel = _load(source, tmp_path, "sparse")
+    kernel = load_kernel(source, tmp_path, "sparse")
     calls = [op.attr for op in kernel.program.ops if op.kind is OpKind.CALL]
     assert calls.count("cos") == 4 and calls.count("sin") == 0  # the primal is dead code
     j = np.zeros((4, 4, 3))
@@ -264,7 +255,7 @@ def bad(x: Scalar, k: Scalar, out: Out[Scalar], d: Out[Scalar]):
     d = x
 """
     with pytest.raises(hawk.CompileError, match=message):
-        _load(source, tmp_path, "bad")
+        load_kernel(source, tmp_path, "bad")
 
 
 def test_jvp_and_jacobian_outside_a_kernel_say_where_they_work():

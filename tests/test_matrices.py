@@ -8,8 +8,6 @@ choosing the shapes."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,7 +16,7 @@ from hypothesis import strategies as st
 import eagle
 import hawk
 from backends import target  # noqa: F401  (the fixture)
-from differential import assert_bitwise_equal, reference_run
+from differential import assert_bitwise_equal, load_kernel, reference_run
 from hawk import Matrix, Mutable, Out, Param, Scalar, Series, Terminated, Vec3
 
 N = 1001  # a partial last block on every backend
@@ -127,13 +125,6 @@ def test_solve_inverse_and_det_match_numpy_linalg(size):
                                rtol=1e-11, atol=1e-12)
 
 
-def _load(source: str, folder, name: str):
-    path = folder / f"{name}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(f"matrices_{name}_{abs(hash(source))}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, name)
 
 
 def _square_source(size: int) -> str:
@@ -155,7 +146,7 @@ def square(a: Matrix[{size}, {size}], b: hawk.Vector[{size}], terminated: Termin
 def test_the_kernel_and_numpy_compute_the_same_bits(tmp_path, size):
     """One definition in hawk.linalg: the CPU kernel's solve, inverse and det are the bits
     hawk.solve/inverse/det give on NumPy arrays."""
-    kernel = _load(_square_source(size), tmp_path, "square")
+    kernel = load_kernel(_square_source(size), tmp_path, "square")
     rng = np.random.default_rng(size)
     n = 300
     a = rng.normal(size=(size, size, n))
@@ -167,7 +158,7 @@ def test_the_kernel_and_numpy_compute_the_same_bits(tmp_path, size):
 
 
 def test_a_singular_matrix_gives_inf_or_nan_not_an_error(tmp_path):
-    kernel = _load(_square_source(3), tmp_path, "square")
+    kernel = load_kernel(_square_source(3), tmp_path, "square")
     a = np.repeat(np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.0, 1.0, 1.0]])[:, :, None],
                   4, axis=2)
     a[:, :, 3] = 0.0  # the zero matrix
@@ -223,7 +214,7 @@ _SIDES = st.integers(2, 9)
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=_SIDES, columns=_SIDES, inner=st.integers(1, 9))
 def test_random_shapes_equal_the_reference_on_the_cpu(tmp_path, rows, columns, inner):
-    kernel = _load(_shapes_source(rows, columns, inner), tmp_path, "shapes")
+    kernel = load_kernel(_shapes_source(rows, columns, inner), tmp_path, "shapes")
     bindings = _shapes_bindings(rows, columns, inner, 257)
     expected, steps = reference_run(kernel, bindings, 20)
     actual = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in bindings.items()}
@@ -243,7 +234,7 @@ def test_random_shapes_equal_the_reference_in_the_generated_cuda(tmp_path, rows,
         pytest.skip("no host C++ compiler to run the generated CUDA with")
     from eagle.bindings import bind
 
-    kernel = _load(_shapes_source(rows, columns, inner), tmp_path, "shapes")
+    kernel = load_kernel(_shapes_source(rows, columns, inner), tmp_path, "shapes")
     bindings = _shapes_bindings(rows, columns, inner, 300)
     expected, _ = reference_run(kernel, bindings, 20)
     bound = bind(kernel, {k: v.copy() if isinstance(v, np.ndarray) else v
@@ -258,7 +249,7 @@ def test_matrix_kernels_compile_for_the_gpu_with_nvrtc(tmp_path):
     nvrtc = pytest.importorskip("eagle.cuda.nvrtc")
     from eagle.cuda.emit import STEP_KERNEL, emit_cuda
 
-    for kernel in (linear, _load(_square_source(8), tmp_path, "square")):
+    for kernel in (linear, load_kernel(_square_source(8), tmp_path, "square")):
         cubin = nvrtc.compile_source(emit_cuda(kernel.specialize({})), "sm_90")
         assert cubin[:4] == b"\x7fELF" and STEP_KERNEL.encode() in cubin
 
@@ -284,7 +275,7 @@ def test_matrix_misuse_is_a_compile_error_at_the_line(tmp_path, body, message):
               "def bad(terminated: Terminated, m: Mutable[Matrix[2, 2]]):\n"
               f"    {body}\n    terminated = m[0, 0] > 1.0\n")
     with pytest.raises(hawk.CompileError, match=message):
-        _load(source, tmp_path, "bad")
+        load_kernel(source, tmp_path, "bad")
 
 
 def test_shapes_and_shared_values_are_checked_by_name_before_anything_runs():

@@ -6,7 +6,6 @@ executor bit for bit (the emulated GPU and NVRTC included), hypothesis choosing 
 
 from __future__ import annotations
 
-import importlib.util
 import math
 
 import numpy as np
@@ -17,7 +16,7 @@ from hypothesis import strategies as st
 import eagle
 import hawk
 from backends import target  # noqa: F401  (the fixture)
-from differential import assert_bitwise_equal, reference_run
+from differential import assert_bitwise_equal, load_kernel, reference_run
 from hawk import Mutable, Out, Param, Scalar, Series, Terminated
 
 N = 1001  # a partial last block on every backend
@@ -127,7 +126,7 @@ def test_a_wide_vector_read_out_of_range_is_a_compile_error(tmp_path):
               "    u = u * u[6]\n    terminated = u[0] > 1.0\n")
     with pytest.raises(hawk.CompileError, match=r"a Vector\[6\] index must be a constant from "
                                                 r"-6 to 5"):
-        _load(source, tmp_path, "bad")
+        load_kernel(source, tmp_path, "bad")
 
 
 def test_wide_kernels_compile_for_the_gpu_with_nvrtc():
@@ -139,13 +138,6 @@ def test_wide_kernels_compile_for_the_gpu_with_nvrtc():
         assert cubin[:4] == b"\x7fELF" and STEP_KERNEL.encode() in cubin
 
 
-def _load(source: str, folder, name: str):
-    path = folder / f"{name}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(f"wide_{name}_{abs(hash(source))}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, name)
 
 
 def _width_kernel_source(width: int, shift: int) -> str:
@@ -183,7 +175,7 @@ def _width_bindings(width: int, n: int) -> dict:
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(width=st.integers(2, 64), shift=st.integers(0, 63))
 def test_random_widths_equal_the_reference_on_the_cpu(tmp_path, width, shift):
-    kernel = _load(_width_kernel_source(width, shift % width), tmp_path, "wide")
+    kernel = load_kernel(_width_kernel_source(width, shift % width), tmp_path, "wide")
     bindings = _width_bindings(width, 257)
     expected, steps = reference_run(kernel, bindings, 20)
     actual = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in bindings.items()}
@@ -203,7 +195,7 @@ def test_random_widths_equal_the_reference_in_the_generated_cuda(tmp_path, width
         pytest.skip("no host C++ compiler to run the generated CUDA with")
     from eagle.bindings import bind
 
-    kernel = _load(_width_kernel_source(width, shift % width), tmp_path, "wide")
+    kernel = load_kernel(_width_kernel_source(width, shift % width), tmp_path, "wide")
     bindings = _width_bindings(width, 300)
     expected, _ = reference_run(kernel, bindings, 20)
     bound = bind(kernel, {k: v.copy() if isinstance(v, np.ndarray) else v
