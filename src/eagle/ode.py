@@ -30,7 +30,9 @@ from .threads import get_num_threads, set_num_threads
 __all__ = ["solve", "Solution", "METHODS"]
 
 #: the methods ``solve`` knows: adaptive, fixed-step, and stochastic
-METHODS = ("dopri5", "rk4", "euler", "euler_maruyama")
+METHODS = ("dopri5", "rosenbrock23", "rk4", "euler", "euler_maruyama")
+#: the adaptive methods (``rtol``, ``atol``, ``max_step``; events and stops: ``dopri5`` only)
+ADAPTIVE = ("dopri5", "rosenbrock23")
 
 
 @dataclass
@@ -245,7 +247,9 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
             value passed by value), any other array ``(m,)`` (a ``Vector[m]``) or ``(r, c)``
             (a ``Matrix[r, c]``, say a rate matrix); or a sequence of k numbers or arrays
             ``(n,)`` (a ``Vector[k]`` per sample).
-        method: ``"dopri5"`` (default; adaptive Dormand-Prince 5(4)), ``"rk4"``, ``"euler"``
+        method: ``"dopri5"`` (default; adaptive Dormand-Prince 5(4)), ``"rosenbrock23"``
+            (adaptive, linearly implicit and L-stable, for stiff problems: the Jacobian from
+            ``hawk.jacobian``; ``saveat`` but no events or stops yet), ``"rk4"``, ``"euler"``
             (fixed steps of ``dt``), or ``"euler_maruyama"`` (the SDE ``du = f dt + noise dW``;
             needs ``noise``, ``dt`` and ``seed``).
         rtol, atol: the error tolerances of ``"dopri5"``, numbers or arrays ``(n,)``.
@@ -313,7 +317,13 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
     tables, table_dims = _tables(tables)
     if not (isinstance(max_steps, int) and max_steps >= 1):
         raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")
-    adaptive = method == "dopri5"
+    adaptive = method in ADAPTIVE
+    if method == "rosenbrock23":
+        for name, value in (("event", event), ("on_event", on_event), ("tstops", tstops),
+                            ("on_stop", on_stop)):
+            if value is not None:
+                raise ValueError(f"{name} needs method='dopri5' (method='rosenbrock23' has "
+                                 "no events or stops yet)")
     if not adaptive:
         for name, value in (("event", event), ("on_event", on_event), ("tstops", tstops),
                             ("on_stop", on_stop)):
@@ -369,17 +379,21 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                 raise ValueError(f"tstops: every must go the integration's way (positive "
                                  f"forward in time, negative backward), got "
                                  f"{-stop_every if backward else stop_every!r}")
-        kernel = hawk_ode.dopri5_kernel(f, state, params, event=event, on_event=on_event,
-                                        direction=direction, tstops=tstops is not None,
-                                        on_stop=on_stop, saveat=saveat is not None,
-                                        tables=table_dims)
         prepare = hawk_ode.dopri5_start_kernel(f, state, params, tables=table_dims)
-        first_stop = xp.maximum(xp.ceil((t - stop_first) / stop_every), 0).astype(np.int64)
-        arrays.update(rtol=rtol, atol=atol, max_step=max_step, stop_first=stop_first,
-                      stop_every=stop_every,
-                      k1=xp.empty_like(u), h=xp.zeros(n, dtype=dtype),
-                      c=xp.full(n, hawk_ode.C_START, dtype=dtype), accepted=zeros(),
-                      rejected=zeros(), status=zeros(), events=zeros(), stops=first_stop)
+        arrays.update(rtol=rtol, atol=atol, max_step=max_step, k1=xp.empty_like(u),
+                      h=xp.zeros(n, dtype=dtype), c=xp.full(n, hawk_ode.C_START, dtype=dtype),
+                      accepted=zeros(), rejected=zeros(), status=zeros())
+        if method == "rosenbrock23":
+            kernel = hawk_ode.rosenbrock23_kernel(f, state, params, saveat=saveat is not None,
+                                                  tables=table_dims)
+        else:
+            kernel = hawk_ode.dopri5_kernel(f, state, params, event=event, on_event=on_event,
+                                            direction=direction, tstops=tstops is not None,
+                                            on_stop=on_stop, saveat=saveat is not None,
+                                            tables=table_dims)
+            first_stop = xp.maximum(xp.ceil((t - stop_first) / stop_every), 0).astype(np.int64)
+            arrays.update(stop_first=stop_first, stop_every=stop_every, events=zeros(),
+                          stops=first_stop)
     else:
         if method == "euler_maruyama":
             kernel = hawk_ode.sde_kernel(f, noise, state, params, saveat=saveat is not None,
@@ -413,7 +427,7 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                       TruncationWarning, stacklevel=2)
     if adaptive:
         status, accepted = arrays["status"], arrays["accepted"]
-        rejected, events = arrays["rejected"], arrays["events"]
+        rejected, events = arrays["rejected"], arrays.get("events", zeros())
     else:
         accepted, rejected, events = arrays["steps"], zeros(), zeros()
         status = (t >= t_end).astype(np.int64)

@@ -6,9 +6,11 @@ Two ways to use them:
   right-hand side as a func ``f(u, t, p)``: ``euler``, ``rk4``, ``euler_maruyama`` (fixed
   steps), and ``dopri5_step`` (one adaptive Dormand-Prince 5(4) step with per-sample error
   control; start it with ``dopri5_start``), with ``dense_coefficients``/``dense_value`` (the
-  step's interpolant) and ``locate`` (an event's time on it).
-- **Ready-made kernels**: ``dopri5_kernel``, ``fixed_step_kernel`` and ``sde_kernel`` build the
-  ensemble kernel for a right-hand side; ``eagle.ode.solve`` binds one to arrays and runs it.
+  step's interpolant) and ``locate`` (an event's time on it); ``rosenbrock23_attempt`` (one
+  linearly implicit step for stiff problems, its Jacobian by ``hawk.jacobian``).
+- **Ready-made kernels**: ``dopri5_kernel``, ``rosenbrock23_kernel``, ``fixed_step_kernel`` and
+  ``sde_kernel`` build the ensemble kernel for a right-hand side; ``eagle.ode.solve`` binds
+  one to arrays and runs it.
 
 The state ``u`` is a number or a vector (``Vec2`` ... ``Vector[64]``); ``p`` is whatever ``f``
 takes.
@@ -41,14 +43,17 @@ from .kernels import (
     dopri5_kernel,
     dopri5_start_kernel,
     fixed_step_kernel,
+    rosenbrock23_kernel,
     sde_kernel,
 )
+from .rosenbrock import rosenbrock23_attempt, rosenbrock23_control, rosenbrock23_value
 
 __all__ = [
     "euler", "rk4", "euler_maruyama", "dopri5_step", "dopri5_start", "dopri5_attempt",
     "dopri5_control", "dense_coefficients", "dense_value", "error_norm", "rms", "crossed",
     "first_crossing",
     "locate", "dopri5_kernel", "dopri5_start_kernel", "fixed_step_kernel", "sde_kernel",
+    "rosenbrock23_kernel", "rosenbrock23_attempt", "rosenbrock23_control", "rosenbrock23_value",
     "STATUS_RUNNING", "STATUS_DONE", "STATUS_EVENT", "STATUS_FAILED", "FIXED_METHODS",
     "MAX_TABLES", "C_START", "BETA", "SAFE", "FAC_MIN", "FAC_MAX",
 ]  # fmt: skip

@@ -32,8 +32,10 @@ from .dopri5 import (
 )
 from .events import first_crossing, locate
 from .fixed import euler, euler_maruyama, rk4
+from .rosenbrock import rosenbrock23_attempt, rosenbrock23_control, rosenbrock23_value
 
-__all__ = ["dopri5_kernel", "dopri5_start_kernel", "fixed_step_kernel", "sde_kernel",
+__all__ = ["dopri5_kernel", "dopri5_start_kernel", "rosenbrock23_kernel", "fixed_step_kernel",
+           "sde_kernel",
            "STATUS_RUNNING", "STATUS_DONE", "STATUS_EVENT", "STATUS_FAILED", "FIXED_METHODS",
            "MAX_TABLES"]
 
@@ -283,6 +285,81 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         terminated = status != STATUS_RUNNING
 
     return dopri5
+
+
+@functools.cache
+def rosenbrock23_kernel(f: Func, state=Vec3, params=Scalar, *, saveat: bool = False,
+                        saves_per_step: int = 4, tables: tuple = ()) -> hawk.Kernel:
+    """The adaptive Rosenbrock23 ensemble kernel of a stiff ``u' = f(u, t, p)``
+    (``hawk.ode.rosenbrock``: linearly implicit, L-stable, the Jacobian from
+    ``hawk.jacobian``). Its parameters are ``dopri5_kernel``'s without the events' and stops'
+    (``k1`` holds ``f(u, t, p)``; prepare it, and ``h``, with ``dopri5_start_kernel``);
+    ``saveat`` records from the method's own interpolant.
+
+    Args:
+        f: the right-hand side, a ``@hawk.func`` ``f(u, t, p)`` shaped as ``u``.
+        state: ``u``'s type: ``hawk.Scalar`` or a vector type.
+        params: how ``p`` is bound (as for ``dopri5_kernel``).
+        saveat: record the state at ``save_first + k * save_every`` into ``saved``.
+        saves_per_step: at most this many recorded times fall in one step.
+        tables: the dimensions of the tables the model reads (as for ``dopri5_kernel``).
+    """
+    _check_func("f", f)
+    _check_types(state, params)
+    if not (isinstance(saves_per_step, int) and 1 <= saves_per_step <= 64):
+        raise ValueError(f"saves_per_step must be an int in [1, 64], got {saves_per_step!r}")
+    has_saves = bool(saveat)
+    T0, T1, T2 = _table_types(tables)
+    model = _with_tables(f, len(tables))
+    State = state
+    counts = ("accepted", "rejected", "status", "saves")
+
+    @hawk.kernel(dtypes=dict.fromkeys(counts, "int64"))
+    def rosenbrock23(p: params, t_end: Scalar, rtol: Scalar, atol: Scalar, max_step: Scalar,
+                     save_first: Param, save_every: Param, save_count: Param,
+                     terminated: Terminated, u: Mutable[State], k1: Mutable[State],
+                     t: Mutable[Scalar], h: Mutable[Scalar], c: Mutable[Scalar],
+                     accepted: Mutable[Scalar], rejected: Mutable[Scalar],
+                     status: Mutable[Scalar], saves: Mutable[Scalar], saved: Series[State],
+                     table0: T0, table1: T1, table2: T2):
+        args = (p, table0, table1, table2)
+        h_step = hawk.minimum(hawk.minimum(h, max_step), t_end - t)
+        if has_saves:
+            last_save = saves + (saves_per_step - 1)
+            if last_save < save_count:
+                h_step = hawk.minimum(h_step, save_first + last_save * save_every - t)
+        t_new = t + h_step
+        if h_step == t_end - t:
+            t_new = t_end
+        u_new, err, s1, s2, f_new = rosenbrock23_attempt(model, u, k1, t, h_step, args)
+        ok, h_next, c_next = rosenbrock23_control(error_norm(err, u, u_new, rtol, atol), h_step,
+                                                  c)
+        if ok and h_step < h:  # a shortened step does not shrink the next one
+            h_next = hawk.maximum(h_next, h)
+        h_next = hawk.minimum(h_next, max_step)
+        if has_saves:
+            passed = 0
+            for j in range(saves_per_step):
+                t_save = save_first + (saves + j) * save_every
+                if ok and saves + j < save_count and t_save <= t_new:
+                    inside = rosenbrock23_value(u, h_step, s1, s2, (t_save - t) / h_step)
+                    saved[saves + j] = u_new if t_save == t_new else inside
+                    passed += 1
+            saves += passed
+        failed = not h_next > SMALLEST_STEP * abs(t)
+        if ok:
+            u, k1, t = u_new, f_new, t_new
+            accepted += 1
+        else:
+            rejected += 1
+        h, c = h_next, c_next
+        if t >= t_end:
+            status = STATUS_DONE
+        if failed:
+            status = STATUS_FAILED
+        terminated = status != STATUS_RUNNING
+
+    return rosenbrock23
 
 
 @functools.cache

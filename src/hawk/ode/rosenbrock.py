@@ -1,0 +1,121 @@
+"""Rosenbrock23: a linearly implicit, L-stable method of order 2 (with a third-order error
+estimate) for stiff problems, written in hawk.
+
+The method is Shampine and Reichelt's (*The MATLAB ODE Suite*, SIAM J. Sci. Comput. 18, 1997,
+section 3; MATLAB's ``ode23s``, OrdinaryDiffEq's ``Rosenbrock23``), with
+``d = 1 / (2 + sqrt(2))``, ``e32 = 6 + sqrt(2)``, ``W = I - h d J`` and ``T = df/dt``::
+
+    k1 = W \\ (F0 + h d T)                          F0 = f(u, t)
+    F1 = f(u + h k1 / 2, t + h / 2)
+    k2 = W \\ (F1 - k1) + k1
+    u_new = u + h k2                                F2 = f(u_new, t + h)
+    k3 = W \\ (F2 - e32 (k2 - F1) - 2 (k1 - F0) + h d T)
+    err = h (k1 - 2 k2 + k3) / 6
+
+The Jacobian ``J = df/du`` and ``T`` come from ``hawk.jacobian`` (forward mode, exact), the
+solves from ``hawk.solve`` (a vector state) or a division (a scalar one). ``F2`` is the next
+step's ``F0`` (first same as last). Values inside a step come from the method's own
+interpolant, ``u(t + s h) = u + h (s (1 - s) k1 + s (s - 2 d) k2) / (1 - 2 d)``.
+
+Error norm: ``hawk.ode.error_norm`` (the RMS of ``err / (atol + rtol max(|u|, |u_new|))``).
+Step-size control: an I-controller for the error's order 3, ``h_new = h * clip(SAFE *
+err**(-1/3), FAC_MIN, FAC_MAX)`` with ``SAFE = 0.9``, ``FAC_MIN = 0.2``, ``FAC_MAX = 5``, and
+no growth right after a rejected step.
+"""
+
+from __future__ import annotations
+
+import math
+
+import hawk
+
+__all__ = ["rosenbrock23_attempt", "rosenbrock23_control", "rosenbrock23_value", "D", "E32"]
+
+D = 1.0 / (2.0 + math.sqrt(2.0))
+E32 = 6.0 + math.sqrt(2.0)
+SAFE = 0.9
+FAC_MIN = 0.2
+FAC_MAX = 5.0
+
+
+@hawk.func
+def _swapped(t, u, f, p):
+    """``f`` with the time first, for ``df/dt`` by ``hawk.jacobian``."""
+    return f(u, t, p)
+
+
+@hawk.func
+def _solve(w, b):
+    """``w \\ b``: a division for a scalar state, ``hawk.solve`` for a vector one."""
+    if hawk.width(b) == 1:
+        return b / w
+    return hawk.solve(w, b)
+
+
+@hawk.func
+def _iteration_matrix(jac, h, u):
+    """``W = I - h d J`` (a number for a scalar state ``u``)."""
+    if hawk.width(u) == 1:
+        return 1.0 - (h * D) * jac
+    return hawk.identity(hawk.width(u)) - (h * D) * jac
+
+
+@hawk.func
+def rosenbrock23_attempt(f, u, f0, t, h, p):
+    """One attempted step of size ``h`` from ``u`` at ``t``, given ``f0 = f(u, t, p)``.
+
+    Returns ``(u_new, err, k1, k2, f2)``: the second-order solution at ``t + h``, the error
+    estimate (state-shaped, before scaling), the stages the interpolant needs, and
+    ``f(u_new, t + h, p)`` (the next step's ``f0``).
+
+    Args:
+        f: the right-hand side, a func ``f(u, t, p)``.
+        u: the state at ``t`` (a number or a vector).
+        f0: ``f(u, t, p)``.
+        t: the time.
+        h: the step to attempt.
+        p: the model's parameters, passed on to ``f``.
+    """
+    w = _iteration_matrix(hawk.jacobian(f, u, t, p), h, u)
+    dt_term = (h * D) * hawk.jacobian(_swapped, t, u, f, p)
+    k1 = _solve(w, f0 + dt_term)
+    f1 = f(u + (0.5 * h) * k1, t + 0.5 * h, p)
+    k2 = _solve(w, f1 - k1) + k1
+    u_new = u + h * k2
+    f2 = f(u_new, t + h, p)
+    k3 = _solve(w, f2 - E32 * (k2 - f1) - 2.0 * (k1 - f0) + dt_term)
+    err = (h / 6.0) * (k1 - 2.0 * k2 + k3)
+    return u_new, err, k1, k2, f2
+
+
+@hawk.func
+def rosenbrock23_control(err_norm, h, c):
+    """``(accepted, h_next, c_next)`` after a step of size ``h`` with error norm ``err_norm``;
+    ``c`` is negative after a rejected step (no growth then), as ``dopri5_control``'s memory.
+
+    Args:
+        err_norm: the step's ``error_norm``.
+        h: the step's size.
+        c: the controller's memory (negative after a rejection).
+    """
+    fac = hawk.minimum(FAC_MAX, hawk.maximum(FAC_MIN, SAFE * err_norm ** (-1.0 / 3.0)))
+    accepted = err_norm <= 1.0
+    if c < 0.0:
+        fac = hawk.minimum(fac, 1.0)
+    if accepted:
+        return accepted, h * fac, 1.0
+    return accepted, h * hawk.minimum(fac, 0.9), -1.0
+
+
+@hawk.func
+def rosenbrock23_value(u, h, k1, k2, theta):
+    """The interpolant at ``t + theta h`` (``theta`` in ``[0, 1]``).
+
+    Args:
+        u: the state at the step's start.
+        h: the step's size.
+        k1, k2: the step's stages (``rosenbrock23_attempt``).
+        theta: the fraction of the step.
+    """
+    scale = (h * theta) / (1.0 - 2.0 * D)
+    return u + scale * ((1.0 - theta) * k1 + (theta - 2.0 * D) * k2)

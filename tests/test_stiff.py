@@ -1,0 +1,158 @@
+"""Stiff problems (issue 29): ``method="rosenbrock23"`` of ``eagle.ode.solve``, a linearly
+implicit L-stable method whose Jacobian comes from ``hawk.jacobian``, against SciPy's ``Radau``
+at a tight tolerance on Robertson's problem and Van der Pol at mu = 1000, its order on a
+problem with a known solution, and every backend equal to the reference executor; DP5 on the
+same problem shown running out of steps, for contrast."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import eagle
+import eagle.ode
+import hawk
+from backends import target  # noqa: F401  (the fixture)
+from differential import assert_bitwise_equal, reference_run
+from hawk.ode import rosenbrock23_attempt
+
+scipy_integrate = pytest.importorskip("scipy.integrate")
+
+
+@hawk.func
+def robertson(u, t, k):
+    r1 = k[0] * u[0]
+    r2 = k[1] * u[1] * u[1]
+    r3 = k[2] * u[1] * u[2]
+    return hawk.vec3(-r1 + r3, r1 - r2 - r3, r2)
+
+
+@hawk.func
+def van_der_pol(u, t, mu):
+    return hawk.vec2(u[1], mu * (1.0 - u[0] * u[0]) * u[1] - u[0])
+
+
+@hawk.func
+def relaxation(u, t, lam):
+    """u' = lam (u - cos t) - sin t: u = cos t from u(0) = 1, stiff for lam << -1."""
+    return lam * (u - math.cos(t)) - math.sin(t)
+
+
+def _robertson_rates(n: int) -> np.ndarray:
+    rng = np.random.default_rng(29)
+    return np.stack([0.04 * rng.uniform(0.5, 2.0, n), 3e7 * rng.uniform(0.5, 2.0, n),
+                     1e4 * rng.uniform(0.5, 2.0, n)])
+
+
+def test_robertson_to_1e5_matches_radau_and_keeps_its_mass():
+    n = 40
+    k = _robertson_rates(n)
+    u0 = np.vstack([np.ones(n), np.zeros(n), np.zeros(n)])
+    rtol, atol = 1e-6, 1e-10
+    sol = eagle.ode.solve(robertson, u0, (0.0, 1e5), p=k, method="rosenbrock23", rtol=rtol,
+                          atol=atol, saveat=(0.0, 1e5, 6))
+    assert (sol.status == 1).all() and sol.accepted.max() < 2000
+    np.testing.assert_allclose(sol.u.sum(axis=0), 1.0, rtol=0, atol=1e-12)  # linear invariant
+    for i in (0, 17, 39):
+        ref = scipy_integrate.solve_ivp(
+            lambda t, y, k=k[:, i]: [-k[0] * y[0] + k[2] * y[1] * y[2],
+                                     k[0] * y[0] - k[1] * y[1] ** 2 - k[2] * y[1] * y[2],
+                                     k[1] * y[1] ** 2],
+            (0.0, 1e5), u0[:, i], method="Radau", rtol=1e-10, atol=1e-14,
+            t_eval=np.linspace(0.0, 1e5, 6))
+        scale = atol + rtol * np.abs(ref.y.T)
+        assert (np.abs(sol.saved[:, :, i] - ref.y.T) / scale).max() < 100.0
+
+
+def test_dp5_on_the_same_problem_runs_out_of_steps():
+    k = _robertson_rates(4)
+    u0 = np.vstack([np.ones(4), np.zeros(4), np.zeros(4)])
+    with pytest.warns(eagle.TruncationWarning):
+        explicit = eagle.ode.solve(robertson, u0, (0.0, 1e5), p=k, rtol=1e-6, atol=1e-10,
+                                   max_steps=20_000)
+    assert (explicit.status == 0).all() and (explicit.t < 1e3).all()
+
+
+def test_van_der_pol_at_mu_1000_over_a_cycle_matches_radau():
+    mu = np.array([1000.0, 800.0, 1200.0])
+    u0 = np.vstack([np.full(3, 2.0), np.zeros(3)])
+    sol = eagle.ode.solve(van_der_pol, u0, (0.0, 1700.0), p=mu, method="rosenbrock23",
+                          rtol=1e-6, atol=1e-8)
+    assert (sol.status == 1).all()
+    for i in range(3):
+        ref = scipy_integrate.solve_ivp(
+            lambda t, y, m=mu[i]: [y[1], m * (1 - y[0] ** 2) * y[1] - y[0]], (0.0, 1700.0),
+            u0[:, i], method="Radau", rtol=1e-10, atol=1e-12)
+        assert abs(sol.u[0, i] - ref.y[0, -1]) < 1e-3
+
+
+@hawk.kernel
+def fixed_rosenbrock(lam: hawk.Param, h: hawk.Param, t_end: hawk.Param,
+                     terminated: hawk.Terminated, u: hawk.Mutable[hawk.Scalar],
+                     f0: hawk.Mutable[hawk.Scalar], t: hawk.Mutable[hawk.Scalar]):
+    u, _, _, _, f0 = rosenbrock23_attempt(relaxation, u, f0, t, h, lam)
+    t += h
+    terminated = t >= t_end - 0.5 * h
+
+
+def test_the_global_error_falls_at_second_order():
+    """Fixed steps h on u = cos t (from u(0) = 1, to t = 4): the fitted slope of the error
+    against h is 2 within 0.5, for a mildly (lam = -1) and a strongly (lam = -50) stiff one."""
+    for lam in (-1.0, -50.0):
+        sizes = np.array([0.1, 0.05, 0.025, 0.0125])
+        errors = []
+        for h in sizes:
+            state = dict(u=np.ones(1), f0=np.array([lam * 0.0]), t=np.zeros(1))
+            eagle.until_done(eagle.deploy(fixed_rosenbrock, "cpu"), max_steps=1000, lam=lam,
+                             h=h, t_end=4.0, **state).run()
+            errors.append(abs(state["u"][0] - math.cos(state["t"][0])))
+        slope = np.polyfit(np.log(sizes), np.log(errors), 1)[0]
+        assert 1.5 < slope < 2.5, (lam, slope, errors)
+
+
+def test_a_stiff_scalar_state_follows_its_slow_manifold():
+    sol = eagle.ode.solve(relaxation, np.full(3, 2.0), (0.0, 3.0), p=np.array([-1e3, -1e5, -1e7]),
+                          method="rosenbrock23", rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(sol.u, math.cos(3.0), rtol=1e-5)
+    # 10,000 times stiffer costs less than twice the steps (an explicit method's would grow
+    # 10,000 times); the count itself is the method's at this tolerance (order 2, and the
+    # reduced order of its stiff components)
+    assert sol.accepted[2] < 2 * sol.accepted[0] and sol.accepted.max() < 3000
+
+
+def test_rosenbrock_kernels_equal_the_reference_on_every_backend(target):  # noqa: F811
+    n = 200
+    k = _robertson_rates(n)
+    kernel = hawk.ode.rosenbrock23_kernel(robertson, hawk.Vec3, hawk.Vec3, saveat=True)
+    bindings = dict(p=k, t_end=np.full(n, 10.0), rtol=1e-6, atol=1e-10, max_step=np.inf,
+                    save_first=0.0, save_every=2.0, save_count=6.0,
+                    u=np.vstack([np.ones(n), np.zeros(n), np.zeros(n)]),
+                    k1=np.vstack([-k[0], k[0], np.zeros(n)]), t=np.zeros(n),
+                    h=np.full(n, 1e-4), c=np.full(n, 1e-4),
+                    accepted=np.zeros(n, np.int64), rejected=np.zeros(n, np.int64),
+                    status=np.zeros(n, np.int64), saves=np.zeros(n, np.int64),
+                    saved=np.full((6, 3, n), np.nan))
+    expected, steps = reference_run(kernel, bindings, 2000)
+    arrays = target.put(bindings)
+    report = eagle.until_done(eagle.deploy(kernel, target.target.device), max_steps=2000,
+                              **arrays).run()
+    actual = target.get(arrays)
+    names = ("u", "t", "h", "accepted", "rejected", "status", "saved")
+    assert_bitwise_equal({k: actual[k] for k in names}, {k: expected[k] for k in names})
+    assert report.steps == steps and (actual["status"] == 1).all()
+
+
+def test_the_rosenbrock_kernel_compiles_for_the_gpu_with_nvrtc():
+    nvrtc = pytest.importorskip("eagle.cuda.nvrtc")
+    from eagle.cuda.emit import emit_cuda
+
+    kernel = hawk.ode.rosenbrock23_kernel(robertson, hawk.Vec3, hawk.Vec3, saveat=True)
+    assert nvrtc.compile_source(emit_cuda(kernel.specialize({})), "sm_90")[:4] == b"\x7fELF"
+
+
+def test_events_are_refused_with_rosenbrock23_for_now():
+    with pytest.raises(ValueError, match="event needs method='dopri5'"):
+        eagle.ode.solve(van_der_pol, np.ones((2, 2)), (0.0, 1.0), p=1.0,
+                        method="rosenbrock23", event=van_der_pol)
