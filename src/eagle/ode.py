@@ -58,6 +58,12 @@ class Solution:
             samples are done or at ``max_steps``); its arrays are the ones above.
         plan: the deployed kernel (``eagle.Plan``), to bind again without compiling.
         arrays: every array the kernel was bound to, by parameter name.
+        du_dp: with ``sensitivity="p"``, ``d u(end) / d p``: ``(k, m, n)`` for ``k`` states
+            and ``m`` parameters (a state or a parameter that is a number counts 1); else
+            None.
+        du_du0: with ``sensitivity="u0"``, ``d u(end) / d u0``: ``(k, k, n)``; else None.
+        saved_sensitivity: with a ``sensitivity`` and ``saveat``, the same at each recorded
+            time, ``(T, k, m, n)``; else None.
     """
 
     u: object
@@ -72,6 +78,9 @@ class Solution:
     runner: Runner
     plan: Plan
     arrays: dict = field(repr=False)
+    du_dp: object = None
+    du_du0: object = None
+    saved_sensitivity: object = None
 
     @property
     def done(self):
@@ -193,6 +202,46 @@ def _negated(times, name: str, which: tuple[int, ...]):
     return tuple(values)
 
 
+def _with_sensitivity(f, u0, xp, n: int, params, sensitivity, states: int, refused: dict):
+    """The augmented model, its initial state ``(u0, S(0))`` and the sensitivity's columns."""
+    if sensitivity not in ("p", "u0"):
+        raise ValueError(f"sensitivity must be 'p', 'u0' or None, got {sensitivity!r}")
+    for name, value in refused.items():
+        if value is not None:
+            raise ValueError(f"sensitivity={sensitivity!r} does not go with {name} yet")
+    if params.columns:
+        raise ValueError("sensitivity='p' takes p as numbers or a vector (not a matrix)")
+    columns = params.width if sensitivity == "p" else states
+    width = states + states * columns
+    if width > MAX_WIDTH:
+        raise ValueError(f"sensitivity={sensitivity!r}: the state and its sensitivities are "
+                         f"{states} + {states} x {columns} = {width} components, more than "
+                         f"{MAX_WIDTH}")
+    start = xp.zeros((width, n), dtype=u0.dtype)
+    start[:states] = u0.reshape(states, n)
+    if sensitivity == "u0":
+        for j in range(states):
+            start[states + j * states + j] = 1.0
+    return hawk_ode.forward_sensitivity(f, states, columns, sensitivity == "p"), start, columns
+
+
+def _split_sensitivity(u, saved, states: int, columns: int, sensitivity: str, has_saves):
+    """The state and the sensitivities out of the augmented arrays: ``(u, saved, fields)``."""
+    def split(big, lead):
+        state = big[(*lead, slice(0, states))]
+        rest = big[(*lead, slice(states, None))]
+        sens = rest.reshape(*rest.shape[:-2], columns, states, rest.shape[-1])
+        sens = sens.swapaxes(-3, -2)  # (..., k, m, n)
+        return (state[(*lead, 0)] if states == 1 else state), sens
+
+    u_state, end = split(u, ())
+    saved_state, saved_sens = split(saved, (slice(None),))
+    fields = {"du_dp" if sensitivity == "p" else "du_du0": end}
+    if has_saves:
+        fields["saved_sensitivity"] = saved_sens
+    return u_state, saved_state, fields
+
+
 def _tables(tables) -> tuple[dict, tuple[int, ...]]:
     """``tables`` as the kernels' bindings ``table0``... and their dimensions."""
     if not isinstance(tables, tuple | list) or len(tables) > hawk_ode.MAX_TABLES:
@@ -225,7 +274,7 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
           saveat=None, event: Func | None = None, on_event: Func | None = None,
           direction: int = -1,
           tstops=None, on_stop: Func | None = None, max_step=math.inf,
-          max_steps: int = 1_000_000, tables=(),
+          max_steps: int = 1_000_000, tables=(), sensitivity: str | None = None,
           threads: int | None = None, progress: bool = False) -> Solution:
     """Integrate ``u' = f(u, t, p)`` for every sample from ``t_span[0]`` to ``t_span[1]``.
 
@@ -271,6 +320,11 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         tstops: ``(first, every)``: steps land exactly on ``first + k * every`` (``"dopri5"``).
         on_stop: a ``@hawk.func`` ``(u, t, p) -> u`` applied at each of those times.
         max_steps: the most steps (attempted, for ``"dopri5"``) a sample takes.
+        sensitivity: ``"p"`` for ``Solution.du_dp`` (the derivatives of the end state in each
+            of ``p``'s components), ``"u0"`` for ``Solution.du_du0``, by forward sensitivity:
+            the tangent system is integrated with the state (``hawk.ode.sensitivity``), under
+            the same error control; ``k + k * m`` components at most 64; no events, stops,
+            tables or noise with it.
         tables: up to three read-only arrays (1 to 3 dimensions each, NumPy or on the device of
             ``u0``) shared by every sample, passed to ``f`` (and ``event``, ``on_event``,
             ``on_stop``, ``noise``) after ``p``: ``f(u, t, p, table0, table1)``, read there
@@ -315,6 +369,14 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         tstops = _negated(tstops, "tstops", (0, 1))
     p, params = _params(p, xp, n, dtype)
     tables, table_dims = _tables(tables)
+    states = u0.shape[0] if u0.ndim == 2 else 1
+    columns = 0
+    if sensitivity is not None:
+        f, u0, columns = _with_sensitivity(f, u0, xp, n, params, sensitivity, states,
+                                           dict(event=event, on_event=on_event, tstops=tstops,
+                                                on_stop=on_stop, noise=noise,
+                                                tables=tables or None))
+        state = hawk.Vector[u0.shape[0]]
     if not (isinstance(max_steps, int) and max_steps >= 1):
         raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")
     adaptive = method in ADAPTIVE
@@ -434,6 +496,10 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
     ts = None
     if saveat is not None:
         ts = save_first + xp.arange(save_count) * save_every
+    sensitivities = {}
+    if sensitivity is not None:
+        u, saved, sensitivities = _split_sensitivity(u, saved, states, columns, sensitivity,
+                                                     saveat is not None)
     if column:
         u, saved = u[None], saved[:, None]
     if backward:
@@ -441,4 +507,4 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         ts = None if ts is None else -ts
     return Solution(u=u, t=t, status=status, accepted=accepted, rejected=rejected,
                     events=events, saved=saved if saveat is not None else None, ts=ts,
-                    report=report, runner=runner, plan=plan, arrays=arrays)
+                    report=report, runner=runner, plan=plan, arrays=arrays, **sensitivities)

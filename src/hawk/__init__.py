@@ -39,6 +39,7 @@ from .inline import Func, func
 from .ir import DType, Program, Role
 from .kernel import Kernel, ProgramKernel, kernel
 from .matrices import (
+    concat,
     det,
     identity,
     inverse,
@@ -81,7 +82,8 @@ __all__ = [
     "Scalar", "Param", "Mutable", "Terminated", "Vec2", "Vec3", "Vec4", "Vector", "Matrix",
     "Out", "Series", "Table", "interp", "interp_grid", "vec2", "vec3", "vec4", "vector", "dot",
     "length", "cross", "normalize", "maximum", "minimum", "total", "width", "matrix", "zeros",
-    "identity", "outer", "transpose", "matmul", "trace", "det", "inverse", "solve", "jvp",
+    "identity", "outer", "transpose", "matmul", "trace", "det", "inverse", "solve", "concat",
+    "jvp",
     "jacobian", "func", "Func",
     "uniform", "normal", "exponential", "randint", "sample_index", "step",
     "Program", "DType", "Role", "ir", "passes", "reference",

@@ -543,7 +543,29 @@ class Lowering:
         if base.is_matrix and self.is_row_index(node):  # m[i]: row i
             i, columns = self.row_index(node, base), base.shape[1]
             return V(base.comps[i * columns:(i + 1) * columns])
+        if isinstance(node.slice, ast.Slice) and not base.is_matrix:
+            return self.vector_slice(base, node)
         return base.comps[self.component_index(node, base)]
+
+    def vector_slice(self, vector: V, node: ast.Subscript):
+        """``v[a:b]``: the components ``a`` to ``b - 1`` (compile-time ints, as Python's
+        slice; no step), a vector, or a number when one component is left."""
+        part = node.slice
+        if part.step is not None:
+            raise self.error(f"a slice of a {vector.type_name} takes no step: `v[a:b]`", node)
+        bounds = []
+        for bound in (part.lower, part.upper):
+            value = None if bound is None else self.expr(bound)
+            if value is not None and not (isinstance(value, Lit) and type(value.value) is int):
+                raise self.error(f"the bounds of a slice of a {vector.type_name} are "
+                                 f"compile-time ints (literals, global ints, loop indices), not "
+                                 f"{describe(value)}", node)
+            bounds.append(None if value is None else value.value)
+        comps = vector.comps[bounds[0]:bounds[1]]
+        if not comps:
+            raise self.error(f"`{ast.unparse(node)}` takes no component of a "
+                             f"{vector.type_name}", node)
+        return comps[0] if len(comps) == 1 else V(comps)
 
     @staticmethod
     def is_row_index(node: ast.Attribute | ast.Subscript) -> bool:
@@ -584,7 +606,7 @@ class Lowering:
                 raise self.error(f"a {kind} has components {listing}, not .{node.attr}", node)
             return _COMPONENTS[node.attr]
         if isinstance(node.slice, ast.Slice):
-            raise self.error(f"slicing a {kind} is not supported; use its components "
+            raise self.error(f"slicing a {kind} is not supported here; use its components "
                              f"{', '.join('.' + c for c in names)} or a constant index", node)
         return self.constant_index(node.slice, width, f"a {kind}", node)
 

@@ -16,7 +16,7 @@ from . import linalg
 from .ir import MAX_MATRIX_SIDE
 
 __all__ = ["matrix", "zeros", "identity", "outer", "transpose", "matmul", "trace", "det",
-           "inverse", "solve"]
+           "inverse", "solve", "concat"]
 
 
 def _rows(a, what: str) -> list[list]:
@@ -178,3 +178,15 @@ def solve(a, b):
         raise ValueError(f"solve() needs b of {len(rows)} rows, got {len(right)}")
     x = linalg.solve(linalg.NUMPY, rows, right)
     return np.stack(np.broadcast_arrays(*[r[0] for r in x])) if vector else _stack(x)
+
+
+def concat(*values):
+    """In a kernel body: the components of numbers, vectors and matrices (row by row), in
+    order, as one vector (a number if there is one component): ``hawk.concat(u, s)``, with
+    ``u[a:b]`` (a slice with compile-time bounds) its inverse.
+
+    Args:
+        values: 1 to 64 numbers, vectors or matrices.
+    """
+    raise TypeError("hawk.concat() is understood inside a @hawk.kernel body (or a @hawk.func) "
+                    "only: outside one, np.concatenate the component axes you mean")

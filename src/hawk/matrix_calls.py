@@ -17,7 +17,7 @@ __all__ = ["Ops", "lower_call", "matmul", "matrix_value", "ARITY"]
 #: how many arguments each helper takes
 ARITY = {"matrix": range(1, MAX_MATRIX_SIDE + 1), "zeros": (1, 2), "identity": (1,),
          "outer": (2,), "transpose": (1,), "matmul": (2,), "trace": (1,), "det": (1,),
-         "inverse": (1,), "solve": (2,)}  # fmt: skip
+         "inverse": (1,), "solve": (2,), "concat": range(1, 65)}  # fmt: skip
 
 
 class Ops(linalg.Arithmetic):
@@ -136,6 +136,23 @@ def _row(lowering, value, name: str, node: ast.AST) -> list:
                          node)
 
 
+def _concat(lowering, args: list, node: ast.AST):
+    """``hawk.concat(a, b, ...)``: the components of numbers, vectors and matrices (row by
+    row) in order, as one vector of their common float type (a number if there is one)."""
+    comps = []
+    for value in args:
+        if isinstance(value, V):
+            comps += value.comps
+        elif isinstance(value, S | Lit):
+            comps.append(lowering.number(value, "hawk.concat()", node))
+        else:
+            raise lowering.error(f"hawk.concat() takes numbers, vectors and matrices, not "
+                                 f"{lowering.describe(value)}", node)
+    dtype = lowering.vector_dtype(comps)
+    comps = [lowering.cast(c, dtype) for c in comps]
+    return comps[0] if len(comps) == 1 else V(tuple(comps))
+
+
 def lower_call(lowering, name: str, args: list, node: ast.AST):
     """Lower ``hawk.<name>(*args)``; ``args`` are values (a tuple for a tuple literal)."""
     if len(args) not in ARITY[name]:
@@ -143,6 +160,8 @@ def lower_call(lowering, name: str, args: list, node: ast.AST):
                   else " or ".join(map(str, ARITY[name])))
         raise lowering.error(f"hawk.{name}() takes {counts} argument(s), got {len(args)}", node)
     ops = Ops(lowering, node)
+    if name == "concat":
+        return _concat(lowering, args, node)
     if name == "matrix":
         rows = [_row(lowering, a, name, node) for a in args]
         if len({len(r) for r in rows}) != 1 or len(rows[0]) > MAX_MATRIX_SIDE \

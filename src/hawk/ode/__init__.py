@@ -47,6 +47,7 @@ from .kernels import (
     sde_kernel,
 )
 from .rosenbrock import rosenbrock23_attempt, rosenbrock23_control, rosenbrock23_value
+from .sensitivity import forward_sensitivity
 
 __all__ = [
     "euler", "rk4", "euler_maruyama", "dopri5_step", "dopri5_start", "dopri5_attempt",
@@ -54,6 +55,7 @@ __all__ = [
     "first_crossing",
     "locate", "dopri5_kernel", "dopri5_start_kernel", "fixed_step_kernel", "sde_kernel",
     "rosenbrock23_kernel", "rosenbrock23_attempt", "rosenbrock23_control", "rosenbrock23_value",
+    "forward_sensitivity",
     "STATUS_RUNNING", "STATUS_DONE", "STATUS_EVENT", "STATUS_FAILED", "FIXED_METHODS",
     "MAX_TABLES", "C_START", "BETA", "SAFE", "FAC_MIN", "FAC_MAX",
 ]  # fmt: skip
