@@ -41,7 +41,7 @@ def crossed(g_old, g_new, direction):
 
 
 @hawk.func
-def first_crossing(g, u, t, h, q, p, g_old, g_new, direction, samples):
+def first_crossing(g, u, t, h, q, p, g_old, g_new, direction, samples, value=dense_value):
     """The first of ``samples`` equal parts of a step (a compile-time int) in which ``g``, on
     the interpolant, crosses zero in ``direction``: ``(hit, sign, lo, hi, f_lo, f_hi)``, the
     part's ends as fractions of the step and ``sign * g`` there (``f_lo > 0 >= f_hi`` when
@@ -57,6 +57,8 @@ def first_crossing(g, u, t, h, q, p, g_old, g_new, direction, samples):
         g_old, g_new: ``g`` at the step's ends.
         direction: ``-1``, ``0`` or ``1`` (see ``crossed``).
         samples: the number of parts, a compile-time int.
+        value: the method's interpolant ``value(u, h, q, theta)`` (default: Dormand-Prince's
+            ``dense_value``).
     """
     hit, sign, lo, hi, f_lo, f_hi = False, 1.0, 0.0, 1.0, 1.0, -1.0
     g_a = g_old
@@ -65,7 +67,7 @@ def first_crossing(g, u, t, h, q, p, g_old, g_new, direction, samples):
         if j + 1 == samples:
             g_b = g_new
         else:
-            g_b = g(dense_value(u, h, q, theta), t + theta * h, p)
+            g_b = g(value(u, h, q, theta), t + theta * h, p)
         here, s = crossed(g_a, g_b, direction)
         if here and not hit:
             hit, sign, lo, hi, f_lo, f_hi = True, s, j / samples, theta, s * g_a, s * g_b
@@ -74,7 +76,7 @@ def first_crossing(g, u, t, h, q, p, g_old, g_new, direction, samples):
 
 
 @hawk.func
-def locate(g, u, t, h, q, p, sign, lo, hi, f_lo, f_hi, tol, iterations):
+def locate(g, u, t, h, q, p, sign, lo, hi, f_lo, f_hi, tol, iterations, value=dense_value):
     """The ``theta`` in ``(lo, hi]`` where ``sign * g`` on the interpolant ``dense_value(u, h,
     q, theta)`` first reaches zero or below, to ``tol`` in time, given its values ``f_lo > 0``
     at ``lo`` and ``f_hi <= 0`` at ``hi`` (both already multiplied by ``sign``). At most
@@ -90,13 +92,14 @@ def locate(g, u, t, h, q, p, sign, lo, hi, f_lo, f_hi, tol, iterations):
         f_lo, f_hi: ``sign * g`` at ``lo`` (positive) and ``hi`` (zero or below).
         tol: the tolerance in time.
         iterations: the most evaluations, a compile-time int.
+        value: the method's interpolant (as for ``first_crossing``).
     """
     side = 0.0
     for _ in range(iterations):
         active = (hi - lo) * h > tol and f_hi < 0.0
         theta = hi - f_hi * (hi - lo) / (f_hi - f_lo)
         theta = hawk.minimum(hawk.maximum(theta, lo), hi)
-        f_mid = sign * g(dense_value(u, h, q, theta), t + theta * h, p)
+        f_mid = sign * g(value(u, h, q, theta), t + theta * h, p)
         if active and f_mid > 0.0:
             f_hi = 0.5 * f_hi if side > 0.0 else f_hi
             lo, f_lo, side = theta, f_mid, 1.0

@@ -33,6 +33,7 @@ from .dopri5 import (
 from .events import first_crossing, locate
 from .fixed import euler, euler_maruyama, rk4
 from .rosenbrock import rosenbrock23_attempt, rosenbrock23_control, rosenbrock23_value
+from .tsit5 import tsit5_attempt, tsit5_value
 
 __all__ = ["dopri5_kernel", "dopri5_start_kernel", "rosenbrock23_kernel", "fixed_step_kernel",
            "sde_kernel",
@@ -50,6 +51,19 @@ SMALLEST_STEP = 10 * 2.0**-52
 _COUNTS = ("accepted", "rejected", "status", "events", "stops", "saves")
 #: the most tables a model reads: the kernels' ``table0``, ``table1``, ``table2``
 MAX_TABLES = 3
+
+
+@hawk.func
+def _dopri5(f, u, k1, t, h, p):
+    """Dormand-Prince's step as the adaptive kernel takes a method's: ``(u_new, err, q,
+    k_next)``, ``q`` the interpolant's coefficients."""
+    u_new, err, k2, k3, k4, k5, k6, k7 = dopri5_attempt(f, u, k1, t, h, p)
+    return u_new, err, dense_coefficients(k1, k3, k4, k5, k6, k7), k7
+
+
+#: the explicit adaptive methods ``dopri5_kernel`` runs: their step and their interpolant
+#: (both pairs of order 5(4): one controller, one initial step)
+EXPLICIT_METHODS = {"dopri5": (_dopri5, dense_value), "tsit5": (tsit5_attempt, tsit5_value)}
 
 
 @hawk.func
@@ -123,8 +137,10 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                   on_event: Func | None = None, direction: int = -1, event_tol: float = 1e-12,
                   event_iterations: int = 12, event_samples: int = 4, tstops: bool = False,
                   on_stop: Func | None = None, saveat: bool = False,
-                  saves_per_step: int = 4, tables: tuple = ()) -> hawk.Kernel:
-    """The adaptive Dormand-Prince 5(4) ensemble kernel of ``u' = f(u, t, p)``.
+                  saves_per_step: int = 4, tables: tuple = (),
+                  method: str = "dopri5") -> hawk.Kernel:
+    """The adaptive Dormand-Prince 5(4) ensemble kernel of ``u' = f(u, t, p)`` (or with
+    ``method="tsit5"``, Tsitouras's 5(4) pair with the same controller, events and saveat).
 
     Args:
         f: the right-hand side, a ``@hawk.func`` ``f(u, t, p)`` returning ``du/dt`` shaped as
@@ -154,6 +170,7 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             interpolant (fourth order).
         saves_per_step: at most this many recorded times fall in one step (a step is shortened
             to end at the last of them): each costs an interpolation per step.
+        method: ``"dopri5"`` or ``"tsit5"`` (``EXPLICIT_METHODS``).
         tables: the dimensions of the tables the model reads, at most ``MAX_TABLES``: then
             ``f``, ``event``, ``on_event`` and ``on_stop`` take them after ``p``
             (``f(u, t, p, table0, table1)``), bound as ``table0``, ``table1``... (the unread
@@ -187,6 +204,10 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         raise ValueError(f"event_tol must be a positive time, got {event_tol!r}")
     if not (isinstance(saves_per_step, int) and 1 <= saves_per_step <= 64):
         raise ValueError(f"saves_per_step must be an int in [1, 64], got {saves_per_step!r}")
+    if method not in EXPLICIT_METHODS:
+        raise ValueError(f"method must be one of {', '.join(map(repr, EXPLICIT_METHODS))}, "
+                         f"got {method!r}")
+    attempt, value = EXPLICIT_METHODS[method]
     has_saves = bool(saveat)
     has_event = event is not None
     ends_at_event = on_event is None
@@ -227,24 +248,22 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                 t_new = t_stop
         if h_step == t_end - t:
             t_new = t_end
-        u_new, err, k2, k3, k4, k5, k6, k7 = dopri5_attempt(model, u, k1, t, h_step, args)
+        u_new, err, q, k_next = attempt(model, u, k1, t, h_step, args)
         ok, h_next, c_next = dopri5_control(error_norm(err, u, u_new, rtol, atol), h_step, c)
         if ok and h_step < h:  # a shortened step does not shrink the next one
             h_next = hawk.maximum(h_next, h)
         h_next = hawk.minimum(h_next, max_step)
-        q = dense_coefficients(k1, k3, k4, k5, k6, k7)
         hit = False
         t_reached = t_new
         if has_event:
             hit, sign, lo, hi, f_lo, f_hi = first_crossing(
                 event, u, t, h_step, q, args, event(u, t, args), event(u_new, t_new, args),
-                direction,
-                event_samples)
+                direction, event_samples, value)
             hit = hit and ok
             theta = locate(event, u, t, h_step, q, args, sign, lo, hi, f_lo, f_hi, event_tol,
-                           event_iterations)
+                           event_iterations, value)
             t_event = t + theta * h_step
-            u_event = dense_value(u, h_step, q, theta)
+            u_event = value(u, h_step, q, theta)
             if hit:
                 t_reached = t_event
         if has_saves:  # the recorded times this step passed, up to where it ended
@@ -252,7 +271,7 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             for j in range(saves_per_step):
                 t_save = save_first + (saves + j) * save_every
                 if ok and saves + j < save_count and t_save <= t_reached:
-                    inside = dense_value(u, h_step, q, (t_save - t) / h_step)
+                    inside = value(u, h_step, q, (t_save - t) / h_step)
                     saved[saves + j] = u_new if t_save == t_new else inside
                     passed += 1
             saves += passed
@@ -267,7 +286,7 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                 t = t_event
                 k1 = model(u, t, args)
         elif ok:
-            u, k1, t = u_new, k7, t_new
+            u, k1, t = u_new, k_next, t_new
             if at_stop:
                 stops += 1
                 if kicks_at_stop:
