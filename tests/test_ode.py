@@ -579,3 +579,62 @@ def test_a_shared_value_the_body_never_reads_needs_no_binding():
     with pytest.raises(eagle.BindingTypeError, match="missing a binding for 'dt'"):
         eagle.until_done(eagle.deploy(kernel, "cpu"), max_steps=10, p=np.ones(n), t_end=0.5,
                          **state)
+
+
+@hawk.func
+def _unit_oscillator(u, t, p):
+    return hawk.vec2(u.y, -u.x)
+
+
+@hawk.func
+def _two_events(u, t, p):
+    """Two event functions at once: x = 0, and v = p."""
+    return hawk.vec2(u.x, u.y - p)
+
+
+@pytest.mark.parametrize("method", ["dopri5", "tsit5"])
+def test_several_events_are_recorded_as_scipy_records_them(method):
+    """SciPy's events=[g1, g2] with their directions, none terminal: the same times, each
+    component's in order, and the states there; then the second made terminal ends each
+    sample at its first crossing, recorded too."""
+    from scipy.integrate import solve_ivp
+
+    u0 = np.array([[1.0, 2.0], [0.0, 0.0]])
+    options = dict(p=0.5, method=method, rtol=1e-10, atol=1e-12, event=_two_events,
+                   direction=(0, 1))
+    sol = eagle.ode.solve(_unit_oscillator, u0, (0.0, 10.0), terminal=(False, False),
+                          record_events=12, **options)
+    assert (sol.status == 1).all() and sol.t_events.shape == (12, 2)
+    for i in range(2):
+        g1 = lambda t, y: y[0]  # noqa: E731
+        g2 = lambda t, y: y[1] - 0.5  # noqa: E731
+        g2.direction = 1
+        ref = solve_ivp(lambda t, y: [y[1], -y[0]], (0.0, 10.0), u0[:, i], method="DOP853",
+                        rtol=1e-12, atol=1e-12, events=[g1, g2])
+        count = sum(len(e) for e in ref.t_events)
+        assert sol.events[i] == count
+        for which in (0, 1):
+            mine = np.sort(sol.t_events[:count, i][sol.which_events[:count, i] == which])
+            np.testing.assert_allclose(mine, ref.t_events[which], rtol=1e-8)
+        times = sol.t_events[:count, i]
+        np.testing.assert_allclose(sol.u_events[:count, 0, i],
+                                   u0[0, i] * np.cos(times), atol=1e-8)
+        assert np.isnan(sol.t_events[count:, i]).all() and (sol.which_events[count:, i] == -1).all()
+    ended = eagle.ode.solve(_unit_oscillator, u0, (0.0, 10.0), terminal=(False, True),
+                            record_events=4, **options)
+    first = 7 * math.pi / 6  # -sin t = 0.5 rising, for both amplitudes above 0.5
+    np.testing.assert_allclose(ended.t[0], first, rtol=1e-9)
+    assert ended.status[0] == 2 and ended.which_events[ended.events[0] - 1, 0] == 1
+    np.testing.assert_allclose(ended.t[1], math.pi + math.asin(0.25), rtol=1e-9)
+
+
+def test_several_events_are_refused_where_they_cannot_work():
+    u0 = np.array([[1.0], [0.0]])
+    with pytest.raises(ValueError, match="on_event takes one event that is not terminal"):
+        eagle.ode.solve(_unit_oscillator, u0, (0.0, 1.0), p=0.5, event=_two_events,
+                        on_event=_unit_oscillator, record_events=2)
+    with pytest.raises(ValueError, match="need an event"):
+        eagle.ode.solve(_unit_oscillator, u0, (0.0, 1.0), p=0.5, record_events=2)
+    with pytest.raises(ValueError, match=r"direction must be one of \(-1, 0, 1\) or a tuple"):
+        eagle.ode.solve(_unit_oscillator, u0, (0.0, 1.0), p=0.5, event=_two_events,
+                        direction=(2, 0))

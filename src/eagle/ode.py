@@ -64,6 +64,9 @@ class Solution:
         du_du0: with ``sensitivity="u0"``, ``d u(end) / d u0``: ``(k, k, n)``; else None.
         saved_sensitivity: with a ``sensitivity`` and ``saveat``, the same at each recorded
             time, ``(T, k, m, n)``; else None.
+        t_events, u_events, which_events: with ``record_events=K``, each sample's first ``K``
+            events: their times ``(K, n)``, states ``(K, ...)`` and event components
+            ``(K, n)`` (NaN and -1 in unused rows; ``events`` counts them all); else None.
     """
 
     u: object
@@ -81,6 +84,9 @@ class Solution:
     du_dp: object = None
     du_du0: object = None
     saved_sensitivity: object = None
+    t_events: object = None
+    u_events: object = None
+    which_events: object = None
 
     @property
     def done(self):
@@ -272,7 +278,7 @@ def _finite_pair(name: str, value) -> tuple[float, float]:
 def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol=1e-6,
           dt=None, noise: Func | None = None, seed: int | None = None,
           saveat=None, event: Func | None = None, on_event: Func | None = None,
-          direction: int = -1,
+          direction=-1, terminal=None, record_events: int = 0,
           tstops=None, on_stop: Func | None = None, max_step=math.inf,
           max_steps: int = 1_000_000, tables=(), sensitivity: str | None = None,
           threads: int | None = None, progress: bool = False) -> Solution:
@@ -318,7 +324,14 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
             event (``"dopri5"`` only): it ends the sample there, or calls ``on_event``.
         on_event: a ``@hawk.func`` ``(u, t, p) -> u`` applied at each event (a bounce).
         direction: ``-1`` (default) events where ``g`` falls through zero, ``1`` rising, ``0``
-            both.
+            both; a tuple gives each component of a vector-valued ``event`` its own.
+        terminal: whether an event ends the sample: a bool, or a tuple of them for the
+            components of a vector-valued ``event`` (up to 16: several event functions at
+            once, SciPy's ``events=[...]`` with their ``.terminal``). Default: the event is
+            terminal unless ``on_event`` is given.
+        record_events: record each sample's first ``record_events`` events (terminal or not)
+            into ``Solution.t_events``, ``u_events`` and ``which_events`` (SciPy's
+            ``t_events``/``y_events``).
         tstops: ``(first, every)``: steps land exactly on ``first + k * every`` (``"dopri5"``).
         on_stop: a ``@hawk.func`` ``(u, t, p) -> u`` applied at each of those times.
         max_steps: the most steps (attempted, for ``"dopri5"``) a sample takes.
@@ -366,7 +379,8 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         t, t_end = -t, -t_end
         f, event, on_event, on_stop = (_in_reversed_time(g, negate=g is f) if g is not None
                                        else None for g in (f, event, on_event, on_stop))
-        direction = -direction
+        direction = tuple(-d for d in direction) if isinstance(direction, tuple) \
+            else -direction
         saveat = _negated(saveat, "saveat", (0, 1))
         tstops = _negated(tstops, "tstops", (0, 1))
     p, params = _params(p, xp, n, dtype)
@@ -376,6 +390,7 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
     if sensitivity is not None:
         f, u0, columns = _with_sensitivity(f, u0, xp, n, params, sensitivity, states,
                                            dict(event=event, on_event=on_event, tstops=tstops,
+                                                terminal=terminal,
                                                 on_stop=on_stop, noise=noise,
                                                 tables=tables or None))
         state = hawk.Vector[u0.shape[0]]
@@ -403,6 +418,13 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
     elif dt is not None:
         raise ValueError(f"dt is for the fixed-step methods; method={method!r} chooses its steps "
                          "from rtol and atol")
+    if not (isinstance(record_events, int | np.integer) and record_events >= 0):
+        raise ValueError(f"record_events must be an int >= 0 (the events kept per sample), "
+                         f"got {record_events!r}")
+    if (terminal is not None or record_events) and event is None:
+        raise ValueError("terminal= and record_events= need an event: pass event=g")
+    if method == "rosenbrock23" and (terminal is not None or record_events):
+        raise ValueError("terminal= and record_events= need method='dopri5' or 'tsit5'")
     if (method == "euler_maruyama") != (noise is not None):
         raise ValueError("noise (the SDE's diffusion g(u, t, p)) goes with "
                          "method='euler_maruyama', and that method needs it")
@@ -456,7 +478,14 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
             kernel = hawk_ode.dopri5_kernel(f, state, params, event=event, on_event=on_event,
                                             direction=direction, tstops=tstops is not None,
                                             on_stop=on_stop, saveat=saveat is not None,
-                                            tables=table_dims, method=method)
+                                            tables=table_dims, method=method,
+                                            terminal=terminal,
+                                            record_events=record_events > 0)
+            if record_events > 0:
+                arrays.update(t_events=xp.full((record_events, n), np.nan, dtype=dtype),
+                              u_events=xp.full((record_events, *u.shape), np.nan,
+                                               dtype=dtype),
+                              which_events=xp.full((record_events, n), -1, dtype=np.int64))
             first_stop = xp.maximum(xp.ceil((t - stop_first) / stop_every), 0).astype(np.int64)
             arrays.update(stop_first=stop_first, stop_every=stop_every, events=zeros(),
                           stops=first_stop)
@@ -506,9 +535,14 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                                                      saveat is not None)
     if column:
         u, saved = u[None], saved[:, None]
+    recorded = {}
+    if record_events and adaptive:
+        recorded = dict(t_events=-arrays["t_events"] if backward else arrays["t_events"],
+                        u_events=arrays["u_events"], which_events=arrays["which_events"])
     if backward:
         t = -t
         ts = None if ts is None else -ts
     return Solution(u=u, t=t, status=status, accepted=accepted, rejected=rejected,
                     events=events, saved=saved if saveat is not None else None, ts=ts,
-                    report=report, runner=runner, plan=plan, arrays=arrays, **sensitivities)
+                    report=report, runner=runner, plan=plan, arrays=arrays, **sensitivities,
+                    **recorded)

@@ -706,6 +706,9 @@ class Lowering:
         word = "and" if isinstance(node.op, ast.And) else "or"
         kind = OpKind.AND if word == "and" else OpKind.OR
         values = [self.boolean(self.expr(v), word, v) for v in node.values]
+        if all(isinstance(v, Lit) for v in values):  # known when compiling (feature flags)
+            return Lit(all(v.value for v in values) if word == "and"
+                       else any(v.value for v in values))
         result = self.cast(values[0], DType.BOOL)
         for v in values[1:]:
             result = self.emit(kind, DType.BOOL, (result.id, self.cast(v, DType.BOOL).id))

@@ -51,6 +51,8 @@ SMALLEST_STEP = 10 * 2.0**-52
 _COUNTS = ("accepted", "rejected", "status", "events", "stops", "saves")
 #: the most tables a model reads: the kernels' ``table0``, ``table1``, ``table2``
 MAX_TABLES = 3
+#: the most components a vector-valued event has (each with its direction and terminal flag)
+MAX_EVENTS = 16
 
 
 @hawk.func
@@ -125,6 +127,37 @@ def _with_tables(g: Func, count: int) -> Func:
     return model
 
 
+@functools.cache
+def _component_event(event: Func) -> Func:
+    """Component ``pick[1]`` (a compile-time int) of the event ``event(u, t, pick[0])``: one
+    of a vector-valued event's functions, as ``first_crossing`` and ``locate`` take one."""
+    @hawk.func
+    def component(u, t, pick):
+        g = event(u, t, pick[0])
+        if hawk.width(g) == 1:
+            return g
+        return g[pick[1]]
+
+    return component
+
+
+def _event_codes(direction, terminal) -> tuple[int, int]:
+    """Per-component directions and terminal flags as two compile-time ints (base 3 and base
+    2 digits, component 0 first), so a kernel body reads component ``i``'s with integer
+    arithmetic that folds when it is compiled; one value given stands for every component."""
+    directions = direction if isinstance(direction, tuple) else (direction,) * MAX_EVENTS
+    terminals = terminal if isinstance(terminal, tuple) else (terminal,) * MAX_EVENTS
+    for name, values, allowed in (("direction", directions, (-1, 0, 1)),
+                                  ("terminal", terminals, (True, False))):
+        if not 1 <= len(values) <= MAX_EVENTS or any(
+                v not in allowed or type(v) not in (int, bool) for v in values):
+            raise ValueError(f"{name} must be one of {allowed} or a tuple of 1 to "
+                             f"{MAX_EVENTS} of them (one per event component), got "
+                             f"{direction if name == 'direction' else terminal!r}")
+    return (sum((d + 1) * 3**i for i, d in enumerate(directions)),
+            sum(int(bool(v)) << i for i, v in enumerate(terminals)))
+
+
 def _check_func(name: str, value, required: bool = True) -> None:
     if value is None and not required:
         return
@@ -138,7 +171,8 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                   event_iterations: int = 12, event_samples: int = 4, tstops: bool = False,
                   on_stop: Func | None = None, saveat: bool = False,
                   saves_per_step: int = 4, tables: tuple = (),
-                  method: str = "dopri5") -> hawk.Kernel:
+                  method: str = "dopri5", terminal=None, record_events: bool = False,
+                  ) -> hawk.Kernel:
     """The adaptive Dormand-Prince 5(4) ensemble kernel of ``u' = f(u, t, p)`` (or with
     ``method="tsit5"``, Tsitouras's 5(4) pair with the same controller, events and saveat).
 
@@ -171,6 +205,16 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         saves_per_step: at most this many recorded times fall in one step (a step is shortened
             to end at the last of them): each costs an interpolation per step.
         method: ``"dopri5"`` or ``"tsit5"`` (``EXPLICIT_METHODS``).
+        terminal: None (default: the event ends the sample unless ``on_event`` is given), or
+            a bool or a tuple of bools, one per component of a vector-valued ``event`` (up
+            to ``MAX_EVENTS``; ``direction`` may then be a tuple too): a terminal
+            component's crossing ends the sample, the others' are only recorded. The
+            earliest terminal crossing of a step ends it; with ``on_event`` this is not
+            available.
+        record_events: record every event (terminal or not) into the ``Series``
+            ``t_events``, ``u_events`` and ``which_events`` (the component), row ``events``,
+            in time order across steps (within one step, in the components' order), up to
+            their rows; else those three are not read (no binding needed).
         tables: the dimensions of the tables the model reads, at most ``MAX_TABLES``: then
             ``f``, ``event``, ``on_event`` and ``on_stop`` take them after ``p``
             (``f(u, t, p, table0, table1)``), bound as ``table0``, ``table1``... (the unread
@@ -194,8 +238,16 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
     _check_func("on_stop", on_stop, required=False)
     if on_event is not None and event is None:
         raise TypeError("on_event needs an event: pass event=g, the func whose zero it is")
-    if direction not in (-1, 0, 1):
+    multi = terminal is not None or bool(record_events) or isinstance(direction, tuple)
+    if multi and on_event is not None:
+        raise ValueError("on_event takes one event that is not terminal; terminal=, "
+                         "record_events= and per-component directions go without it")
+    if multi and event is None:
+        raise TypeError("terminal=, record_events= and per-component directions need an "
+                        "event: pass event=g")
+    if not multi and direction not in (-1, 0, 1):
         raise ValueError(f"direction must be -1, 0 or 1, got {direction!r}")
+    directions, terminals = _event_codes(direction, True if terminal is None else terminal)
     if not (isinstance(event_iterations, int) and 1 <= event_iterations <= 64):
         raise ValueError(f"event_iterations must be an int in [1, 64], got {event_iterations!r}")
     if not (isinstance(event_samples, int) and 1 <= event_samples <= 64):
@@ -219,16 +271,20 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
     event = _with_tables(event, count) if event is not None else _never
     on_event = _with_tables(on_event, count) if on_event is not None else _unchanged
     on_stop = _with_tables(on_stop, count) if on_stop is not None else _unchanged
+    picked = _component_event(event)
+    records = bool(record_events)
     State = state
+    TimeRows, StateRows = (Series[Scalar], Series[State]) if records else (Param, Param)
 
-    @hawk.kernel(dtypes=dict.fromkeys(_COUNTS, "int64"))
+    @hawk.kernel(dtypes={**dict.fromkeys(_COUNTS, "int64"), "which_events": "int64"})
     def dopri5(p: params, t_end: Scalar, rtol: Scalar, atol: Scalar, max_step: Scalar,
                stop_first: Param, stop_every: Param, save_first: Param, save_every: Param,
                save_count: Param, terminated: Terminated, u: Mutable[State],
                k1: Mutable[State], t: Mutable[Scalar], h: Mutable[Scalar], c: Mutable[Scalar],
                accepted: Mutable[Scalar], rejected: Mutable[Scalar], status: Mutable[Scalar],
                events: Mutable[Scalar], stops: Mutable[Scalar], saves: Mutable[Scalar],
-               saved: Series[State], table0: T0, table1: T1, table2: T2):
+               saved: Series[State], table0: T0, table1: T1, table2: T2,
+               t_events: TimeRows, u_events: StateRows, which_events: TimeRows):
         args = (p, table0, table1, table2)  # what the model's funcs take after (u, t)
         # the step: h, or shorter to end on t_end, on the next stop, or on the last recorded
         # time it may pass
@@ -255,13 +311,36 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         h_next = hawk.minimum(h_next, max_step)
         hit = False
         t_reached = t_new
-        if has_event:
+        if has_event and not multi:
             hit, sign, lo, hi, f_lo, f_hi = first_crossing(
                 event, u, t, h_step, q, args, event(u, t, args), event(u_new, t_new, args),
                 direction, event_samples, value)
             hit = hit and ok
             theta = locate(event, u, t, h_step, q, args, sign, lo, hi, f_lo, f_hi, event_tol,
                            event_iterations, value)
+        if has_event and multi:  # the earliest terminal crossing of the step, and records
+            g_old, g_new = event(u, t, args), event(u_new, t_new, args)
+            hit, theta = False, 2.0
+            for i in range(hawk.width(g_old)):
+                crossed_i, theta_i = _crossing_of(picked, u, t, h_step, q, (args, i), g_old,
+                                                  g_new, (directions // 3**i) % 3 - 1,
+                                                  event_samples, event_tol,
+                                                  event_iterations, value)
+                if ok and crossed_i and (terminals >> i) & 1 == 1 and theta_i < theta:
+                    hit, theta = True, theta_i
+            if records:
+                for i in range(hawk.width(g_old)):
+                    crossed_i, theta_i = _crossing_of(picked, u, t, h_step, q, (args, i),
+                                                      g_old, g_new,
+                                                      (directions // 3**i) % 3 - 1,
+                                                      event_samples, event_tol,
+                                                      event_iterations, value)
+                    if ok and crossed_i and (not hit or theta_i <= theta):
+                        t_events[events] = t + theta_i * h_step
+                        u_events[events] = value(u, h_step, q, theta_i)
+                        which_events[events] = i
+                        events += 1
+        if has_event:
             t_event = t + theta * h_step
             u_event = value(u, h_step, q, theta)
             if hit:
@@ -277,7 +356,8 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             saves += passed
         failed = not h_next > SMALLEST_STEP * abs(t)
         if hit:
-            events += 1
+            if not records:
+                events += 1
             if ends_at_event:
                 u, t = u_event, t_event
                 status = STATUS_EVENT
@@ -304,6 +384,20 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         terminated = status != STATUS_RUNNING
 
     return dopri5
+
+
+@hawk.func
+def _crossing_of(g, u, t, h, q, pick, g_old, g_new, direction, samples, tol, iterations,
+                 value):
+    """Whether component ``pick[1]`` of a vector-valued event crosses zero in ``direction``
+    during the step, and where (a fraction of the step)."""
+    if hawk.width(g_old) == 1:
+        old, new = g_old, g_new
+    else:
+        old, new = g_old[pick[1]], g_new[pick[1]]
+    hit, sign, lo, hi, f_lo, f_hi = first_crossing(g, u, t, h, q, pick, old, new, direction,
+                                                   samples, value)
+    return hit, locate(g, u, t, h, q, pick, sign, lo, hi, f_lo, f_hi, tol, iterations, value)
 
 
 @functools.cache
