@@ -309,19 +309,20 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
             ``hawk.jacobian``; ``saveat`` but no events or stops yet), ``"rk4"``, ``"euler"``
             (fixed steps of ``dt``), or ``"euler_maruyama"`` (the SDE ``du = f dt + noise dW``;
             needs ``noise``, ``dt`` and ``seed``).
-        rtol, atol: the error tolerances of ``"dopri5"``, numbers or arrays ``(n,)``.
-        max_step: the longest step ``"dopri5"`` takes (default: no bound), a number or an
+        rtol, atol: the error tolerances of the adaptive methods, numbers or arrays ``(n,)``.
+        max_step: the longest step an adaptive method takes (default: no bound), a number or an
             array ``(n,)``. Bound it below the shortest time between two events, or an event
             pair inside one long step can go unseen.
         dt: the step of a fixed-step method, a number or an array ``(n,)``.
         noise: the SDE's diffusion, a ``@hawk.func`` ``g(u, t, p)`` shaped as ``u``.
         seed: the random numbers' seed for ``"euler_maruyama"``, an int in ``[0, 2**64)``.
         saveat: ``(first, last, count)``: record the state at ``count`` equally spaced times
-            from ``first`` to ``last`` into ``Solution.saved`` (``"dopri5"`` interpolates
-            inside its steps, to fourth order; fixed-step methods land a step on each time).
+            from ``first`` to ``last`` into ``Solution.saved`` (the adaptive methods
+            interpolate inside their steps; fixed-step methods land a step on each time).
             Times before a sample's ``t0`` are not recorded (NaN).
         event: a ``@hawk.func`` ``g(u, t, p)`` whose zero crossing (in ``direction``) is an
-            event (``"dopri5"`` only): it ends the sample there, or calls ``on_event``.
+            event (``"dopri5"`` and ``"tsit5"``): it ends the sample there, or calls
+            ``on_event``; a vector-valued ``g`` is several events at once (see ``terminal``).
         on_event: a ``@hawk.func`` ``(u, t, p) -> u`` applied at each event (a bounce).
         direction: ``-1`` (default) events where ``g`` falls through zero, ``1`` rising, ``0``
             both; a tuple gives each component of a vector-valued ``event`` its own.
@@ -332,9 +333,10 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         record_events: record each sample's first ``record_events`` events (terminal or not)
             into ``Solution.t_events``, ``u_events`` and ``which_events`` (SciPy's
             ``t_events``/``y_events``).
-        tstops: ``(first, every)``: steps land exactly on ``first + k * every`` (``"dopri5"``).
+        tstops: ``(first, every)``: steps land exactly on ``first + k * every`` (``"dopri5"``,
+            ``"tsit5"``).
         on_stop: a ``@hawk.func`` ``(u, t, p) -> u`` applied at each of those times.
-        max_steps: the most steps (attempted, for ``"dopri5"``) a sample takes.
+        max_steps: the most steps (attempted, for the adaptive methods) a sample takes.
         sensitivity: ``"p"`` for ``Solution.du_dp`` (the derivatives of the end state in each
             of ``p``'s components), ``"u0"`` for ``Solution.du_du0``, by forward sensitivity:
             the tangent system is integrated with the state (``hawk.ode.sensitivity``), under
