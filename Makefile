@@ -34,7 +34,8 @@ test-all: venv
 	$(PY) -m pytest -q
 	$(MAKE) test-cuda13.0
 
-# The GPU path's plumbing, defect and emulated-GPU tests once more, with the GPU machine's CUDA
+# The GPU path's plumbing, defect and emulated-GPU tests once more, and the NVRTC compiles of
+# the wide-vector, matrix, table, derivative and ODE-method kernels, with the GPU machine's CUDA
 # 13.0 toolchain (NVRTC and nvJitLink 13.0.88) and the oldest cuda-bindings the [cuda] extra
 # allows (13.0.3): what the newer wheels .venv resolves would hide (that machine's image has
 # cuda-bindings 13.3.1, between the two).
@@ -51,6 +52,9 @@ test-cuda13.0: $(CUDA13_0)/.installed
 	$(CUDA13_0)/bin/python -m eagle.cuda.probe --versions
 	$(CUDA13_0)/bin/python -m pytest -q -p no:cacheprovider tests/test_gpu_plumbing.py \
 		tests/test_gpu_defects.py tests/test_gpu_emulated.py
+	$(CUDA13_0)/bin/python -m pytest -q -p no:cacheprovider -k "nvrtc or cubin" \
+		tests/test_wide_vectors.py tests/test_matrices.py tests/test_tables.py \
+		tests/test_derivatives.py tests/test_stiff.py tests/test_tsit5.py
 
 # The documentation site (every notebook executed; any warning is an error; no Markdown table
 # left as raw text).

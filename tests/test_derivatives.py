@@ -263,3 +263,10 @@ def test_jvp_and_jacobian_outside_a_kernel_say_where_they_work():
         hawk.jacobian(lorenz, np.zeros(3))
     with pytest.raises(TypeError, match="inside a @hawk.kernel body"):
         hawk.jvp(lorenz, np.zeros(3), np.ones(3))
+
+
+def test_derivative_kernels_compile_for_the_gpu_with_nvrtc():
+    nvrtc = pytest.importorskip("eagle.cuda.nvrtc")
+    from eagle.cuda.emit import emit_cuda
+
+    assert nvrtc.compile_source(emit_cuda(derivatives.specialize({})), "sm_90")[:4] == b"\x7fELF"

@@ -146,3 +146,12 @@ def test_tsit5_kernels_equal_the_reference_on_every_backend(target):  # noqa: F8
     names = ("u", "t", "h", "accepted", "rejected", "status", "saved")
     assert_bitwise_equal({k: actual[k] for k in names}, {k: expected[k] for k in names})
     assert report.steps == steps and (actual["status"] == 1).all()
+
+
+def test_tsit5_kernels_compile_for_the_gpu_with_nvrtc():
+    nvrtc = pytest.importorskip("eagle.cuda.nvrtc")
+    from eagle.cuda.emit import emit_cuda
+
+    kernel = hawk.ode.dopri5_kernel(lorenz, hawk.Vec3, hawk.Vec3, saveat=True, method="tsit5",
+                                    event=height, terminal=(True,), record_events=True)
+    assert nvrtc.compile_source(emit_cuda(kernel.specialize({})), "sm_90")[:4] == b"\x7fELF"
