@@ -449,11 +449,18 @@ def _():
         x = hawk.dot(p, q)  # ERR dot-widths-differ
 
 
-@case("slice", "slic", snippet="p[0:2]")
+@case("slice", "slice of a Vec3 takes no step", snippet="p[0:3:2]")
 def _():
     @hawk.kernel
     def k(p: Vec3, x: Mutable[Scalar]):
-        x = p[0:2]  # ERR slice
+        x = p[0:3:2]  # ERR slice
+
+
+@case("empty-slice", "takes no component of a Vec3", snippet="p[2:1]")
+def _():
+    @hawk.kernel
+    def k(p: Vec3, x: Mutable[Scalar]):
+        x = p[2:1]  # ERR empty-slice
 
 
 @case("unknown-name", "unknown name 'velocity'", snippet="velocity")

@@ -283,3 +283,28 @@ def test_a_checkpoint_of_wide_vectors_and_their_series_resumes_bit_identically(t
     restored.run()
     assert_bitwise_equal({k: restored.arrays[k] for k in ("u", "t", "energy", "track")},
                          {k: expected[k] for k in ("u", "t", "energy", "track")})
+
+
+@hawk.kernel
+def sliced(u: Mutable[hawk.Vector[6]], head: Out[hawk.Vec3], last: Out[Scalar]):
+    head = u[:3]
+    last = u[-1:]
+    u = hawk.concat(u[3:5] * 2.0, last, hawk.matrix((1.0, 2.0), (3.0, 4.0)) @ u[0:2], 7)
+
+
+def test_slices_and_concat_split_and_join_vectors():
+    """v[a:b] with compile-time bounds (a number when one component is left) and hawk.concat
+    of numbers, vectors and matrices: what forward sensitivities split their state with."""
+    u = np.arange(12.0).reshape(6, 2)
+    out = dict(head=np.zeros((3, 2)), last=np.zeros(2))
+    expected, _ = reference_run(sliced, dict(u=u.copy(), **out), 1)
+    with pytest.warns(eagle.TruncationWarning):
+        eagle.until_done(eagle.deploy(sliced, "cpu"), max_steps=1, u=u, **out).run()
+    start = np.arange(12.0).reshape(6, 2)
+    np.testing.assert_array_equal(out["head"], start[:3])
+    np.testing.assert_array_equal(out["last"], start[5])
+    np.testing.assert_array_equal(u, np.vstack([2 * start[3:5], start[5:6],
+                                                start[0:1] + 2 * start[1:2],
+                                                3 * start[0:1] + 4 * start[1:2],
+                                                np.full((1, 2), 7.0)]))
+    assert_bitwise_equal({"u": u, **out}, {k: expected[k] for k in ("u", "head", "last")})
