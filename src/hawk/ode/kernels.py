@@ -372,18 +372,26 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                 if kicks_at_stop:
                     u = on_stop(u, t, args)
                     k1 = model(u, t, args)
-        if ok:
-            accepted += 1
-        else:
-            rejected += 1
+        accepted, rejected, status = _tally(ok, accepted, rejected, status, t, t_end, failed)
         h, c = h_next, c_next
-        if t >= t_end:
-            status = STATUS_DONE
-        if failed:
-            status = STATUS_FAILED
         terminated = status != STATUS_RUNNING
 
     return dopri5
+
+
+@hawk.func
+def _tally(ok, accepted, rejected, status, t, t_end, failed):
+    """An adaptive step's counts and the sample's status after it:
+    ``(accepted, rejected, status)``."""
+    if ok:
+        accepted += 1
+    else:
+        rejected += 1
+    if t >= t_end:
+        status = STATUS_DONE
+    if failed:
+        status = STATUS_FAILED
+    return accepted, rejected, status
 
 
 @hawk.func
@@ -462,14 +470,8 @@ def rosenbrock23_kernel(f: Func, state=Vec3, params=Scalar, *, saveat: bool = Fa
         failed = not h_next > SMALLEST_STEP * abs(t)
         if ok:
             u, k1, t = u_new, f_new, t_new
-            accepted += 1
-        else:
-            rejected += 1
+        accepted, rejected, status = _tally(ok, accepted, rejected, status, t, t_end, failed)
         h, c = h_next, c_next
-        if t >= t_end:
-            status = STATUS_DONE
-        if failed:
-            status = STATUS_FAILED
         terminated = status != STATUS_RUNNING
 
     return rosenbrock23
