@@ -133,6 +133,7 @@ def test_rosenbrock_kernels_equal_the_reference_on_every_backend(target):  # noq
                     h=np.full(n, 1e-4), c=np.full(n, 1e-4),
                     accepted=np.zeros(n, np.int64), rejected=np.zeros(n, np.int64),
                     status=np.zeros(n, np.int64), saves=np.zeros(n, np.int64),
+                    events=np.zeros(n, np.int64), stops=np.zeros(n, np.int64),
                     saved=np.full((6, 3, n), np.nan))
     expected, steps = reference_run(kernel, bindings, 2000)
     arrays = target.put(bindings)
@@ -152,7 +153,26 @@ def test_the_rosenbrock_kernel_compiles_for_the_gpu_with_nvrtc():
     assert nvrtc.compile_source(emit_cuda(kernel.specialize({})), "sm_90")[:4] == b"\x7fELF"
 
 
-def test_events_are_refused_with_rosenbrock23_for_now():
-    with pytest.raises(ValueError, match="event needs method='dopri5'"):
-        eagle.ode.solve(van_der_pol, np.ones((2, 2)), (0.0, 1.0), p=1.0,
-                        method="rosenbrock23", event=van_der_pol)
+@hawk.func
+def _x(u, t, mu):
+    return u[0]
+
+
+def test_events_are_located_on_the_rosenbrock_interpolant():
+    """Van der Pol at mu = 1000: the time x first falls through 0 (the first fast jump),
+    recorded, against Radau's located event."""
+    mu = np.array([1000.0, 500.0])
+    u0 = np.vstack([np.full(2, 2.0), np.zeros(2)])
+    sol = eagle.ode.solve(van_der_pol, u0, (0.0, 3000.0), p=mu, method="rosenbrock23",
+                          rtol=1e-7, atol=1e-9, event=_x, record_events=2)
+    assert (sol.status == 2).all() and (sol.events == 1).all()
+    for i in range(2):
+        def crossing(t, y):
+            return y[0]
+
+        crossing.terminal, crossing.direction = True, -1
+        ref = scipy_integrate.solve_ivp(
+            lambda t, y, m=mu[i]: [y[1], m * (1 - y[0] ** 2) * y[1] - y[0]], (0.0, 3000.0),
+            u0[:, i], method="Radau", rtol=1e-10, atol=1e-12, events=crossing)
+        assert abs(sol.t[i] - ref.t_events[0][0]) < 1e-3 * ref.t_events[0][0]
+        assert sol.t_events[0, i] == sol.t[i] and sol.which_events[0, i] == 0

@@ -306,7 +306,8 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
             5(4) pair, usually a little cheaper for the same accuracy; everything ``"dopri5"``
             has), ``"rosenbrock23"``
             (adaptive, linearly implicit and L-stable, for stiff problems: the Jacobian from
-            ``hawk.jacobian``; ``saveat`` but no events or stops yet), ``"rk4"``, ``"euler"``
+            ``hawk.jacobian``; events, stops and ``saveat`` as the others), ``"rk4"``,
+            ``"euler"``
             (fixed steps of ``dt``), or ``"euler_maruyama"`` (the SDE ``du = f dt + noise dW``;
             needs ``noise``, ``dt`` and ``seed``).
         rtol, atol: the error tolerances of the adaptive methods, numbers or arrays ``(n,)``.
@@ -321,8 +322,8 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
             interpolate inside their steps; fixed-step methods land a step on each time).
             Times before a sample's ``t0`` are not recorded (NaN).
         event: a ``@hawk.func`` ``g(u, t, p)`` whose zero crossing (in ``direction``) is an
-            event (``"dopri5"`` and ``"tsit5"``): it ends the sample there, or calls
-            ``on_event``; a vector-valued ``g`` is several events at once (see ``terminal``).
+            event (the adaptive methods): it ends the sample there, or calls ``on_event``; a
+            vector-valued ``g`` is several events at once (see ``terminal``).
         on_event: a ``@hawk.func`` ``(u, t, p) -> u`` applied at each event (a bounce).
         direction: ``-1`` (default) events where ``g`` falls through zero, ``1`` rising, ``0``
             both; a tuple gives each component of a vector-valued ``event`` its own.
@@ -333,8 +334,8 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         record_events: record each sample's first ``record_events`` events (terminal or not)
             into ``Solution.t_events``, ``u_events`` and ``which_events`` (SciPy's
             ``t_events``/``y_events``).
-        tstops: ``(first, every)``: steps land exactly on ``first + k * every`` (``"dopri5"``,
-            ``"tsit5"``).
+        tstops: ``(first, every)``: steps land exactly on ``first + k * every`` (the adaptive
+            methods).
         on_stop: a ``@hawk.func`` ``(u, t, p) -> u`` applied at each of those times.
         max_steps: the most steps (attempted, for the adaptive methods) a sample takes.
         sensitivity: ``"p"`` for ``Solution.du_dp`` (the derivatives of the end state in each
@@ -399,18 +400,12 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
     if not (isinstance(max_steps, int) and max_steps >= 1):
         raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")
     adaptive = method in ADAPTIVE
-    if method == "rosenbrock23":
-        for name, value in (("event", event), ("on_event", on_event), ("tstops", tstops),
-                            ("on_stop", on_stop)):
-            if value is not None:
-                raise ValueError(f"{name} needs method='dopri5' or 'tsit5' "
-                                 "(method='rosenbrock23' has no events or stops yet)")
     if not adaptive:
         for name, value in (("event", event), ("on_event", on_event), ("tstops", tstops),
                             ("on_stop", on_stop)):
             if value is not None:
-                raise ValueError(f"{name} needs method='dopri5' or 'tsit5' (got "
-                                 f"method={method!r})")
+                raise ValueError(f"{name} needs an adaptive method ({', '.join(ADAPTIVE)}; "
+                                 f"got method={method!r})")
         if dt is None:
             raise ValueError(f"method={method!r} takes fixed steps: pass dt")
         if max_step is not math.inf:
@@ -425,8 +420,6 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                          f"got {record_events!r}")
     if (terminal is not None or record_events) and event is None:
         raise ValueError("terminal= and record_events= need an event: pass event=g")
-    if method == "rosenbrock23" and (terminal is not None or record_events):
-        raise ValueError("terminal= and record_events= need method='dopri5' or 'tsit5'")
     if (method == "euler_maruyama") != (noise is not None):
         raise ValueError("noise (the SDE's diffusion g(u, t, p)) goes with "
                          "method='euler_maruyama', and that method needs it")
@@ -473,24 +466,18 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         arrays.update(rtol=rtol, atol=atol, max_step=max_step, k1=xp.empty_like(u),
                       h=xp.zeros(n, dtype=dtype), c=xp.full(n, hawk_ode.C_START, dtype=dtype),
                       accepted=zeros(), rejected=zeros(), status=zeros())
-        if method == "rosenbrock23":
-            kernel = hawk_ode.rosenbrock23_kernel(f, state, params, saveat=saveat is not None,
-                                                  tables=table_dims)
-        else:
-            kernel = hawk_ode.dopri5_kernel(f, state, params, event=event, on_event=on_event,
-                                            direction=direction, tstops=tstops is not None,
-                                            on_stop=on_stop, saveat=saveat is not None,
-                                            tables=table_dims, method=method,
-                                            terminal=terminal,
-                                            record_events=record_events > 0)
-            if record_events > 0:
-                arrays.update(t_events=xp.full((record_events, n), np.nan, dtype=dtype),
-                              u_events=xp.full((record_events, *u.shape), np.nan,
-                                               dtype=dtype),
-                              which_events=xp.full((record_events, n), -1, dtype=np.int64))
-            first_stop = xp.maximum(xp.ceil((t - stop_first) / stop_every), 0).astype(np.int64)
-            arrays.update(stop_first=stop_first, stop_every=stop_every, events=zeros(),
-                          stops=first_stop)
+        kernel = hawk_ode.dopri5_kernel(f, state, params, event=event, on_event=on_event,
+                                        direction=direction, tstops=tstops is not None,
+                                        on_stop=on_stop, saveat=saveat is not None,
+                                        tables=table_dims, method=method, terminal=terminal,
+                                        record_events=record_events > 0)
+        if record_events > 0:
+            arrays.update(t_events=xp.full((record_events, n), np.nan, dtype=dtype),
+                          u_events=xp.full((record_events, *u.shape), np.nan, dtype=dtype),
+                          which_events=xp.full((record_events, n), -1, dtype=np.int64))
+        first_stop = xp.maximum(xp.ceil((t - stop_first) / stop_every), 0).astype(np.int64)
+        arrays.update(stop_first=stop_first, stop_every=stop_every, events=zeros(),
+                      stops=first_stop)
     else:
         if method == "euler_maruyama":
             kernel = hawk_ode.sde_kernel(f, noise, state, params, saveat=saveat is not None,
@@ -524,7 +511,7 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                       TruncationWarning, stacklevel=2)
     if adaptive:
         status, accepted = arrays["status"], arrays["accepted"]
-        rejected, events = arrays["rejected"], arrays.get("events", zeros())
+        rejected, events = arrays["rejected"], arrays["events"]
     else:
         accepted, rejected, events = arrays["steps"], zeros(), zeros()
         status = (t >= t_end).astype(np.int64)

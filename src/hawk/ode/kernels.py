@@ -63,9 +63,26 @@ def _dopri5(f, u, k1, t, h, p):
     return u_new, err, dense_coefficients(k1, k3, k4, k5, k6, k7), k7
 
 
-#: the explicit adaptive methods ``dopri5_kernel`` runs: their step and their interpolant
-#: (both pairs of order 5(4): one controller, one initial step)
-EXPLICIT_METHODS = {"dopri5": (_dopri5, dense_value), "tsit5": (tsit5_attempt, tsit5_value)}
+@hawk.func
+def _rosenbrock23(f, u, k1, t, h, p):
+    """Rosenbrock23's step as the adaptive kernel takes a method's (``q``: its two stages)."""
+    u_new, err, s1, s2, f_new = rosenbrock23_attempt(f, u, k1, t, h, p)
+    return u_new, err, (s1, s2), f_new
+
+
+@hawk.func
+def _rosenbrock23_value(u, h, q, theta):
+    return rosenbrock23_value(u, h, q[0], q[1], theta)
+
+
+#: the adaptive methods ``dopri5_kernel`` runs: each one's step, interpolant and controller
+#: (the two explicit 5(4) pairs share Hairer's PI controller; every method starts with
+#: ``dopri5_start``'s initial step)
+ADAPTIVE_METHODS = {
+    "dopri5": (_dopri5, dense_value, dopri5_control),
+    "tsit5": (tsit5_attempt, tsit5_value, dopri5_control),
+    "rosenbrock23": (_rosenbrock23, _rosenbrock23_value, rosenbrock23_control),
+}
 
 
 @hawk.func
@@ -204,7 +221,8 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             interpolant (fourth order).
         saves_per_step: at most this many recorded times fall in one step (a step is shortened
             to end at the last of them): each costs an interpolation per step.
-        method: ``"dopri5"`` or ``"tsit5"`` (``EXPLICIT_METHODS``).
+        method: ``"dopri5"``, ``"tsit5"`` or ``"rosenbrock23"`` (``ADAPTIVE_METHODS``; the
+            kernel is named after it).
         terminal: None (default: the event ends the sample unless ``on_event`` is given), or
             a bool or a tuple of bools, one per component of a vector-valued ``event`` (up
             to ``MAX_EVENTS``; ``direction`` may then be a tuple too): a terminal
@@ -256,10 +274,10 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         raise ValueError(f"event_tol must be a positive time, got {event_tol!r}")
     if not (isinstance(saves_per_step, int) and 1 <= saves_per_step <= 64):
         raise ValueError(f"saves_per_step must be an int in [1, 64], got {saves_per_step!r}")
-    if method not in EXPLICIT_METHODS:
-        raise ValueError(f"method must be one of {', '.join(map(repr, EXPLICIT_METHODS))}, "
+    if method not in ADAPTIVE_METHODS:
+        raise ValueError(f"method must be one of {', '.join(map(repr, ADAPTIVE_METHODS))}, "
                          f"got {method!r}")
-    attempt, value = EXPLICIT_METHODS[method]
+    attempt, value, control = ADAPTIVE_METHODS[method]
     has_saves = bool(saveat)
     has_event = event is not None
     ends_at_event = on_event is None
@@ -276,8 +294,7 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
     State = state
     TimeRows, StateRows = (Series[Scalar], Series[State]) if records else (Param, Param)
 
-    @hawk.kernel(dtypes={**dict.fromkeys(_COUNTS, "int64"), "which_events": "int64"})
-    def dopri5(p: params, t_end: Scalar, rtol: Scalar, atol: Scalar, max_step: Scalar,
+    def adaptive(p: params, t_end: Scalar, rtol: Scalar, atol: Scalar, max_step: Scalar,
                stop_first: Param, stop_every: Param, save_first: Param, save_every: Param,
                save_count: Param, terminated: Terminated, u: Mutable[State],
                k1: Mutable[State], t: Mutable[Scalar], h: Mutable[Scalar], c: Mutable[Scalar],
@@ -305,7 +322,7 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         if h_step == t_end - t:
             t_new = t_end
         u_new, err, q, k_next = attempt(model, u, k1, t, h_step, args)
-        ok, h_next, c_next = dopri5_control(error_norm(err, u, u_new, rtol, atol), h_step, c)
+        ok, h_next, c_next = control(error_norm(err, u, u_new, rtol, atol), h_step, c)
         if ok and h_step < h:  # a shortened step does not shrink the next one
             h_next = hawk.maximum(h_next, h)
         h_next = hawk.minimum(h_next, max_step)
@@ -376,7 +393,9 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         h, c = h_next, c_next
         terminated = status != STATUS_RUNNING
 
-    return dopri5
+    adaptive.__name__ = adaptive.__qualname__ = method  # the kernel's (and reports') name
+    return hawk.kernel(adaptive, dtypes={**dict.fromkeys(_COUNTS, "int64"),
+                                         "which_events": "int64"})
 
 
 @hawk.func
@@ -408,14 +427,12 @@ def _crossing_of(g, u, t, h, q, pick, g_old, g_new, direction, samples, tol, ite
     return hit, locate(g, u, t, h, q, pick, sign, lo, hi, f_lo, f_hi, tol, iterations, value)
 
 
-@functools.cache
 def rosenbrock23_kernel(f: Func, state=Vec3, params=Scalar, *, saveat: bool = False,
-                        saves_per_step: int = 4, tables: tuple = ()) -> hawk.Kernel:
+                        saves_per_step: int = 4, tables: tuple = (), **events) -> hawk.Kernel:
     """The adaptive Rosenbrock23 ensemble kernel of a stiff ``u' = f(u, t, p)``
     (``hawk.ode.rosenbrock``: linearly implicit, L-stable, the Jacobian from
-    ``hawk.jacobian``). Its parameters are ``dopri5_kernel``'s without the events' and stops'
-    (``k1`` holds ``f(u, t, p)``; prepare it, and ``h``, with ``dopri5_start_kernel``);
-    ``saveat`` records from the method's own interpolant.
+    ``hawk.jacobian``): ``dopri5_kernel(..., method="rosenbrock23")``, with the same
+    parameters, events, stops and ``saveat`` (from the method's own interpolant).
 
     Args:
         f: the right-hand side, a ``@hawk.func`` ``f(u, t, p)`` shaped as ``u``.
@@ -424,57 +441,10 @@ def rosenbrock23_kernel(f: Func, state=Vec3, params=Scalar, *, saveat: bool = Fa
         saveat: record the state at ``save_first + k * save_every`` into ``saved``.
         saves_per_step: at most this many recorded times fall in one step.
         tables: the dimensions of the tables the model reads (as for ``dopri5_kernel``).
+        events: ``dopri5_kernel``'s event and stop options (``event=``, ``on_event=``...).
     """
-    _check_func("f", f)
-    _check_types(state, params)
-    if not (isinstance(saves_per_step, int) and 1 <= saves_per_step <= 64):
-        raise ValueError(f"saves_per_step must be an int in [1, 64], got {saves_per_step!r}")
-    has_saves = bool(saveat)
-    T0, T1, T2 = _table_types(tables)
-    model = _with_tables(f, len(tables))
-    State = state
-    counts = ("accepted", "rejected", "status", "saves")
-
-    @hawk.kernel(dtypes=dict.fromkeys(counts, "int64"))
-    def rosenbrock23(p: params, t_end: Scalar, rtol: Scalar, atol: Scalar, max_step: Scalar,
-                     save_first: Param, save_every: Param, save_count: Param,
-                     terminated: Terminated, u: Mutable[State], k1: Mutable[State],
-                     t: Mutable[Scalar], h: Mutable[Scalar], c: Mutable[Scalar],
-                     accepted: Mutable[Scalar], rejected: Mutable[Scalar],
-                     status: Mutable[Scalar], saves: Mutable[Scalar], saved: Series[State],
-                     table0: T0, table1: T1, table2: T2):
-        args = (p, table0, table1, table2)
-        h_step = hawk.minimum(hawk.minimum(h, max_step), t_end - t)
-        if has_saves:
-            last_save = saves + (saves_per_step - 1)
-            if last_save < save_count:
-                h_step = hawk.minimum(h_step, save_first + last_save * save_every - t)
-        t_new = t + h_step
-        if h_step == t_end - t:
-            t_new = t_end
-        u_new, err, s1, s2, f_new = rosenbrock23_attempt(model, u, k1, t, h_step, args)
-        ok, h_next, c_next = rosenbrock23_control(error_norm(err, u, u_new, rtol, atol), h_step,
-                                                  c)
-        if ok and h_step < h:  # a shortened step does not shrink the next one
-            h_next = hawk.maximum(h_next, h)
-        h_next = hawk.minimum(h_next, max_step)
-        if has_saves:
-            passed = 0
-            for j in range(saves_per_step):
-                t_save = save_first + (saves + j) * save_every
-                if ok and saves + j < save_count and t_save <= t_new:
-                    inside = rosenbrock23_value(u, h_step, s1, s2, (t_save - t) / h_step)
-                    saved[saves + j] = u_new if t_save == t_new else inside
-                    passed += 1
-            saves += passed
-        failed = not h_next > SMALLEST_STEP * abs(t)
-        if ok:
-            u, k1, t = u_new, f_new, t_new
-        accepted, rejected, status = _tally(ok, accepted, rejected, status, t, t_end, failed)
-        h, c = h_next, c_next
-        terminated = status != STATUS_RUNNING
-
-    return rosenbrock23
+    return dopri5_kernel(f, state, params, saveat=saveat, saves_per_step=saves_per_step,
+                         tables=tables, method="rosenbrock23", **events)
 
 
 @functools.cache
