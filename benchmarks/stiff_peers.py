@@ -111,6 +111,34 @@ def _swap(s, a, b):
 
 
 @njit(inline="always")
+def _lu3(a00, a01, a02, a10, a11, a12, a20, a21, a22):
+    """Gaussian elimination with partial pivoting of a 3 x 3 matrix, ``hawk.linalg.eliminate``'s
+    operations in its order: the row swaps ``s01, s02`` (column 0) and ``s12`` (column 1), the
+    factors ``f1, f2, f21`` (0 below a zero pivot) and the upper triangle ``u00 .. u22``."""
+    s01 = abs(a10) > abs(a00)
+    a00, a10 = _swap(s01, a00, a10)
+    a01, a11 = _swap(s01, a01, a11)
+    a02, a12 = _swap(s01, a02, a12)
+    s02 = abs(a20) > abs(a00)
+    a00, a20 = _swap(s02, a00, a20)
+    a01, a21 = _swap(s02, a01, a21)
+    a02, a22 = _swap(s02, a02, a22)
+    nonzero = abs(a00) > 0.0
+    f1 = a10 / a00 if nonzero else 0.0
+    f2 = a20 / a00 if nonzero else 0.0
+    a11 = a11 - f1 * a01
+    a12 = a12 - f1 * a02
+    a21 = a21 - f2 * a01
+    a22 = a22 - f2 * a02
+    s12 = abs(a21) > abs(a11)
+    a11, a21 = _swap(s12, a11, a21)
+    a12, a22 = _swap(s12, a12, a22)
+    f21 = a21 / a11 if abs(a11) > 0.0 else 0.0
+    a22 = a22 - f21 * a12
+    return s01, s02, s12, f1, f2, f21, a00, a01, a02, a11, a12, a22
+
+
+@njit(inline="always")
 def _lu_solve(s01, s02, s12, f1, f2, f21, u00, u01, u02, u11, u12, u22, b0, b1, b2):
     """Apply the row swaps and factors of ``W``'s elimination to ``b``, then back-substitute:
     ``hawk.linalg.solve``'s operations on the right-hand side, in its order."""
@@ -124,6 +152,17 @@ def _lu_solve(s01, s02, s12, f1, f2, f21, u00, u01, u02, u11, u12, u22, b0, b1, 
     x1 = (b1 - u12 * x2) / u11
     x0 = (b0 - u01 * x1 - u02 * x2) / u00
     return x0, x1, x2
+
+
+@njit(nogil=True, error_model="numpy")
+def solve3(a, b):
+    """``x`` with ``a @ x == b`` for one 3 x 3 ``a`` and ``b`` (3,), by the peer's ``_lu3`` and
+    ``_lu_solve`` (for the tests: ``hawk.solve`` gives the same bits)."""
+    lu = _lu3(a[0, 0], a[0, 1], a[0, 2], a[1, 0], a[1, 1], a[1, 2], a[2, 0], a[2, 1], a[2, 2])
+    s01, s02, s12, f1, f2, f21, u00, u01, u02, u11, u12, u22 = lu
+    x0, x1, x2 = _lu_solve(s01, s02, s12, f1, f2, f21, u00, u01, u02, u11, u12, u22,
+                           b[0], b[1], b[2])
+    return np.array([x0, x1, x2])
 
 
 @njit(parallel=True, cache=True, nogil=True, error_model="numpy")
@@ -153,27 +192,9 @@ def rosenbrock23_numba(u0, p, t0, t1, rtol, atol, max_steps, u, t_out, accepted,
             a00, a01, a02 = 1.0 + hd * k0, -(hd * (k2 * z)), -(hd * (k2 * y))
             a10, a11, a12 = -(hd * k0), 1.0 - hd * (-two_k1y - k2 * z), hd * (k2 * y)
             a20, a21, a22 = 0.0, -(hd * two_k1y), 1.0
-            # its LU with partial pivoting (hawk.linalg.eliminate), once per step
-            s01 = abs(a10) > abs(a00)
-            a00, a10 = _swap(s01, a00, a10)
-            a01, a11 = _swap(s01, a01, a11)
-            a02, a12 = _swap(s01, a02, a12)
-            s02 = abs(a20) > abs(a00)
-            a00, a20 = _swap(s02, a00, a20)
-            a01, a21 = _swap(s02, a01, a21)
-            a02, a22 = _swap(s02, a02, a22)
-            nonzero = abs(a00) > 0.0
-            f1 = a10 / a00 if nonzero else 0.0
-            f2 = a20 / a00 if nonzero else 0.0
-            a11 = a11 - f1 * a01
-            a12 = a12 - f1 * a02
-            a21 = a21 - f2 * a01
-            a22 = a22 - f2 * a02
-            s12 = abs(a21) > abs(a11)
-            a11, a21 = _swap(s12, a11, a21)
-            a12, a22 = _swap(s12, a12, a22)
-            f21 = a21 / a11 if abs(a11) > 0.0 else 0.0
-            a22 = a22 - f21 * a12
+            # its LU with partial pivoting, once per step
+            s01, s02, s12, f1, f2, f21, a00, a01, a02, a11, a12, a22 = _lu3(
+                a00, a01, a02, a10, a11, a12, a20, a21, a22)
             # the stages
             q1x, q1y, q1z = _lu_solve(s01, s02, s12, f1, f2, f21, a00, a01, a02, a11, a12, a22,
                                       fx, fy, fz)
