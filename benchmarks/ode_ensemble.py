@@ -317,10 +317,10 @@ def parse(argv=None, *, description: str | None = None, t1: float = 5.0, tol: fl
           atol: float | None = None, quick: dict = QUICK, diffrax_n: int | None = None,
           choices: tuple | None = None, extra=None) -> argparse.Namespace:
     """The command line of this benchmark and of ``kepler_ensemble.py`` and
-    ``stiff_ensemble.py`` (``t1``, ``tol`` (rtol, and atol unless ``atol``), ``n``,
+    ``stiff_ensemble.py``: ``t1``, ``tol`` (rtol, and atol unless ``atol``), ``n``,
     ``diffrax_n`` (default: ``n``) and the ``arms`` its defaults, ``choices`` the arms it
-    knows (default: ``arms``), ``quick`` what ``--quick`` sets, ``name`` its result file's: ``results/{name}_t{threads}.json``; ``extra(parser)``
-    adds a benchmark's own options)."""
+    knows (default: ``arms``), ``quick`` what ``--quick`` sets, ``name`` its result file's
+    (``results/{name}_t{threads}.json``); ``extra(parser)`` adds a benchmark's own options."""
     parser = argparse.ArgumentParser(description=description or __doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=None,
                         help=f"trajectories (default {n:,}; {quick['n']:,} with --quick)")
