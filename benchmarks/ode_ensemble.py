@@ -101,12 +101,15 @@ class Arms:
     """The arms on one ensemble; each call returns an ``ode_peers.Solution``. The model is
     Lorenz's unless given: ``f`` the ``@hawk.func`` eagle integrates, ``integrator`` the Numba
     peer (``ode_peers.make_dopri5_numba``), ``field`` diffrax's right-hand side (a ``p`` of one
-    row is passed to eagle as one number per sample)."""
+    row is passed to eagle as one number per sample), ``method`` eagle's (``"dopri5"``), and
+    ``solver(rtol, atol)`` diffrax's ``(solver, controller)`` (``ode_peers.make_diffrax``'s
+    Dopri5 and Hairer-like controller unless given)."""
 
     def __init__(self, ens: ode_peers.Ensemble, args: argparse.Namespace, f=None,
-                 integrator=None, field=None):
+                 integrator=None, field=None, method: str = "dopri5", solver=None):
         self.ens, self.args = ens, args
         self.f, self.integrator, self.field = f or lorenz, integrator, field
+        self.method, self.solver = method, solver
         self.diffrax_ens = ens if args.diffrax_n >= ens.n else ode_peers.Ensemble(
             np.ascontiguousarray(ens.u0[:, :args.diffrax_n]),
             np.ascontiguousarray(ens.p[:, :args.diffrax_n]))
@@ -118,7 +121,7 @@ class Arms:
         a = self.args
         p = self.ens.p[0] if self.ens.p.shape[0] == 1 else self.ens.p
         sol = eagle.ode.solve(self.f, self.ens.u0, (0.0, a.t1), p=p,
-                              method="dopri5", rtol=a.rtol, atol=a.atol,
+                              method=self.method, rtol=a.rtol, atol=a.atol,
                               max_steps=a.max_steps, threads=a.threads)
         report = sol.report  # run() alone: its wall time less the one-time build
         return ode_peers.Solution(np.asarray(sol.u), np.asarray(sol.t),
@@ -135,9 +138,11 @@ class Arms:
     def diffrax(self, batch: int | None = None) -> ode_peers.Solution:
         a = self.args
         if batch not in self.diffrax_fn:
+            solver, controller = self.solver(a.rtol, a.atol) if self.solver else (None, None)
             self.diffrax_fn[batch] = ode_peers.make_diffrax(a.t1, a.rtol, a.atol,
                                                             max_steps=a.max_steps, batch=batch,
-                                                            vector_field=self.field)
+                                                            vector_field=self.field,
+                                                            solver=solver, controller=controller)
         return ode_peers.solve_diffrax(self.diffrax_fn[batch], self.diffrax_ens)
 
     def diffrax_map(self) -> ode_peers.Solution:
@@ -285,10 +290,13 @@ def arm_table(results: dict) -> list[str]:
                          for w, s in zip(walls, base["samples"], strict=True))
             rounds = f"{np.median(per):.2f} [{per[0]:.2f}-{per[-1]:.2f}]"
         share = np.median([s["cpu_s"] / (s["wall_s"] * a["threads"]) for s in r["samples"]])
+        counted = r["rejected"] >= 0  # an arm that does not count its rejected steps: -1
+        attempted = f"{r['attempted'] / med / 1e6:>8.2f}" if counted else f"{'n/a':>8}"
+        rejected = f"{r['rejected']:>10,}" if counted else f"{'n/a':>10}"
         out.append(f"  {name:<13} {r['n']:>8,} {r['first_call_s']:>9.2f}s "
                    f"{med:>9.3f} [{min(walls):.3f}-{max(walls):.3f}] "
-                   f"{r['n'] / med:>10.3g} {r['attempted'] / med / 1e6:>8.2f} "
-                   f"{ratio:>8} {rounds:>15} {r['accepted']:>11,} {r['rejected']:>10,} "
+                   f"{r['n'] / med:>10.3g} {attempted} "
+                   f"{ratio:>8} {rounds:>15} {r['accepted']:>11,} {rejected} "
                    f"{share:>9.2f}")
     out.append("")
     out.append("t/eagle: the arm's median time per trajectory over eagle run()'s (>1: eagle "
@@ -305,18 +313,23 @@ def arm_table(results: dict) -> list[str]:
 
 
 def parse(argv=None, *, description: str | None = None, t1: float = 5.0, tol: float = 1e-6,
-          name: str = "ode_ensemble") -> argparse.Namespace:
-    """The command line of this benchmark and of ``kepler_ensemble.py`` (``t1`` and ``tol``
-    its defaults, ``name`` its result file's: ``results/{name}_t{threads}.json``)."""
+          name: str = "ode_ensemble", arms: tuple = ARMS, n: int = 100_000,
+          atol: float | None = None, quick: dict = QUICK, diffrax_n: int | None = None,
+          choices: tuple | None = None, extra=None) -> argparse.Namespace:
+    """The command line of this benchmark and of ``kepler_ensemble.py`` and
+    ``stiff_ensemble.py``: ``t1``, ``tol`` (rtol, and atol unless ``atol``), ``n``,
+    ``diffrax_n`` (default: ``n``) and the ``arms`` its defaults, ``choices`` the arms it
+    knows (default: ``arms``), ``quick`` what ``--quick`` sets, ``name`` its result file's
+    (``results/{name}_t{threads}.json``); ``extra(parser)`` adds a benchmark's own options."""
     parser = argparse.ArgumentParser(description=description or __doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=None,
-                        help=f"trajectories (default 100,000; {QUICK['n']:,} with --quick)")
+                        help=f"trajectories (default {n:,}; {quick['n']:,} with --quick)")
     parser.add_argument("--t1", type=float, default=t1)
     parser.add_argument("--rtol", type=float, default=tol)
-    parser.add_argument("--atol", type=float, default=tol)
+    parser.add_argument("--atol", type=float, default=tol if atol is None else atol)
     parser.add_argument("--threads", type=int, default=eagle.get_num_threads())
     parser.add_argument("--rounds", type=int, default=None,
-                        help=f"interleaved rounds (default 5; {QUICK['rounds']} with --quick)")
+                        help=f"interleaved rounds (default 5; {quick['rounds']} with --quick)")
     parser.add_argument("--max-steps", type=int, default=100_000)
     parser.add_argument("--diffrax-n", type=int, default=None,
                         help="run diffrax on the first N trajectories only (default: all)")
@@ -324,17 +337,21 @@ def parse(argv=None, *, description: str | None = None, t1: float = 5.0, tol: fl
                         help="diffrax_map's chunk of trajectories (default 256)")
     parser.add_argument("--subset", type=int, default=None,
                         help=f"trajectories checked against scipy (default 20; "
-                             f"{QUICK['subset']} with --quick)")
+                             f"{quick['subset']} with --quick)")
     parser.add_argument("--quick", action="store_true",
-                        help="a small run: " + ", ".join(f"--{k} {v}" for k, v in QUICK.items())
+                        help="a small run: " + ", ".join(f"--{k} {v}" for k, v in quick.items())
                         + " unless given")
-    parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
+    parser.add_argument("--arms", nargs="+", default=list(arms), choices=choices or arms)
     parser.add_argument("--seed", type=int, default=2024)
     parser.add_argument("--json", type=Path, default=None)
+    if extra is not None:
+        extra(parser)
     args = parser.parse_args(argv)
-    for key, full in dict(n=100_000, rounds=5, subset=20).items():
+    if args.diffrax_n is None:
+        args.diffrax_n = quick.get("diffrax_n") if args.quick else diffrax_n
+    for key, full in dict(n=n, rounds=5, subset=20).items():
         if getattr(args, key) is None:
-            setattr(args, key, QUICK[key] if args.quick else full)
+            setattr(args, key, quick[key] if args.quick else full)
     for key in ("n", "threads", "rounds", "max_steps", "subset", "diffrax_batch"):
         if getattr(args, key) < 1:
             parser.error(f"--{key.replace('_', '-')}: expected a positive integer, got "
@@ -398,6 +415,8 @@ def measure(args: argparse.Namespace, make_arms, settings: dict, check_arms, rep
             samples=samples[arm], accepted=int(sol.accepted.sum()),
             rejected=int(sol.rejected.sum()),
             attempted=int((sol.accepted + sol.rejected).sum()))
+        if (sol.rejected < 0).any():  # not counted by this arm
+            results["arms"][arm].update(rejected=-1, attempted=-1)
         if "build_s" in first[arm]:
             results["arms"][arm]["build_s"] = first[arm]["build_s"]
     meta = results["meta"]

@@ -372,7 +372,8 @@ def make_dopri5_numba(rhs, k: int, m: int, name: str = "dopri5_peer"):
 
 
 def make_diffrax(t1: float, rtol: float, atol: float, *, t0: float = 0.0,
-                 max_steps: int = 100_000, batch: int | None = None, vector_field=None):
+                 max_steps: int = 100_000, batch: int | None = None, vector_field=None,
+                 solver=None, controller=None):
     """``jax.jit(jax.vmap(solve_one))``: ``(u0 (n, k), p (n, m)) -> (u (n, k), t (n,),
     accepted (n,), rejected (n,), done (n,))``, float64 on JAX's default (CPU) backend.
     ``vector_field(t, u, p)`` (``u`` (k,), ``p`` (m,), jax.numpy) is the right-hand side;
@@ -396,6 +397,9 @@ def make_diffrax(t1: float, rtol: float, atol: float, *, t0: float = 0.0,
     (Hairer: 1e-4) and is not floored at 1e-4; a step after a rejection may grow; a step is
     accepted when ``err < 1`` (Hairer: ``<= 1``). ``max_steps`` bounds attempted steps as in
     the other arms.
+
+    ``solver`` and ``controller`` replace ``diffrax.Dopri5()`` and that controller (both or
+    neither: ``stiff_peers.kvaerno5`` gives a stiff pair).
     """
     _check_span(t0, t1, rtol, atol, max_steps)
     import diffrax
@@ -409,10 +413,13 @@ def make_diffrax(t1: float, rtol: float, atol: float, *, t0: float = 0.0,
         return jnp.stack([p[0] * (y - x), x * (p[1] - z) - y, x * y - p[2] * z])
 
     term = diffrax.ODETerm(vector_field or lorenz_field)
-    solver = diffrax.Dopri5()
-    controller = diffrax.PIDController(rtol=rtol, atol=atol, pcoeff=0.2, icoeff=0.65,
-                                       dcoeff=0.0, factormin=FAC_MIN, factormax=FAC_MAX,
-                                       safety=SAFE, error_order=5)
+    if (solver is None) != (controller is None):
+        raise ValueError("solver and controller: give both or neither")
+    if solver is None:
+        solver = diffrax.Dopri5()
+        controller = diffrax.PIDController(rtol=rtol, atol=atol, pcoeff=0.2, icoeff=0.65,
+                                           dcoeff=0.0, factormin=FAC_MIN, factormax=FAC_MAX,
+                                           safety=SAFE, error_order=5)
 
     if batch is not None and (not isinstance(batch, int) or batch < 1):
         raise ValueError(f"batch: expected a positive int or None, got {batch!r}")
