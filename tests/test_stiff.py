@@ -176,3 +176,54 @@ def test_events_are_located_on_the_rosenbrock_interpolant():
             u0[:, i], method="Radau", rtol=1e-10, atol=1e-12, events=crossing)
         assert abs(sol.t[i] - ref.t_events[0][0]) < 1e-3 * ref.t_events[0][0]
         assert sol.t_events[0, i] == sol.t[i] and sol.which_events[0, i] == 0
+
+
+@hawk.func
+def hires(y, t, p):
+    """HIRES (Schäfer 1975; Hairer and Wanner's stiff test set): 8 species, light-induced
+    growth in plants."""
+    return hawk.vector(-1.71 * y[0] + 0.43 * y[1] + 8.32 * y[2] + 0.0007,
+                       1.71 * y[0] - 8.75 * y[1],
+                       -10.03 * y[2] + 0.43 * y[3] + 0.035 * y[4],
+                       8.32 * y[1] + 1.71 * y[2] - 1.12 * y[3],
+                       -1.745 * y[4] + 0.43 * y[5] + 0.43 * y[6],
+                       -280.0 * y[5] * y[7] + 0.69 * y[3] + 1.71 * y[4] - 0.43 * y[5]
+                       + 0.69 * y[6],
+                       280.0 * y[5] * y[7] - 1.81 * y[6],
+                       -280.0 * y[5] * y[7] + 1.81 * y[6])
+
+
+#: HIRES at t = 321.8122, the test set's reference (SciPy's Radau at rtol 1e-13 agrees to 1e-13)
+HIRES_END = np.array([0.7371312573325668e-3, 0.1442485726316185e-3, 0.5888729740967575e-4,
+                      0.1175651343283149e-2, 0.2386356198831331e-2, 0.6238968252742796e-2,
+                      0.2849998395185769e-2, 0.2850001604814231e-2])
+
+
+@hawk.func
+def oregonator(y, t, p):
+    """The Oregonator (Field and Noyes): the Belousov-Zhabotinsky reaction's stiff limit
+    cycle."""
+    return hawk.vec3(77.27 * (y[1] + y[0] * (1.0 - 8.375e-6 * y[0] - y[1])),
+                     (y[2] - (1.0 + y[0]) * y[1]) / 77.27, 0.161 * (y[0] - y[2]))
+
+
+def test_hires_matches_the_test_sets_reference():
+    y0 = np.repeat(np.array([1.0, 0, 0, 0, 0, 0, 0, 0.0057])[:, None], 2, axis=1)
+    sol = eagle.ode.solve(hires, y0, (0.0, 321.8122), p=0.0, method="rosenbrock23",
+                          rtol=1e-6, atol=1e-10)
+    assert (sol.status == 1).all() and sol.accepted.max() < 4000
+    relative = np.abs(sol.u[:, 0] - HIRES_END) / HIRES_END
+    assert relative.max() < 1e-4, relative  # measured 8e-6
+
+
+def test_the_oregonator_over_its_cycles_matches_radau():
+    y0 = np.repeat(np.array([1.0, 2.0, 3.0])[:, None], 2, axis=1)
+    sol = eagle.ode.solve(oregonator, y0, (0.0, 360.0), p=0.0, method="rosenbrock23",
+                          rtol=1e-6, atol=1e-8)
+    assert (sol.status == 1).all()
+    ref = scipy_integrate.solve_ivp(
+        lambda t, y: [77.27 * (y[1] + y[0] * (1 - 8.375e-6 * y[0] - y[1])),
+                      (y[2] - (1 + y[0]) * y[1]) / 77.27, 0.161 * (y[0] - y[2])],
+        (0.0, 360.0), y0[:, 0], method="Radau", rtol=1e-10, atol=1e-12)
+    relative = np.abs(sol.u[:, 0] - ref.y[:, -1]) / np.abs(ref.y[:, -1])
+    assert relative.max() < 2e-3, relative  # measured 4e-4 (a limit cycle's phase error)
