@@ -480,13 +480,7 @@ def _table_on(p: Parameter, value, backend, device: str):
                                f"holds real numbers: use one of {', '.join(_DTYPE_NAMES[1:])}")
     if host:
         return backend.upload(np.ascontiguousarray(array), device)
-    if isinstance(array, np.ndarray):
-        return np.ascontiguousarray(array)
-    if not array.flags.c_contiguous:
-        raise BindingValueError(f"{p.name!r} ({p.annotation}) is a non-contiguous GPU array; "
-                                "pass a contiguous one (cupy.ascontiguousarray, "
-                                "tensor.contiguous())")
-    return array
+    return _contiguous_read_only(p, array)
 
 
 def _host_array(value) -> np.ndarray:
@@ -559,8 +553,14 @@ def _check_array(p: Parameter, array: np.ndarray, n: int, original=None) -> np.n
             raise BindingTypeError(f"{p.name!r} ({p.annotation}) is a bool array; state must be "
                                    "numeric")
         return array
+    return _contiguous_read_only(p, array)
+
+
+def _contiguous_read_only(p: Parameter, array):
+    """An array the kernel only reads, C-contiguous: a host one copied if need be (a copy is as
+    good as a view), a GPU one refused unless it already is."""
     if isinstance(array, np.ndarray):
-        return np.ascontiguousarray(array)  # read-only: a contiguous copy is as good as a view
+        return np.ascontiguousarray(array)
     if not array.flags.c_contiguous:
         raise BindingValueError(f"{p.name!r} ({p.annotation}) is a non-contiguous GPU array; "
                                 "pass a contiguous one (cupy.ascontiguousarray, "

@@ -194,15 +194,15 @@ def _in_reversed_time(g: Func, negate: bool) -> Func:
     return reversed_call
 
 
-def _negated(times, name: str, which: tuple[int, ...]):
-    """``saveat`` or ``tstops`` given in ``t``, in ``s = -t`` (the entries at ``which``
-    negated); left as it is when it is not a tuple of numbers, for its own check to refuse."""
+def _negated(times):
+    """``saveat`` ``(first, last, count)`` or ``tstops`` ``(first, every)`` given in ``t``, in
+    ``s = -t`` (the first two entries negated); left as it is when it is not a tuple of numbers,
+    for its own check to refuse."""
     if times is None:
         return None
     try:
         values = list(times)
-        for i in which:
-            values[i] = -float(values[i])
+        values[:2] = -float(values[0]), -float(values[1])
     except (TypeError, ValueError, IndexError):
         return times
     return tuple(values)
@@ -384,8 +384,7 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                                        else None for g in (f, event, on_event, on_stop))
         direction = tuple(-d for d in direction) if isinstance(direction, tuple) \
             else -direction
-        saveat = _negated(saveat, "saveat", (0, 1))
-        tstops = _negated(tstops, "tstops", (0, 1))
+        saveat, tstops = _negated(saveat), _negated(tstops)
     p, params = _params(p, xp, n, dtype)
     tables, table_dims = _tables(tables)
     states = u0.shape[0] if u0.ndim == 2 else 1

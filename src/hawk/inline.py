@@ -369,7 +369,6 @@ class InliningLowering(Lowering):
 
     def inline(self, target: Func, node: ast.Call):
         """The value ``target`` returns for this call's arguments, its body lowered in place."""
-        self._check_not_recursive(target, node)
         for arg in [*node.args, *(k.value for k in node.keywords)]:
             series = self.env.get(arg.id) if isinstance(arg, ast.Name) else None
             if isinstance(series, SeriesValue):

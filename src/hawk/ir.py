@@ -458,10 +458,13 @@ class Program:
     row_stores: tuple[RowStore, ...] = ()
 
     def param(self, name: str) -> Parameter:
-        for p in self.params:
-            if p.name == name:
-                return p
-        raise KeyError(name)
+        """The parameter named ``name`` (``KeyError`` if none): a lookup the reference
+        executor makes for every load and store of every step."""
+        return self._params_by_name[name]
+
+    @functools.cached_property
+    def _params_by_name(self) -> dict[str, Parameter]:
+        return {p.name: p for p in self.params}
 
     @functools.cached_property
     def slots(self) -> tuple[Slot, ...]:
