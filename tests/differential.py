@@ -28,6 +28,31 @@ def assert_bitwise_equal(actual: dict, expected: dict) -> None:
                                  f"{a.reshape(-1)[bad[:3]]} vs {e.reshape(-1)[bad[:3]]}")
 
 
+def assert_matches_reference(actual: dict, expected: dict, exact: bool, rtol: float,
+                             counts_within: int = 0, looser: dict | None = None) -> None:
+    """Bit for bit where the target's math library is the C library's (``exact``); otherwise
+    (CUDA's libdevice, a few ulp off glibc per call) floats within ``rtol`` of the reference,
+    relative to each array's largest magnitude, and integer counts within ``counts_within``
+    (an adaptive step's accept/reject decision can turn on an ulp); ``looser``: a tolerance per
+    array name where an array's own ulps grow (a step size proposed from an error estimate that
+    cancels, raised to a power)."""
+    if exact:
+        assert_bitwise_equal(actual, expected)
+        return
+    for name in expected:
+        a, e = np.asarray(actual[name]), np.asarray(expected[name])
+        assert a.dtype == e.dtype and a.shape == e.shape, name
+        if a.dtype.kind in "iub":
+            worst = int(np.abs(a.astype(np.int64) - e.astype(np.int64)).max(initial=0))
+            assert worst <= counts_within, f"{name}: counts differ by up to {worst}"
+            continue
+        assert np.array_equal(np.isnan(a), np.isnan(e)), f"{name}: NaNs differ"
+        scale = np.nanmax(np.abs(e), initial=0.0)
+        worst = np.nanmax(np.abs(a - e), initial=0.0) / (scale or 1.0)
+        assert worst <= (looser or {}).get(name, rtol), \
+            f"{name} differs from the reference by {worst:.3g} of its scale"
+
+
 def reference_run(kernel, bindings: dict, max_steps: int, seed: int | None = None,
                   ) -> tuple[dict, int]:
     """The final arrays and the steps taken, by the reference executor (``seed``: the random

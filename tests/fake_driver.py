@@ -143,6 +143,15 @@ class FakeDriver:
     def _cuOccupancyMaxActiveBlocksPerMultiprocessor(self, function, block, shared):
         return OK, 8
 
+    def _cuFuncGetAttribute(self, attribute, function):
+        if attribute == real.CUfunction_attribute.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
+            return OK, self.local_bytes(function)
+        return OK, 0
+
+    def local_bytes(self, function) -> int:
+        """A kernel's local memory per thread: none (a test overrides this)."""
+        return 0
+
     # memory
     def _cuMemAlloc(self, nbytes):
         if self.capturing:  # thread-local capture mode: allocating breaks the capture

@@ -209,13 +209,24 @@ def test_the_ode_and_random_kernels_keep_the_register_budget():
     }
     report = []
     for name, kernel in kernels.items():
-        step = next(r for r in resource_usage(emit_cuda(kernel.specialize({})), "sm_90")
-                    if r.kernel == STEP_KERNEL)
+        source = emit_cuda(kernel.specialize({}))
+        usage = resource_usage(source, "sm_90")
+        step = next((r for r in usage if r.kernel == STEP_KERNEL), None)
+        assert step is not None, f"{name}: no {STEP_KERNEL} in {usage}; {_ptxas_log(source)}"
         blocks = blocks_per_sm(step.registers, BLOCK_SIZE, "sm_90")
         report.append(f"{name}: {step.registers} registers, {step.spill_stores} B spilled, "
                       f"{blocks} blocks/SM")
         assert blocks >= 2 and step.spill_stores <= 128 and step.spill_loads <= 128, report
     print("\n".join(report))
+
+
+def _ptxas_log(source: str) -> str:
+    """ptxas's report for ``source``, as resource_usage reads it (for a failure's message)."""
+    from eagle.cuda import nvrtc
+
+    options = [*nvrtc._options("sm_90", "cubin", False), b"--ptxas-options=-v"]
+    with nvrtc._compiled(source, "eagle_info.cu", "sm_90", options) as (_, log):
+        return log[:3000]
 
 
 def test_blocks_per_sm_follows_the_occupancy_calculator():

@@ -351,11 +351,14 @@ def test_arrays_written_on_a_side_stream_are_waited_for(cp):
                                   t=t, omega=omega, t_end=1.0, dt=1e-3)
         report = runner.run()
     # The reference starts from the device's own omega: CuPy's linspace is not NumPy's to the
-    # last bit (its kernel fuses a multiply-add), which the first run on an H200 showed.
-    expected, _ = reference_run(oscillator, dict(x=np.ones(n), v=np.zeros(n), t=np.zeros(n),
-                                                 omega=cp.asnumpy(omega), t_end=1.0,
+    # last bit (its kernel fuses a multiply-add), which the first run on an H200 showed. It
+    # runs every 1,000th sample (the samples are independent): all 10^6 took 85 s on the H200.
+    every = slice(None, None, 1000)
+    m = len(range(n)[every])
+    expected, _ = reference_run(oscillator, dict(x=np.ones(m), v=np.zeros(m), t=np.zeros(m),
+                                                 omega=cp.asnumpy(omega[every]), t_end=1.0,
                                                  dt=1e-3), 2000)
-    assert report.done == n and np.array_equal(cp.asnumpy(x), expected["x"])
+    assert report.done == n and np.array_equal(cp.asnumpy(x[every]), expected["x"])
 
 
 def test_captures_survive_another_threads_default_stream_work(cp):

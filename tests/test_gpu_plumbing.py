@@ -156,3 +156,23 @@ def test_graph_composer_forks_and_joins(fake):
     assert fake.calls.count("cuStreamUpdateCaptureDependencies") == 2
     for runner in runners:
         runner.sync_from_device()
+
+
+def test_a_kernel_that_spills_much_at_two_blocks_per_sm_is_built_for_one(fake):
+    """Two blocks per SM cap a step kernel at 128 registers; a wide model then spills so much
+    that one block per SM ran faster on an H200 (benchmarks/gpu_launch_bounds.py). The backend
+    asks the loaded kernel for its local memory and rebuilds it at one block past the limit."""
+    from eagle.cuda.backend import CudaKernel
+    from eagle.cuda.emit import LOCAL_BYTES_FOR_ONE_BLOCK
+
+    program = oscillator.specialize({})
+    lean = CudaKernel(program, 0, False)
+    assert lean.min_blocks == 2 and "__launch_bounds__(256, 2)" in lean.source
+    assert fake.calls.count("cuModuleLoadData") == 1
+    fake.local_bytes = lambda function: LOCAL_BYTES_FOR_ONE_BLOCK  # at the limit: kept
+    assert CudaKernel(program, 0, False).min_blocks == 2
+    fake.calls.clear()
+    fake.local_bytes = lambda function: LOCAL_BYTES_FOR_ONE_BLOCK + 8
+    wide = CudaKernel(program, 0, False)
+    assert wide.min_blocks == 1 and "__launch_bounds__(256, 1)" in wide.source
+    assert fake.calls.count("cuModuleLoadData") == 2  # built at two blocks, then at one

@@ -15,7 +15,7 @@ import eagle
 import eagle.ode
 import hawk
 from backends import target  # noqa: F401  (the fixture)
-from differential import assert_bitwise_equal, reference_run
+from differential import assert_matches_reference, reference_run
 from hawk.ode import rosenbrock23_attempt
 
 scipy_integrate = pytest.importorskip("scipy.integrate")
@@ -141,8 +141,11 @@ def test_rosenbrock_kernels_equal_the_reference_on_every_backend(target):  # noq
                               **arrays).run()
     actual = target.get(arrays)
     names = ("u", "t", "h", "accepted", "rejected", "status", "saved")
-    assert_bitwise_equal({k: actual[k] for k in names}, {k: expected[k] for k in names})
-    assert report.steps == steps and (actual["status"] == 1).all()
+    assert_matches_reference({k: actual[k] for k in names}, {k: expected[k] for k in names},
+                             target.target.exact_math, rtol=1e-9, counts_within=2,
+                             looser={"h": 1e-6})  # h: 5.3e-8 on an H200
+    assert abs(report.steps - steps) <= (0 if target.target.exact_math else 2)
+    assert (actual["status"] == 1).all()
 
 
 def test_the_rosenbrock_kernel_compiles_for_the_gpu_with_nvrtc():

@@ -39,6 +39,7 @@ import numpy as np
 
 from hawk.ir import Program, Role, Slot, series_field, uniform_value
 
+from . import emit
 from .driver import activate, call, device_info, driver
 from .emit import (
     BLOCK_SIZE,
@@ -83,20 +84,31 @@ class CudaKernel:
         self.ordinal = ordinal
         info = device_info(ordinal)
         self.arch = info.arch
-        self.source = emit_cuda(program)
         if compiler is compile_source:
             check_driver_loads(nvrtc_version(), "NVRTC", info.driver_version)
-        self.cubin = compiler(self.source, self.arch, fmad=fmad, name=f"{program.name}.cu")
-        self.module = Module(self.cubin, ordinal)
-        self.step = self.module.function(STEP_KERNEL)
-        self.decide = self.module.function(DECIDE_KERNEL)
-        self.start = self.module.function(START_KERNEL)
+        self.min_blocks = emit.MIN_BLOCKS_PER_SM
+        self._load(program, ordinal, fmad, compiler)
+        if self.min_blocks > 1 and self.local_bytes > emit.LOCAL_BYTES_FOR_ONE_BLOCK:
+            self.min_blocks = 1  # a wide model: spilling to fit two blocks costs more
+            self._load(program, ordinal, fmad, compiler)
         self.while_nodes = info.supports_while_nodes
         blocks = call(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor, self.step,
                       BLOCK_SIZE, 0)
         #: live samples at which every SM is full, and one block per SM (the schedule's marks)
         self.full = max(int(blocks or 1), 1) * info.multiprocessors * BLOCK_SIZE
         self.spread = info.multiprocessors * BLOCK_SIZE
+
+    def _load(self, program: Program, ordinal: int, fmad: bool, compiler) -> None:
+        """Emit, compile and load ``program`` at ``self.min_blocks`` blocks per SM; note the
+        step kernel's local memory per thread (its spills and stack)."""
+        self.source = emit_cuda(program, self.min_blocks)
+        self.cubin = compiler(self.source, self.arch, fmad=fmad, name=f"{program.name}.cu")
+        self.module = Module(self.cubin, ordinal)
+        self.step = self.module.function(STEP_KERNEL)
+        self.decide = self.module.function(DECIDE_KERNEL)
+        self.start = self.module.function(START_KERNEL)
+        self.local_bytes = int(call(driver().cuFuncGetAttribute, driver().CUfunction_attribute
+                                    .CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, self.step))
 
 
 def step_arguments(slots: tuple[Slot, ...], bound: Bound, control: DeviceBuffer,

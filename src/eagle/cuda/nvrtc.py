@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -297,10 +298,15 @@ _USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
 
 def resource_usage(source: str, arch: str = "sm_90", fmad: bool = False) -> list[Resources]:
     """Each kernel's registers, spills, stack and shared memory as ptxas reports them when
-    NVRTC compiles ``source`` for ``arch`` (``--ptxas-options=-v``; no GPU, no cache)."""
+    NVRTC compiles ``source`` for ``arch`` (``--ptxas-options=-v``; no GPU, no cache).
+
+    Where a driver is installed, NVRTC keeps compiled programs in the CUDA compute cache, and a
+    program it finds there has an empty log (cuda-python issue 1124; on an H200 a second call
+    returned no kernels). The cache's key holds the program's name, so each call names its
+    program afresh."""
     arch = arch_name(arch)
     options = [*_options(arch, "cubin", fmad), b"--ptxas-options=-v"]
-    with _compiled(source, "eagle_info.cu", arch, options) as (_, log):
+    with _compiled(source, f"eagle_info_{uuid.uuid4().hex}.cu", arch, options) as (_, log):
         lines = log.splitlines()  # ptxas's report, one kernel after another
     found, kernel, frame = [], None, (0, 0, 0)
     for line in lines:
@@ -312,6 +318,9 @@ def resource_usage(source: str, arch: str = "sm_90", fmad: bool = False) -> list
             found.append(Resources(kernel, int(used.group(1)), frame[1], frame[2], frame[0],
                                    int(used.group(2) or 0)))
             kernel = None
+    if not found and "__global__" in source:
+        raise CompileFailed("NVRTC_SUCCESS", "nvrtcGetProgramLog",
+                            f"ptxas reported no kernel for {arch} (its log: {log[:500]!r})")
     return found
 
 
