@@ -99,9 +99,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--device", default="gpu")
     args = parser.parse_args()
-    import cupy as cp
+    try:
+        import cupy as cp
 
-    from eagle.cuda.nvrtc import resource_usage
+        from eagle.cuda import is_available
+        from eagle.cuda.nvrtc import resource_usage
+    except ImportError as exc:
+        print(f"gpu_launch_bounds: skipped, no GPU ({exc})")
+        return
+    if not is_available():
+        print("gpu_launch_bounds: skipped, no GPU (no usable CUDA device)")
+        return
 
     rng = np.random.default_rng(1)
     for name, (f, k, make) in MODELS.items():
