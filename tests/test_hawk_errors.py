@@ -709,6 +709,17 @@ def _():
         y = y + 1.0
 
 
+@case("star-not-tuple", "spreads a tuple", snippet="*y")
+def _():
+    @hawk.func
+    def g(a):
+        return a
+
+    @hawk.kernel
+    def k(y: Mutable[Scalar]):
+        y = g(*y)  # ERR star-not-tuple
+
+
 @case("keyword-only", "keyword-only", snippet="z")
 def _():
     @hawk.kernel

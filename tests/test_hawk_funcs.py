@@ -247,6 +247,25 @@ def test_funcs_from_another_module_by_attribute(tmp_path, monkeypatch):
     assert_same(step_once(k, y=A)["y"], (A + 0.25 * -A) * 0.25)
 
 
+def test_star_parameters_spread_arguments_and_tuple_slices_work_as_in_python(tmp_path,
+                                                                         monkeypatch):
+    """``def g(x, *rest)`` takes the remaining arguments as a tuple, ``g(*t)`` spreads a tuple
+    (a slice of one too) into a call: how a wrapper passes on what it does not read (the ODE
+    kernels' tables, an event's index)."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "spread_29.py").write_text(
+        "import hawk\nfrom hawk import Mutable, Scalar\n\n\n"
+        "@hawk.func\ndef weigh(a, b, c):\n    return a + 10.0 * b + 100.0 * c\n\n\n"
+        "@hawk.func\ndef passes_on(x, *rest):\n    return weigh(x, *rest)\n\n\n"
+        "@hawk.func\ndef nothing(*rest):\n    return 7.0\n\n\n"
+        "@hawk.kernel\ndef k(x: Mutable[Scalar], y: Scalar):\n"
+        "    t = (y, 2.0, 3.0, 4.0)\n"
+        "    x = passes_on(x, *t[1:3]) + weigh(*t[::2], x) + nothing() + passes_on(*(y, y), 1.0)\n")
+    k = import_file(tmp_path / "spread_29.py", "spread_29", keep=False).k
+    expected = (A + 20.0 + 300.0) + (B + 30.0 + 100.0 * A) + 7.0 + (B + 10.0 * B + 100.0)
+    assert_same(step_once(k, x=A, y=B)["x"], expected)
+
+
 # -- loops ----------------------------------------------------------------------------------------
 
 

@@ -178,19 +178,22 @@ def _per_sample(name: str, value, xp, n: int, dtype, positive: bool = False,
 
 @functools.cache
 def _in_reversed_time(g: Func, negate: bool) -> Func:
-    """``g`` as a function of ``s = -t``: ``-g(u, -s, p)`` for the right-hand side
-    (``negate``: du/ds = -du/dt), ``g(u, -s, p)`` for an event or an update."""
+    """``g`` as a function of ``s = -t``: ``-g(u, -s, p, ...)`` for the right-hand side
+    (``negate``: du/ds = -du/dt), ``g(u, -s, p, ...)`` for an event or an update (the rest
+    of the arguments passed on: tables, an event's index)."""
     if negate:
         @hawk.func
-        def reversed_rhs(u, s, p):
-            return -g(u, -s, p)
+        def reversed_rhs(u, s, *rest):
+            return -g(u, -s, *rest)
 
+        reversed_rhs.forwards_to = g
         return reversed_rhs
 
     @hawk.func
-    def reversed_call(u, s, p):
-        return g(u, -s, p)
+    def reversed_call(u, s, *rest):
+        return g(u, -s, *rest)
 
+    reversed_call.forwards_to = g  # its parameters are g's (an on_event's index included)
     return reversed_call
 
 
@@ -324,7 +327,11 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         event: a ``@hawk.func`` ``g(u, t, p)`` whose zero crossing (in ``direction``) is an
             event (the adaptive methods): it ends the sample there, or calls ``on_event``; a
             vector-valued ``g`` is several events at once (see ``terminal``).
-        on_event: a ``@hawk.func`` ``(u, t, p) -> u`` applied at each event (a bounce).
+        on_event: a ``@hawk.func`` ``(u, t, p) -> u`` applied at each event (a bounce), or
+            ``(u, t, p, i) -> u``, given the index ``i`` of the event's component that fired
+            (a vector-valued ``event``: each component its own update, as
+            DifferentialEquations.jl's ``VectorContinuousCallback``); a terminal component
+            still ends the sample.
         direction: ``-1`` (default) events where ``g`` falls through zero, ``1`` rising, ``0``
             both; a tuple gives each component of a vector-valued ``event`` its own.
         terminal: whether an event ends the sample: a bool, or a tuple of them for the

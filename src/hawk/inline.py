@@ -60,10 +60,10 @@ class FuncSource(KernelSource):
     WHAT = "func"
 
     def _read_params(self):
-        args = self.tree.args
-        for extra, what in ((args.vararg, "*args"), (args.kwarg, "**kwargs")):
-            if extra is not None:
-                raise self.error(f"{what} is not supported in a hawk func's parameters", extra)
+        args = self.tree.args  # ``*rest`` is taken: a tuple of the remaining arguments
+        if args.kwarg is not None:
+            raise self.error("**kwargs is not supported in a hawk func's parameters",
+                             args.kwarg)
         return ()
 
 
@@ -347,12 +347,39 @@ class InliningLowering(Lowering):
         base = self.expr(node.value)
         if not isinstance(base, tuple):
             return super().subscript(node)
+        if isinstance(node.slice, ast.Slice):
+            return base[self._tuple_slice(node.slice, node)]
         index = self.expr(node.slice)
         if not (isinstance(index, Lit) and type(index.value) is int
                 and -len(base) <= index.value < len(base)):
             raise self.error(f"a tuple of {len(base)} values is indexed by a constant from 0 to "
                              f"{len(base) - 1}", node)
         return base[index.value]
+
+    def _tuple_slice(self, part: ast.Slice, node: ast.AST) -> slice:
+        """``t[a:b:c]`` of a tuple: Python's slice, its bounds compile-time ints."""
+        bounds = []
+        for bound in (part.lower, part.upper, part.step):
+            value = None if bound is None else self.expr(bound)
+            if value is not None and not (isinstance(value, Lit) and type(value.value) is int):
+                raise self.error(f"the bounds of a tuple's slice are compile-time ints, not "
+                                 f"{describe(value)}", node)
+            bounds.append(None if value is None else value.value)
+        return slice(*bounds)
+
+    def _arguments(self, nodes: list[ast.expr]) -> list:
+        """A call's positional argument values, a ``*t`` of a tuple spread into its items."""
+        values = []
+        for arg in nodes:
+            if isinstance(arg, ast.Starred):
+                spread = self.tuple_or_expr(arg.value)
+                if not isinstance(spread, tuple):
+                    raise self.error(f"`*` spreads a tuple into a call's arguments, not "
+                                     f"{describe(spread)}", arg)
+                values.extend(spread)
+            else:
+                values.append(self.tuple_or_expr(arg))
+        return values
 
     def select(self, condition, a, b, what: str, node: ast.AST | None = None):
         if isinstance(a, tuple) or isinstance(b, tuple):
@@ -378,7 +405,7 @@ class InliningLowering(Lowering):
                     f"{target.name!r}: a func cannot write a Series (it has no Series "
                     f"parameter); return the value from {target.name!r} and write it in the "
                     f"kernel: `{name}[row] = {target.name}(...)`", arg)
-        args = [self.tuple_or_expr(a) for a in node.args]
+        args = self._arguments(node.args)
         kwargs = {}
         for keyword in node.keywords:
             if keyword.arg is None:
@@ -400,6 +427,8 @@ class InliningLowering(Lowering):
         for name, parameter in target.signature.parameters.items():
             if name in bound.arguments:
                 scope[name] = bound.arguments[name]
+            elif parameter.kind is inspect.Parameter.VAR_POSITIONAL:
+                scope[name] = ()
             else:  # a default, read like a global of the func's module
                 scope[name] = self.global_value(name, parameter.default, node)
         caller = self.src.loc(node)

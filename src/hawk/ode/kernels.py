@@ -125,23 +125,30 @@ def _with_tables(g: Func, count: int) -> Func:
     """``g(u, t, p)``, or with ``count`` tables ``g(u, t, p, table0, ...)``, called as
     ``h(u, t, args)`` with ``args = (p, table0, table1, table2)``: what the kernels pass on to
     the integrators in place of ``p``."""
-    if count == 0:
-        @hawk.func
-        def model(u, t, args):
-            return g(u, t, args[0])
-    elif count == 1:
-        @hawk.func
-        def model(u, t, args):
-            return g(u, t, args[0], args[1])
-    elif count == 2:
-        @hawk.func
-        def model(u, t, args):
-            return g(u, t, args[0], args[1], args[2])
-    else:
-        @hawk.func
-        def model(u, t, args):
-            return g(u, t, args[0], args[1], args[2], args[3])
+    @hawk.func
+    def model(u, t, args):
+        return g(u, t, *args[0:count + 1])
+
     return model
+
+
+@functools.cache
+def _with_index(g: Func, count: int) -> Func:
+    """An ``on_event`` that takes the index of the event's component last,
+    ``g(u, t, p, [tables...], i)``, called as ``h(u, t, args, i)``."""
+    @hawk.func
+    def update(u, t, args, i):
+        return g(u, t, *args[0:count + 1], i)
+
+    return update
+
+
+def _takes_index(on_event: Func, count: int) -> bool:
+    """Whether ``on_event`` takes the event's component after ``(u, t, p)`` and the tables
+    (a wrapper that passes its arguments on, ``forwards_to``, as the func it calls)."""
+    while hasattr(on_event, "forwards_to"):
+        on_event = on_event.forwards_to
+    return len(on_event.signature.parameters) == 3 + count + 1
 
 
 @functools.cache
@@ -205,7 +212,9 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         event: a ``@hawk.func`` ``g(u, t, p)``: the sample has an event where ``g`` crosses
             zero in ``direction``; None (default) for none.
         on_event: a ``@hawk.func`` ``(u, t, p) -> u`` applied at the event (a bounce), after
-            which integration goes on; None (default): the event ends the sample there.
+            which integration goes on; None (default): the event ends the sample there. With
+            one more parameter, ``(u, t, p, i) -> u``, it is given the index of the event's
+            component that fired (0 for a number), for a vector-valued ``event``.
         direction: ``-1`` (default) for ``g`` falling through zero, ``1`` rising, ``0`` both.
         event_tol: how closely the event's time is located (absolute, in time).
         event_iterations: at most this many evaluations of ``g`` to locate an event.
@@ -226,9 +235,9 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         terminal: None (default: the event ends the sample unless ``on_event`` is given), or
             a bool or a tuple of bools, one per component of a vector-valued ``event`` (up
             to ``MAX_EVENTS``; ``direction`` may then be a tuple too): a terminal
-            component's crossing ends the sample, the others' are only recorded. The
-            earliest terminal crossing of a step ends it; with ``on_event`` this is not
-            available.
+            component's crossing ends the sample, the others' are only recorded (or, with
+            ``on_event``, call it; ``terminal=None`` with ``on_event`` is no component
+            terminal). The earliest acting crossing of a step ends the step there.
         record_events: record every event (terminal or not) into the ``Series``
             ``t_events``, ``u_events`` and ``which_events`` (the component), row ``events``,
             in time order across steps (within one step, in the components' order), up to
@@ -256,16 +265,18 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
     _check_func("on_stop", on_stop, required=False)
     if on_event is not None and event is None:
         raise TypeError("on_event needs an event: pass event=g, the func whose zero it is")
-    multi = terminal is not None or bool(record_events) or isinstance(direction, tuple)
-    if multi and on_event is not None:
-        raise ValueError("on_event takes one event that is not terminal; terminal=, "
-                         "record_events= and per-component directions go without it")
+    T0, T1, T2 = _table_types(tables)
+    count = len(tables)
+    indexed = on_event is not None and _takes_index(on_event, count)
+    multi = terminal is not None or bool(record_events) or isinstance(direction, tuple) \
+        or indexed
     if multi and event is None:
         raise TypeError("terminal=, record_events= and per-component directions need an "
                         "event: pass event=g")
     if not multi and direction not in (-1, 0, 1):
         raise ValueError(f"direction must be -1, 0 or 1, got {direction!r}")
-    directions, terminals = _event_codes(direction, True if terminal is None else terminal)
+    directions, terminals = _event_codes(direction, (on_event is None) if terminal is None
+                                         else terminal)
     if not (isinstance(event_iterations, int) and 1 <= event_iterations <= 64):
         raise ValueError(f"event_iterations must be an int in [1, 64], got {event_iterations!r}")
     if not (isinstance(event_samples, int) and 1 <= event_samples <= 64):
@@ -283,11 +294,12 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
     ends_at_event = on_event is None
     has_stops = bool(tstops) or on_stop is not None
     kicks_at_stop = on_stop is not None
-    T0, T1, T2 = _table_types(tables)
-    count = len(tables)
     model = _with_tables(f, count)
     event = _with_tables(event, count) if event is not None else _never
-    on_event = _with_tables(on_event, count) if on_event is not None else _unchanged
+    if indexed:
+        on_event = _with_index(on_event, count)
+    else:
+        on_event = _with_tables(on_event, count) if on_event is not None else _unchanged
     on_stop = _with_tables(on_stop, count) if on_stop is not None else _unchanged
     picked = _component_event(event)
     records = bool(record_events)
@@ -337,14 +349,16 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                            event_iterations, value)
         if has_event and multi:  # the earliest terminal crossing of the step, and records
             g_old, g_new = event(u, t, args), event(u_new, t_new, args)
-            hit, theta = False, 2.0
+            hit, theta, which = False, 2.0, 0
             for i in range(hawk.width(g_old)):
                 crossed_i, theta_i = _crossing_of(picked, u, t, h_step, q, (args, i), g_old,
                                                   g_new, (directions // 3**i) % 3 - 1,
                                                   event_samples, event_tol,
                                                   event_iterations, value)
-                if ok and crossed_i and (terminals >> i) & 1 == 1 and theta_i < theta:
-                    hit, theta = True, theta_i
+                # a terminal component ends the sample; with on_event every one acts
+                acts = not ends_at_event or (terminals >> i) & 1 == 1
+                if ok and crossed_i and acts and theta_i < theta:
+                    hit, theta, which = True, theta_i, i
             if records:
                 for i in range(hawk.width(g_old)):
                     crossed_i, theta_i = _crossing_of(picked, u, t, h_step, q, (args, i),
@@ -375,11 +389,17 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         if hit:
             if not records:
                 events += 1
-            if ends_at_event:
+            ending = ends_at_event
+            if multi and not ends_at_event:  # a terminal component ends, the others update
+                ending = (terminals >> which) & 1 == 1
+            if ending:
                 u, t = u_event, t_event
                 status = STATUS_EVENT
             else:
-                u = on_event(u_event, t_event, args)
+                if indexed:
+                    u = on_event(u_event, t_event, args, which if multi else 0)
+                else:
+                    u = on_event(u_event, t_event, args)
                 t = t_event
                 k1 = model(u, t, args)
         elif ok:
