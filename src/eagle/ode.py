@@ -348,8 +348,8 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         sensitivity: ``"p"`` for ``Solution.du_dp`` (the derivatives of the end state in each
             of ``p``'s components), ``"u0"`` for ``Solution.du_du0``, by forward sensitivity:
             the tangent system is integrated with the state (``hawk.ode.sensitivity``), under
-            the same error control; ``k + k * m`` components at most 64; no events, stops,
-            tables or noise with it.
+            the same error control; ``k + k * m`` components at most 64; through tables
+            too (``hawk.interp``'s slope), but no events, stops or noise with it.
         tables: up to three read-only arrays (1 to 3 dimensions each, NumPy or on the device of
             ``u0``) shared by every sample, passed to ``f`` (and ``event``, ``on_event``,
             ``on_stop``, ``noise``) after ``p``: ``f(u, t, p, table0, table1)``, read there
@@ -400,8 +400,7 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         f, u0, columns = _with_sensitivity(f, u0, xp, n, params, sensitivity, states,
                                            dict(event=event, on_event=on_event, tstops=tstops,
                                                 terminal=terminal,
-                                                on_stop=on_stop, noise=noise,
-                                                tables=tables or None))
+                                                on_stop=on_stop, noise=noise))
         state = hawk.Vector[u0.shape[0]]
     if not (isinstance(max_steps, int) and max_steps >= 1):
         raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")

@@ -283,6 +283,21 @@ class Lowering:
             return tuple(self.tuple_or_expr(e) for e in node.elts)
         return self.expr(node)
 
+    def call_arguments(self, nodes: list[ast.expr]) -> list:
+        """A call's positional argument values (tuples included), a ``*t`` of a tuple spread
+        into its items."""
+        values = []
+        for arg in nodes:
+            if isinstance(arg, ast.Starred):
+                spread = self.tuple_or_expr(arg.value)
+                if not isinstance(spread, tuple):
+                    raise self.error(f"`*` spreads a tuple into a call's arguments, not "
+                                     f"{describe(spread)}", arg)
+                values.extend(spread)
+            else:
+                values.append(self.tuple_or_expr(arg))
+        return values
+
     def assign(self, target: ast.expr, value) -> None:
         if isinstance(target, ast.Tuple):
             if isinstance(value, V):  # a vector's components, a matrix's rows
@@ -801,11 +816,9 @@ class Lowering:
             raise self.error(f"{func.name}() takes no keyword arguments in a hawk kernel", node)
         name = func.name
         if name in derivatives.FUNCTIONS:  # hawk.jvp(f, x, dx, ...), hawk.jacobian(f, x, ...)
-            return derivatives.lower_call(self, name, [self.tuple_or_expr(a)
-                                                       for a in node.args], node)
+            return derivatives.lower_call(self, name, self.call_arguments(node.args), node)
         if name in matrix_calls.ARITY:  # hawk.matrix((a, b), (c, d)) takes tuple rows
-            return matrix_calls.lower_call(self, name, [self.tuple_or_expr(a)
-                                                        for a in node.args], node)
+            return matrix_calls.lower_call(self, name, self.call_arguments(node.args), node)
         args = [self.expr(a) for a in node.args]
         if name in draws.FUNCTIONS:
             return draws.lower_call(self, name, args, node)

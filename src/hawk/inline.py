@@ -367,20 +367,6 @@ class InliningLowering(Lowering):
             bounds.append(None if value is None else value.value)
         return slice(*bounds)
 
-    def _arguments(self, nodes: list[ast.expr]) -> list:
-        """A call's positional argument values, a ``*t`` of a tuple spread into its items."""
-        values = []
-        for arg in nodes:
-            if isinstance(arg, ast.Starred):
-                spread = self.tuple_or_expr(arg.value)
-                if not isinstance(spread, tuple):
-                    raise self.error(f"`*` spreads a tuple into a call's arguments, not "
-                                     f"{describe(spread)}", arg)
-                values.extend(spread)
-            else:
-                values.append(self.tuple_or_expr(arg))
-        return values
-
     def select(self, condition, a, b, what: str, node: ast.AST | None = None):
         if isinstance(a, tuple) or isinstance(b, tuple):
             if not (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b)):
@@ -405,7 +391,7 @@ class InliningLowering(Lowering):
                     f"{target.name!r}: a func cannot write a Series (it has no Series "
                     f"parameter); return the value from {target.name!r} and write it in the "
                     f"kernel: `{name}[row] = {target.name}(...)`", arg)
-        args = self._arguments(node.args)
+        args = self.call_arguments(node.args)
         kwargs = {}
         for keyword in node.keywords:
             if keyword.arg is None:

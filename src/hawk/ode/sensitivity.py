@@ -18,14 +18,15 @@ __all__ = ["forward_sensitivity"]
 
 
 @hawk.func
-def _p_first(p, u, t, f):
+def _p_first(p, u, t, f, *tables):
     """``f`` with ``p`` first, for ``df/dp`` by ``hawk.jvp``."""
-    return f(u, t, p)
+    return f(u, t, p, *tables)
 
 
 @functools.cache
 def forward_sensitivity(f, states: int, columns: int, by_p: bool):
-    """The ``@hawk.func`` ``(big, t, p) -> d big/dt`` of ``f`` and its sensitivities.
+    """The ``@hawk.func`` ``(big, t, p, *tables) -> d big/dt`` of ``f`` and its
+    sensitivities (the tables, if the model reads any, passed on to it).
 
     Args:
         f: the model, a ``@hawk.func`` ``f(u, t, p)``.
@@ -37,19 +38,19 @@ def forward_sensitivity(f, states: int, columns: int, by_p: bool):
     k, m = states, columns
 
     @hawk.func
-    def augmented(big, t, p):
+    def augmented(big, t, p, *tables):
         u = big[0:k]
-        out = f(u, t, p)
+        out = f(u, t, p, *tables)
         for j in range(m):
             column = big[k + j * k:k + (j + 1) * k]
-            change = hawk.jvp(f, u, column, t, p)[1]
+            change = hawk.jvp(f, u, column, t, p, *tables)[1]
             if by_p:
                 if m == 1:
                     unit = 1.0
                 else:
                     unit = hawk.zeros(m)
                     unit[j] = 1.0
-                change = change + hawk.jvp(_p_first, p, unit, u, t, f)[1]
+                change = change + hawk.jvp(_p_first, p, unit, u, t, f, *tables)[1]
             out = hawk.concat(out, change)
         return out
 
