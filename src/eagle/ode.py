@@ -62,6 +62,10 @@ class Solution:
             and ``m`` parameters (a state or a parameter that is a number counts 1); else
             None.
         du_du0: with ``sensitivity="u0"``, ``d u(end) / d u0``: ``(k, k, n)``; else None.
+            Where a terminal event ended a sample, its end moves with the event's time.
+        dt_dp, dt_du0: with a ``sensitivity`` and an ``event``, the derivatives of the time
+            a terminal event ended each sample at, ``(m, n)`` (``(n,)`` for one column); NaN
+            where no event ended it.
         saved_sensitivity: with a ``sensitivity`` and ``saveat``, the same at each recorded
             time, ``(T, k, m, n)``; else None.
         t_events, u_events, which_events: with ``record_events=K``, each sample's first ``K``
@@ -83,6 +87,8 @@ class Solution:
     arrays: dict = field(repr=False)
     du_dp: object = None
     du_du0: object = None
+    dt_dp: object = None
+    dt_du0: object = None
     saved_sensitivity: object = None
     t_events: object = None
     u_events: object = None
@@ -349,7 +355,8 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
             of ``p``'s components), ``"u0"`` for ``Solution.du_du0``, by forward sensitivity:
             the tangent system is integrated with the state (``hawk.ode.sensitivity``), under
             the same error control; ``k + k * m`` components at most 64; through tables
-            too (``hawk.interp``'s slope), but no events, stops or noise with it.
+            too (``hawk.interp``'s slope) and to a terminal event's time (``Solution.dt_dp``),
+            but not with ``on_event``, several events, stops or noise.
         tables: up to three read-only arrays (1 to 3 dimensions each, NumPy or on the device of
             ``u0``) shared by every sample, passed to ``f`` (and ``event``, ``on_event``,
             ``on_stop``, ``noise``) after ``p``: ``f(u, t, p, table0, table1)``, read there
@@ -397,10 +404,13 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
     states = u0.shape[0] if u0.ndim == 2 else 1
     columns = 0
     if sensitivity is not None:
+        several = True if (record_events or isinstance(direction, tuple)
+                           or isinstance(terminal, tuple)) else None
+        model = f
         f, u0, columns = _with_sensitivity(f, u0, xp, n, params, sensitivity, states,
-                                           dict(event=event, on_event=on_event, tstops=tstops,
-                                                terminal=terminal,
-                                                on_stop=on_stop, noise=noise))
+                                           dict(on_event=on_event, tstops=tstops,
+                                                on_stop=on_stop, noise=noise,
+                                                **{"several events": several}))
         state = hawk.Vector[u0.shape[0]]
     if not (isinstance(max_steps, int) and max_steps >= 1):
         raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")
@@ -524,9 +534,18 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
     if saveat is not None:
         ts = save_first + xp.arange(save_count) * save_every
     sensitivities = {}
+    if sensitivity is not None and event is not None:  # the end moves with a terminal event
+        moved = xp.empty((columns, n) if columns > 1 else n, dtype=dtype)
+        simulate(hawk_ode.event_correction_kernel(model, event, states, columns,
+                                                  sensitivity == "p", params, table_dims),
+                 max_steps=1, p=p, t=t, status=status, big=u, dt=moved,
+                 terminated=xp.zeros(n, dtype=bool), **tables)
+        sensitivities["dt_dp" if sensitivity == "p" else "dt_du0"] = -moved if backward \
+            else moved
     if sensitivity is not None:
-        u, saved, sensitivities = _split_sensitivity(u, saved, states, columns, sensitivity,
-                                                     saveat is not None)
+        u, saved, split = _split_sensitivity(u, saved, states, columns, sensitivity,
+                                             saveat is not None)
+        sensitivities.update(split)
     if column:
         u, saved = u[None], saved[:, None]
     recorded = {}

@@ -47,7 +47,7 @@ from .kernels import (
     sde_kernel,
 )
 from .rosenbrock import rosenbrock23_attempt, rosenbrock23_control, rosenbrock23_value
-from .sensitivity import forward_sensitivity
+from .sensitivity import event_correction_kernel, forward_sensitivity
 from .tsit5 import tsit5_attempt, tsit5_value
 
 __all__ = [
@@ -56,7 +56,7 @@ __all__ = [
     "first_crossing",
     "locate", "dopri5_kernel", "dopri5_start_kernel", "fixed_step_kernel", "sde_kernel",
     "rosenbrock23_kernel", "rosenbrock23_attempt", "rosenbrock23_control", "rosenbrock23_value",
-    "forward_sensitivity", "tsit5_attempt", "tsit5_value",
+    "forward_sensitivity", "event_correction_kernel", "tsit5_attempt", "tsit5_value",
     "STATUS_RUNNING", "STATUS_DONE", "STATUS_EVENT", "STATUS_FAILED", "FIXED_METHODS",
     "MAX_TABLES", "C_START", "BETA", "SAFE", "FAC_MIN", "FAC_MAX",
 ]  # fmt: skip
