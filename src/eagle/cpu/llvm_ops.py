@@ -28,7 +28,7 @@ from hawk.reference import IN_DOUBLE
 from ..codegen import ExpressionRenderer
 
 __all__ = ["LlvmRenderer", "INTRINSICS", "TYPES", "MEMORY_TYPES", "libm_symbol", "LIBM", "literal",
-           "Unsupported"]
+           "Unsupported", "vector_variants", "VARIANT_LANES"]
 
 #: an op's value in registers
 TYPES = {DType.BOOL: "i1", DType.INT32: "i32", DType.UINT32: "i32", DType.INT64: "i64",
@@ -52,6 +52,54 @@ _FLOAT_ARITHMETIC = {OpKind.ADD: "fadd", OpKind.SUB: "fsub", OpKind.MUL: "fmul",
 _INT_ARITHMETIC = {OpKind.ADD: "add", OpKind.SUB: "sub", OpKind.MUL: "mul",
                    OpKind.BITAND: "and", OpKind.BITOR: "or", OpKind.BITXOR: "xor",
                    OpKind.AND: "and", OpKind.OR: "or"}
+
+
+#: the vector widths a C library call gets a variant for, by element type (SSE to AVX-512)
+VARIANT_LANES = {"double": (2, 4, 8), "float": (4, 8, 16)}
+
+
+def _variant_name(symbol: str, lanes: int) -> str:
+    return f"{symbol}_v{lanes}"
+
+
+def _variant_attribute(symbol: str, work: str, arity: int) -> str:
+    """The ``vector-function-abi-variant`` attribute naming ``symbol``'s vector variants (LLVM's
+    own vector function ABI), so that the loop vectoriser can widen a loop that calls it."""
+    names = ",".join(f"_ZGV_LLVM_N{lanes}{'v' * arity}_{symbol}({_variant_name(symbol, lanes)})"
+                     for lanes in VARIANT_LANES[work])
+    return f'"vector-function-abi-variant"="{names}"'
+
+
+def vector_variants(calls) -> list[str]:
+    """The definitions of the vector variants of each C library call in ``calls``
+    (``LlvmRenderer.libm_calls``), and ``@llvm.compiler.used`` keeping them until the
+    vectoriser has called them. A variant calls the scalar function lane by lane, so a
+    vectorised step computes each lane's value with the same C library call, bit for bit:
+    without variants one such call kept a whole step (Dormand-Prince's controller calls
+    ``pow``) from being vectorised."""
+    lines, used = [], []
+    for symbol, work, arity in sorted(calls):
+        for lanes in VARIANT_LANES[work]:
+            vector = f"<{lanes} x {work}>"
+            name = _variant_name(symbol, lanes)
+            used.append(f"ptr @{name}")
+            params = ", ".join(f"{vector} %a{j}" for j in range(arity))
+            body = [f"define internal {vector} @{name}({params}) nounwind willreturn "
+                    "memory(none) {", "entry:"]
+            result = "poison"
+            for lane in range(lanes):
+                for j in range(arity):
+                    body.append(f"  %x{j}_{lane} = extractelement {vector} %a{j}, i64 {lane}")
+                arguments = ", ".join(f"{work} %x{j}_{lane}" for j in range(arity))
+                body.append(f"  %r{lane} = call {work} @{symbol}({arguments})")
+                body.append(f"  %v{lane} = insertelement {vector} {result}, {work} %r{lane}, "
+                            f"i64 {lane}")
+                result = f"%v{lane}"
+            lines += [*body, f"  ret {vector} {result}", "}", ""]
+    if used:
+        lines.append(f"@llvm.compiler.used = appending global [{len(used)} x ptr] "
+                     f"[{', '.join(used)}], section \"llvm.metadata\"")
+    return lines
 
 
 class Unsupported(NotImplementedError):
@@ -92,6 +140,8 @@ class LlvmRenderer(ExpressionRenderer):
         self.table_pointer = "%{}"
         self._tables = {slot.param.name: slot.name for slot in program.slots if slot.is_table}
         self.declarations: set[str] = set()
+        #: the C library functions called, ``(symbol, type, arity)``: ``vector_variants``
+        self.libm_calls: set[tuple[str, str, int]] = set()
         self._temps = itertools.count()
 
     def _temp(self) -> str:
@@ -290,7 +340,11 @@ class LlvmRenderer(ExpressionRenderer):
             symbol = libm_symbol(name if work == "double" else name + "f")
             self.declarations.add(f"declare {work} @{symbol}({', '.join([work] * len(args))}) "
                                   "nounwind willreturn memory(none)")
-            value = emit(f"call {work} @{symbol}({', '.join(f'{work} {a}' for a in args)})")
+            self.libm_calls.add((symbol, work, len(args)))
+            # the variants on this call, not on the function: a variant's own scalar calls
+            # must not be widened into a call of itself
+            value = emit(f"call {work} @{symbol}({', '.join(f'{work} {a}' for a in args)}) "
+                         f"{_variant_attribute(symbol, work, len(args))}")
             if in_double:
                 value = emit(f"fptrunc double {value} to float")
             # An opaque function's NaN LLVM cannot reason about: a float test and select,
