@@ -151,3 +151,31 @@ def test_eagle_cpu_name_and_features_choose_the_code_and_the_cache_key(monkeypat
     assert native.load(code, SYMBOL) is not None
     if ll.get_host_cpu_name() not in ("x86-64", "generic"):
         assert code != host_code  # SSE2 only, where this CPU has more
+
+
+def test_a_step_that_calls_the_c_library_is_vectorised_lane_by_lane():
+    """The adaptive ODE controller calls pow (the C library's, for the reference's bits): with
+    the calls' vector variants the visit loop is widened and calls a variant, which calls the
+    scalar function per lane; without them (before) the whole step ran one lane at a time,
+    and the Numba per-sample peer was ahead (benchmarks/ode_width_gap.py)."""
+    import re
+
+    import hawk
+    from eagle.cpu.emit import emit_modules
+    from hawk import ode
+    from ode_models import lorenz
+
+    kernel = ode.dopri5_kernel(lorenz, hawk.Vec3, hawk.Vec3)
+    steps, _ = emit_modules(kernel.specialize({}))
+    machine = native._machine()
+    module = ll.parse_assembly(steps)
+    module.triple, module.data_layout = machine.triple, str(machine.target_data)
+    tuning = ll.create_pipeline_tuning_options(speed_level=2)
+    tuning.loop_vectorization = tuning.slp_vectorization = True
+    passes = ll.create_pass_builder(machine, tuning)
+    passes.getModulePassManager().run(module, passes)
+    text = str(module)
+    assert re.search(r"call <\d+ x double> @eagle_libm_pow_v\d+\(", text), "not widened"
+    variant = text[text.index("define internal <8 x double> @eagle_libm_pow_v8"):]
+    variant = variant[:variant.index("\n}")]
+    assert variant.count("call double @eagle_libm_pow(") == 8  # each lane the scalar pow
