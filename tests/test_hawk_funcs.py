@@ -266,6 +266,30 @@ def test_star_parameters_spread_arguments_and_tuple_slices_work_as_in_python(tmp
     assert_same(step_once(k, x=A, y=B)["x"], expected)
 
 
+def test_global_tuples_of_numbers_and_tuple_concatenation_work_as_in_python(tmp_path,
+                                                                          monkeypatch):
+    """A method's coefficients as a global tuple (nested, indexed by loop variables, a zero
+    weight skipped at compile time) and stages gathered with ``ks = ks + (k,)``."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "tuples_29.py").write_text(
+        "import hawk\nfrom hawk import Mutable, Scalar\n\n"
+        "WEIGHTS = ((), (0.5,), (0.25, 0.0))\n\n\n"
+        "@hawk.func\ndef spread(t):\n    return t[1] - t[0]\n\n\n"
+        "@hawk.kernel\ndef k(x: Mutable[Scalar]):\n"
+        "    ks = (x,)\n"
+        "    for s in range(1, 3):\n"
+        "        total = x\n"
+        "        for i in range(s):\n"
+        "            if WEIGHTS[s][i] != 0.0:\n"
+        "                total = total + WEIGHTS[s][i] * ks[i]\n"
+        "        ks = ks + (total,)\n"
+        "    x = ks[2] + 10.0 * spread(ks)\n")
+    k = import_file(tmp_path / "tuples_29.py", "tuples_29", keep=False).k
+    second = A + 0.5 * A
+    third = A + 0.25 * A
+    assert_same(step_once(k, x=A)["x"], third + 10.0 * (second - A))
+
+
 # -- loops ----------------------------------------------------------------------------------------
 
 

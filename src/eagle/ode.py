@@ -30,9 +30,9 @@ from .threads import get_num_threads, set_num_threads
 __all__ = ["solve", "Solution", "METHODS"]
 
 #: the methods ``solve`` knows: adaptive, fixed-step, and stochastic
-METHODS = ("dopri5", "tsit5", "rosenbrock23", "rk4", "euler", "euler_maruyama")
+METHODS = ("dopri5", "tsit5", "rosenbrock23", "rodas5p", "rk4", "euler", "euler_maruyama")
 #: the adaptive methods (``rtol``, ``atol``, ``max_step``; events and stops: the explicit ones)
-ADAPTIVE = ("dopri5", "tsit5", "rosenbrock23")
+ADAPTIVE = ("dopri5", "tsit5", "rosenbrock23", "rodas5p")
 
 
 @dataclass
@@ -315,8 +315,10 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
             5(4) pair, usually a little cheaper for the same accuracy; everything ``"dopri5"``
             has), ``"rosenbrock23"``
             (adaptive, linearly implicit and L-stable, for stiff problems: the Jacobian from
-            ``hawk.jacobian``; events, stops and ``saveat`` as the others), ``"rk4"``,
-            ``"euler"``
+            ``hawk.jacobian``; events, stops and ``saveat`` as the others; order 2, for
+            moderate tolerances), ``"rodas5p"`` (Steinebach's stiffly accurate Rosenbrock
+            method of order 5: far fewer steps at tight tolerances; its interpolant is of
+            degree 3), ``"rk4"``, ``"euler"``
             (fixed steps of ``dt``), or ``"euler_maruyama"`` (the SDE ``du = f dt + noise dW``;
             needs ``noise``, ``dt`` and ``seed``).
         rtol, atol: the error tolerances of the adaptive methods, numbers or arrays ``(n,)``.

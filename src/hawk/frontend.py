@@ -518,6 +518,9 @@ class Lowering:
                 return Ref("module", "hawk")
         if isinstance(value, bool | int | float | np.bool_ | np.integer | np.floating):
             return Lit(value.item() if isinstance(value, np.generic) else value)
+        if isinstance(value, tuple):  # a table of constants (a method's coefficients)
+            return tuple(self.global_value(f"{name}[{i}]", item, node)
+                         for i, item in enumerate(value))
         try:
             if value in _MATH_BY_OBJECT:
                 return Ref("function", _MATH_BY_OBJECT[value])
@@ -526,7 +529,8 @@ class Lowering:
         except TypeError:  # unhashable
             pass
         raise self.error(f"global {name!r} is a {type(value).__name__}, which a hawk kernel "
-                         "cannot use (only numbers, `math`, math functions and hawk helpers)",
+                         "cannot use (only numbers, tuples of them, `math`, math functions and "
+                         "hawk helpers)",
                          node)
 
     def attribute(self, node: ast.Attribute):
@@ -626,6 +630,14 @@ class Lowering:
         return self.constant_index(node.slice, width, f"a {kind}", node)
 
     def binop_expr(self, node: ast.BinOp):
+        if isinstance(node.op, ast.Add):  # tuple + tuple: Python's concatenation
+            left, right = self.tuple_or_expr(node.left), self.tuple_or_expr(node.right)
+            if isinstance(left, tuple) and isinstance(right, tuple):
+                return left + right
+            if isinstance(left, tuple) or isinstance(right, tuple):
+                raise self.error(f"`+` joins two tuples, not {describe(left)} and "
+                                 f"{describe(right)}", node)
+            return self.binop(node.op, left, right, node)
         return self.binop(node.op, self.expr(node.left), self.expr(node.right), node)
 
     def binop(self, op: ast.operator, a, b, node: ast.AST):

@@ -46,6 +46,7 @@ from .kernels import (
     rosenbrock23_kernel,
     sde_kernel,
 )
+from .rodas import rodas5p_attempt, rodas5p_control, rodas5p_value
 from .rosenbrock import rosenbrock23_attempt, rosenbrock23_control, rosenbrock23_value
 from .sensitivity import event_correction_kernel, forward_sensitivity
 from .tsit5 import tsit5_attempt, tsit5_value
@@ -56,7 +57,8 @@ __all__ = [
     "first_crossing",
     "locate", "dopri5_kernel", "dopri5_start_kernel", "fixed_step_kernel", "sde_kernel",
     "rosenbrock23_kernel", "rosenbrock23_attempt", "rosenbrock23_control", "rosenbrock23_value",
-    "forward_sensitivity", "event_correction_kernel", "tsit5_attempt", "tsit5_value",
+    "rodas5p_attempt", "rodas5p_control", "rodas5p_value", "forward_sensitivity",
+    "event_correction_kernel", "tsit5_attempt", "tsit5_value",
     "STATUS_RUNNING", "STATUS_DONE", "STATUS_EVENT", "STATUS_FAILED", "FIXED_METHODS",
     "MAX_TABLES", "C_START", "BETA", "SAFE", "FAC_MIN", "FAC_MAX",
 ]  # fmt: skip

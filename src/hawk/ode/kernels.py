@@ -32,6 +32,7 @@ from .dopri5 import (
 )
 from .events import first_crossing, locate
 from .fixed import euler, euler_maruyama, rk4
+from .rodas import rodas5p_attempt, rodas5p_control, rodas5p_value
 from .rosenbrock import rosenbrock23_attempt, rosenbrock23_control, rosenbrock23_value
 from .tsit5 import tsit5_attempt, tsit5_value
 
@@ -82,6 +83,7 @@ ADAPTIVE_METHODS = {
     "dopri5": (_dopri5, dense_value, dopri5_control),
     "tsit5": (tsit5_attempt, tsit5_value, dopri5_control),
     "rosenbrock23": (_rosenbrock23, _rosenbrock23_value, rosenbrock23_control),
+    "rodas5p": (rodas5p_attempt, rodas5p_value, rodas5p_control),
 }
 
 
@@ -230,7 +232,8 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             interpolant (fourth order).
         saves_per_step: at most this many recorded times fall in one step (a step is shortened
             to end at the last of them): each costs an interpolation per step.
-        method: ``"dopri5"``, ``"tsit5"`` or ``"rosenbrock23"`` (``ADAPTIVE_METHODS``; the
+        method: ``"dopri5"``, ``"tsit5"``, ``"rosenbrock23"`` or ``"rodas5p"``
+            (``ADAPTIVE_METHODS``; the
             kernel is named after it).
         terminal: None (default: the event ends the sample unless ``on_event`` is given), or
             a bool or a tuple of bools, one per component of a vector-valued ``event`` (up
