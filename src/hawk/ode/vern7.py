@@ -22,7 +22,10 @@ the op count); with ``saveat`` or an event, an accepted or rejected step costs 1
 
 Error norm: ``hawk.ode.error_norm``. Step-size control: ``vern7_control``, Hairer's PI
 controller (``hawk.ode.pi_control``) with the exponents of a sixth-order estimate. Initial step:
-``hawk.ode.dopri5_start``.
+``hawk.ode.dopri5_start``, Hairer's HINIT with a fifth order's exponent: at tight tolerances it
+guesses smaller than HINIT with this pair's order would (the exponent 1/5 in place of 1/7 of a
+number far below 1), and the controller grows the step up to tenfold at a time, so the
+difference costs a step or two.
 """
 
 from __future__ import annotations
