@@ -21,7 +21,9 @@ The interpolant needs nine more stages (18 to 26; Verner's 17 to 21 give order 8
 raise it to 9). ``vern9_attempt`` computes them and returns them in ``q``: hawk removes values
 nothing reads, so a kernel that never interpolates (no ``saveat``, no event) compiles without
 them and pays nothing (``tests/test_verner.py`` checks the op count); with ``saveat`` or an
-event, a step costs 25 evaluations.
+event, a step costs 25 evaluations. The interpolant's weights reach 1e4 in size, so its values
+carry a rounding error near 1e-15 times that (about 1e-12 of the state's scale on a step of
+order 1; ``tests/test_verner.py`` measures it); OrdinaryDiffEq's has the same weights.
 
 Error norm: ``hawk.ode.error_norm``. Step-size control: ``vern9_control``, Hairer's PI
 controller (``hawk.ode.pi_control``) with the exponents of an eighth-order estimate. Initial
