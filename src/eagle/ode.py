@@ -30,9 +30,10 @@ from .threads import get_num_threads, set_num_threads
 __all__ = ["solve", "Solution", "METHODS"]
 
 #: the methods ``solve`` knows: adaptive, fixed-step, and stochastic
-METHODS = ("dopri5", "tsit5", "rosenbrock23", "rodas5p", "rk4", "euler", "euler_maruyama")
+METHODS = ("dopri5", "tsit5", "vern7", "vern9", "rosenbrock23", "rodas5p", "rk4", "euler",
+           "euler_maruyama")
 #: the adaptive methods (``rtol``, ``atol``, ``max_step``; events and stops: the explicit ones)
-ADAPTIVE = ("dopri5", "tsit5", "rosenbrock23", "rodas5p")
+ADAPTIVE = ("dopri5", "tsit5", "vern7", "vern9", "rosenbrock23", "rodas5p")
 
 
 @dataclass
@@ -313,7 +314,9 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
             ``(n,)`` (a ``Vector[k]`` per sample).
         method: ``"dopri5"`` (default; adaptive Dormand-Prince 5(4)), ``"tsit5"`` (Tsitouras's
             5(4) pair, usually a little cheaper for the same accuracy; everything ``"dopri5"``
-            has), ``"rosenbrock23"``
+            has), ``"vern7"``, ``"vern9"`` (Verner's 7(6) and 9(8) pairs, with interpolants of
+            order 7 and 9: far fewer steps at tight tolerances, about 1e-8 and below, on smooth
+            problems; everything ``"dopri5"`` has), ``"rosenbrock23"``
             (adaptive, linearly implicit and L-stable, for stiff problems: the Jacobian from
             ``hawk.jacobian``; events, stops and ``saveat`` as the others; order 2, for
             moderate tolerances), ``"rodas5p"`` (Steinebach's stiffly accurate Rosenbrock

@@ -6,7 +6,9 @@ Two ways to use them:
   right-hand side as a func ``f(u, t, p)``: ``euler``, ``rk4``, ``euler_maruyama`` (fixed
   steps), and ``dopri5_step`` (one adaptive Dormand-Prince 5(4) step with per-sample error
   control; start it with ``dopri5_start``), with ``dense_coefficients``/``dense_value`` (the
-  step's interpolant) and ``locate`` (an event's time on it); ``rosenbrock23_attempt`` (one
+  step's interpolant) and ``locate`` (an event's time on it); ``tsit5_attempt``,
+  ``vern7_attempt`` and ``vern9_attempt`` (other explicit pairs, each with its interpolant;
+  Verner's with ``pi_control``'s exponents for their orders); ``rosenbrock23_attempt`` (one
   linearly implicit step for stiff problems, its Jacobian by ``hawk.jacobian``).
 - **Ready-made kernels**: ``dopri5_kernel``, ``rosenbrock23_kernel``, ``fixed_step_kernel`` and
   ``sde_kernel`` build the ensemble kernel for a right-hand side; ``eagle.ode.solve`` binds
@@ -46,10 +48,13 @@ from .kernels import (
     rosenbrock23_kernel,
     sde_kernel,
 )
+from .pi_control import pi_control
 from .rodas import rodas5p_attempt, rodas5p_control, rodas5p_value
 from .rosenbrock import rosenbrock23_attempt, rosenbrock23_control, rosenbrock23_value
 from .sensitivity import event_correction_kernel, forward_sensitivity
 from .tsit5 import tsit5_attempt, tsit5_value
+from .vern7 import vern7_attempt, vern7_control, vern7_value
+from .vern9 import vern9_attempt, vern9_control, vern9_value
 
 __all__ = [
     "euler", "rk4", "euler_maruyama", "dopri5_step", "dopri5_start", "dopri5_attempt",
@@ -59,6 +64,8 @@ __all__ = [
     "rosenbrock23_kernel", "rosenbrock23_attempt", "rosenbrock23_control", "rosenbrock23_value",
     "rodas5p_attempt", "rodas5p_control", "rodas5p_value", "forward_sensitivity",
     "event_correction_kernel", "tsit5_attempt", "tsit5_value",
+    "vern7_attempt", "vern7_value", "vern7_control", "vern9_attempt", "vern9_value",
+    "vern9_control", "pi_control",
     "STATUS_RUNNING", "STATUS_DONE", "STATUS_EVENT", "STATUS_FAILED", "FIXED_METHODS",
     "MAX_TABLES", "C_START", "BETA", "SAFE", "FAC_MIN", "FAC_MAX",
 ]  # fmt: skip

@@ -35,6 +35,8 @@ from .fixed import euler, euler_maruyama, rk4
 from .rodas import rodas5p_attempt, rodas5p_control, rodas5p_value
 from .rosenbrock import rosenbrock23_attempt, rosenbrock23_control, rosenbrock23_value
 from .tsit5 import tsit5_attempt, tsit5_value
+from .vern7 import vern7_attempt, vern7_control, vern7_value
+from .vern9 import vern9_attempt, vern9_control, vern9_value
 
 __all__ = ["dopri5_kernel", "dopri5_start_kernel", "rosenbrock23_kernel", "fixed_step_kernel",
            "sde_kernel",
@@ -77,12 +79,14 @@ def _rosenbrock23_value(u, h, q, theta):
 
 
 #: the adaptive methods ``dopri5_kernel`` runs: each one's step, interpolant and controller
-#: (the two explicit 5(4) pairs share Hairer's PI controller; every method starts with
-#: ``dopri5_start``'s initial step)
+#: (the two explicit 5(4) pairs share Hairer's PI controller, Verner's pairs have it with their
+#: orders' exponents; every method starts with ``dopri5_start``'s initial step)
 ADAPTIVE_METHODS = {
     "dopri5": (_dopri5, dense_value, dopri5_control),
     "tsit5": (tsit5_attempt, tsit5_value, dopri5_control),
     "rosenbrock23": (_rosenbrock23, _rosenbrock23_value, rosenbrock23_control),
+    "vern7": (vern7_attempt, vern7_value, vern7_control),
+    "vern9": (vern9_attempt, vern9_value, vern9_control),
     "rodas5p": (rodas5p_attempt, rodas5p_value, rodas5p_control),
 }
 
@@ -229,12 +233,11 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             implies ``tstops``.
         saveat: record the state at the times ``save_first + k * save_every``, ``k`` from 0 to
             ``save_count - 1``, into the ``Series`` ``saved`` (row ``k``), from the step's
-            interpolant (fourth order).
+            interpolant (fourth order; seventh and ninth for ``vern7`` and ``vern9``).
         saves_per_step: at most this many recorded times fall in one step (a step is shortened
             to end at the last of them): each costs an interpolation per step.
-        method: ``"dopri5"``, ``"tsit5"``, ``"rosenbrock23"`` or ``"rodas5p"``
-            (``ADAPTIVE_METHODS``; the
-            kernel is named after it).
+        method: ``"dopri5"``, ``"tsit5"``, ``"vern7"``, ``"vern9"``, ``"rosenbrock23"`` or
+            ``"rodas5p"`` (``ADAPTIVE_METHODS``; the kernel is named after it).
         terminal: None (default: the event ends the sample unless ``on_event`` is given), or
             a bool or a tuple of bools, one per component of a vector-valued ``event`` (up
             to ``MAX_EVENTS``; ``direction`` may then be a tuple too): a terminal
