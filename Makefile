@@ -54,7 +54,7 @@ test-cuda13.0: $(CUDA13_0)/.installed
 		tests/test_gpu_defects.py tests/test_gpu_emulated.py
 	$(CUDA13_0)/bin/python -m pytest -q -p no:cacheprovider -k "nvrtc or cubin" \
 		tests/test_wide_vectors.py tests/test_matrices.py tests/test_tables.py \
-		tests/test_derivatives.py tests/test_stiff.py tests/test_tsit5.py tests/test_rodas.py
+		tests/test_derivatives.py tests/test_stiff.py tests/test_tsit5.py tests/test_rodas.py tests/test_verner.py
 
 # The documentation site (every notebook executed; any warning is an error; no Markdown table
 # left as raw text).
