@@ -258,7 +258,29 @@ def solve_numba(ens: Ensemble, t1: float, rtol: float, atol: float, *, t0: float
 # -- the Numba peer of any right-hand side, written out for its width ---------------------------
 
 
-def make_dopri5_numba(rhs, k: int, m: int, name: str = "dopri5_peer"):
+def verner_tableau(module) -> dict:
+    """``make_dopri5_numba``'s ``tableau`` for a ``hawk.ode`` Verner module (``vern7``,
+    ``vern9``): its stages' weights, nodes, solution and error weights read from the module's
+    constants (``A0201``..., ``C02``..., ``B01``..., ``E01``...) as the module's attempt
+    writes its sums (ascending stage), and its controller's ``EXPO`` and ``BETA``."""
+    values = vars(module)
+    last = max(int(name[1:3]) for name in values
+               if name.startswith("B") and name[1:].isdigit())
+    stages = []
+    for s in range(2, last + 2):  # the stages up to the last the error estimate weighs
+        weights = [(j, repr(values[f"A{s:02d}{j:02d}"])) for j in range(1, s)
+                   if f"A{s:02d}{j:02d}" in values]
+        if not weights:
+            break
+        node = f"t + {values[f'C{s:02d}']!r} * hs" if f"C{s:02d}" in values else "t + hs"
+        stages.append((s, weights, node))
+    weigh = (lambda prefix: [(j, repr(values[f"{prefix}{j:02d}"])) for j in range(1, 40)
+                             if f"{prefix}{j:02d}" in values])
+    return dict(stages=stages, b=weigh("B"), e=weigh("E"), last=len(stages) + 2,
+                expo=values["EXPO"], beta=values["BETA"])
+
+
+def make_dopri5_numba(rhs, k: int, m: int, name: str = "dopri5_peer", tableau=None):
     """The per-sample peer of ``dopri5_numba`` for any right-hand side: ``rhs`` an
     ``@njit(inline="always")`` function ``rhs(t, u_0, ..., u_{k-1}, p_0, ..., p_{m-1})``
     returning a tuple of ``k`` derivatives, ``k`` states and ``m`` parameters per trajectory.
@@ -328,17 +350,23 @@ def make_dopri5_numba(rhs, k: int, m: int, name: str = "dopri5_peer"):
             "t_new = t + hs",
             "if hs == t1 - t:",
             "    t_new = t1"]
-    for s in range(2, 7):
-        step.append(rhs_call(names(f"k{s}_"), node[s], stage(s, A[s])))
-    step += [f"yn{c} = {stage(0, [(1, 'B1'), (3, 'B3'), (4, 'B4'), (5, 'B5'), (6, 'B6')])[c]}"
-             for c in ks]
-    step.append(rhs_call(names("k7_"), "t + hs", names("yn")))  # FSAL
-    step += [f"e{c} = hs * ({' + '.join(f'E{s} * k{s}_{c}' for s in (1, 3, 4, 5, 6, 7))})"
+    if tableau is None:  # Dormand-Prince's, by the names above
+        tableau = dict(stages=[(s, A[s], node[s]) for s in range(2, 7)],
+                       b=[(1, "B1"), (3, "B3"), (4, "B4"), (5, "B5"), (6, "B6")],
+                       e=[(s, f"E{s}") for s in (1, 3, 4, 5, 6, 7)], last=7, expo="EXPO1",
+                       beta="BETA")
+    last = tableau["last"]
+    for s, weights, at in tableau["stages"]:
+        step.append(rhs_call(names(f"k{s}_"), at, stage(s, weights)))
+    step += [f"yn{c} = {stage(0, tableau['b'])[c]}" for c in ks]
+    step.append(rhs_call(names(f"k{last}_"), "t + hs", names("yn")))  # the next step's k1
+    step += [f"e{c} = hs * ({' + '.join(f'{w} * k{s}_{c}' for s, w in tableau['e'])})"
              for c in ks]
     step += [f"q{c} = e{c} / (atol + rtol * max(abs(y{c}), abs(yn{c})))" for c in ks]
     step += [rms("err", names("q")),
-             "fac11 = err ** EXPO1",
-             "fac = max(1.0 / FAC_MAX, min(1.0 / FAC_MIN, fac11 / abs(c) ** BETA / SAFE))",
+             f"fac11 = err ** {tableau['expo']}",
+             f"fac = max(1.0 / FAC_MAX, min(1.0 / FAC_MIN, fac11 / abs(c) ** {tableau['beta']}"
+             " / SAFE))",
              "h_next = hs / fac",
              "if c < 0.0:",
              "    h_next = min(h_next, hs)",
@@ -348,7 +376,7 @@ def make_dopri5_numba(rhs, k: int, m: int, name: str = "dopri5_peer"):
              "    c = max(err, ERR_OLD_FLOOR)",
              "    t = t_new",
              *[f"    y{c} = yn{c}" for c in ks],
-             *[f"    k1_{c} = k7_{c}" for c in ks],
+             *[f"    k1_{c} = k{last}_{c}" for c in ks],
              "    n_acc += 1",
              "else:",
              "    h_next = hs / min(1.0 / FAC_MIN, fac11 / SAFE)",

@@ -104,3 +104,24 @@ def test_ensemble_draws_the_stated_distributions():
     assert np.abs(ens.u0 - 1.0).max() <= 0.1
     with pytest.raises(ValueError, match="n"):
         ode_peers.lorenz_ensemble(0)
+
+
+def test_the_vern9_peer_takes_eagles_steps_and_ends_on_its_bits():
+    """benchmarks/vern9_ensemble.py's peer: make_dopri5_numba given Vern9's tableau takes
+    eagle's accepted and rejected steps on every sample at rtol 1e-12 and ends bit for bit
+    where eagle ends (the same arithmetic in the same order)."""
+    from ode_ensemble import lorenz
+
+    import eagle
+    import eagle.ode
+    from hawk.ode import vern9
+
+    ens = ode_peers.lorenz_ensemble(64, seed=7)
+    peer = ode_peers.make_dopri5_numba(ode_peers.lorenz, 3, 3, "lorenz_vern9_test",
+                                       ode_peers.verner_tableau(vern9))
+    theirs = ode_peers.solve_numba(ens, 2.0, 1e-12, 1e-12, integrator=peer)
+    ours = eagle.ode.solve(lorenz, ens.u0, (0.0, 2.0), p=ens.p, rtol=1e-12, atol=1e-12,
+                           method="vern9")
+    assert np.array_equal(ours.accepted, theirs.accepted)
+    assert np.array_equal(ours.rejected, theirs.rejected)
+    assert np.array_equal(ours.u, theirs.u)
