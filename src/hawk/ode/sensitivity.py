@@ -33,6 +33,21 @@ def _p_first(p, u, t, f, *tables):
     return f(u, t, p, *tables)
 
 
+@hawk.func
+def _along(g, u, column, t, p, j, m, by_p, *tables):
+    """``g``'s change along sensitivity column ``j`` of ``m``: ``dg/du S_j``, plus ``dg/dp_j``
+    where the columns are ``p``'s (``by_p``)."""
+    change = hawk.jvp(g, u, column, t, p, *tables)[1]
+    if by_p:
+        if m == 1:
+            unit = 1.0
+        else:
+            unit = hawk.zeros(m)
+            unit[j] = 1.0
+        change = change + hawk.jvp(_p_first, p, unit, u, t, g, *tables)[1]
+    return change
+
+
 @functools.cache
 def forward_sensitivity(f, states: int, columns: int, by_p: bool):
     """The ``@hawk.func`` ``(big, t, p, *tables) -> d big/dt`` of ``f`` and its
@@ -53,14 +68,7 @@ def forward_sensitivity(f, states: int, columns: int, by_p: bool):
         out = f(u, t, p, *tables)
         for j in range(m):
             column = big[k + j * k:k + (j + 1) * k]
-            change = hawk.jvp(f, u, column, t, p, *tables)[1]
-            if by_p:
-                if m == 1:
-                    unit = 1.0
-                else:
-                    unit = hawk.zeros(m)
-                    unit[j] = 1.0
-                change = change + hawk.jvp(_p_first, p, unit, u, t, f, *tables)[1]
+            change = _along(f, u, column, t, p, j, m, by_p, *tables)
             out = hawk.concat(out, change)
         return out
 
@@ -94,14 +102,7 @@ def _event_correction(f, event, states: int, columns: int, by_p: bool, count: in
             dts = hawk.zeros(m)
         for j in range(m):
             column = big[k + j * k:k + (j + 1) * k]
-            change = hawk.jvp(event, u, column, t, p, *tables)[1]
-            if by_p:
-                if m == 1:
-                    unit = 1.0
-                else:
-                    unit = hawk.zeros(m)
-                    unit[j] = 1.0
-                change = change + hawk.jvp(_p_first, p, unit, u, t, event, *tables)[1]
+            change = _along(event, u, column, t, p, j, m, by_p, *tables)
             dt = -change / rate
             out = hawk.concat(out, column + f_u * dt)
             if m == 1:
