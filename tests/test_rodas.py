@@ -146,3 +146,39 @@ def test_the_rodas_kernel_compiles_for_the_gpu_with_nvrtc():
     kernel = hawk.ode.dopri5_kernel(robertson, hawk.Vec3, hawk.Vec3, saveat=True,
                                     method="rodas5p")
     assert nvrtc.compile_source(emit_cuda(kernel.specialize({})), "sm_90")[:4] == b"\x7fELF"
+
+
+@hawk.func
+def _robertson_jacobian(u, t, k):
+    return hawk.matrix((-k[0], k[2] * u[2], k[2] * u[1]),
+                       (k[0], -2.0 * k[1] * u[1] - k[2] * u[2], -k[2] * u[1]),
+                       (0.0, 2.0 * k[1] * u[1], 0.0))
+
+
+@hawk.func
+def _no_coupling(u, t, k):
+    return hawk.matrix((-k[0], 0.0, 0.0), (0.0, -k[2] * u[2], 0.0), (0.0, 0.0, 0.0))
+
+
+@pytest.mark.parametrize("method", ["rosenbrock23", "rodas5p"])
+def test_a_jacobian_the_user_gives_is_used(method):
+    """jac=: Robertson's analytic Jacobian gives hawk.jacobian's solution (the same steps, the
+    end within 1e-9 relative: only rounding differs); a Jacobian without the coupling terms
+    changes the steps (so it is the one used) yet still converges; an explicit method or a
+    sensitivity run refuses it by name."""
+    n = 8
+    k = _robertson_rates(n)
+    u0 = np.vstack([np.ones(n), np.zeros(n), np.zeros(n)])
+    options = dict(p=k, method=method, rtol=1e-6, atol=1e-10)
+    exact = eagle.ode.solve(robertson, u0, (0.0, 1e3), **options)
+    given = eagle.ode.solve(robertson, u0, (0.0, 1e3), jac=_robertson_jacobian, **options)
+    assert np.abs(given.accepted - exact.accepted).max() <= 1
+    np.testing.assert_allclose(given.u, exact.u, rtol=1e-9, atol=1e-15)
+    rough = eagle.ode.solve(robertson, u0, (0.0, 1e3), jac=_no_coupling, max_steps=200_000,
+                            **options)
+    assert not np.array_equal(rough.accepted, exact.accepted)
+    with pytest.raises(ValueError, match="jac is for the Rosenbrock methods"):
+        eagle.ode.solve(robertson, u0, (0.0, 1.0), p=k, jac=_robertson_jacobian)
+    with pytest.raises(ValueError, match="does not go with jac"):
+        eagle.ode.solve(robertson, u0, (0.0, 1.0), p=k, method=method,
+                        jac=_robertson_jacobian, sensitivity="p")

@@ -291,6 +291,7 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
           direction=-1, terminal=None, record_events: int = 0,
           tstops=None, on_stop: Func | None = None, max_step=math.inf,
           max_steps: int = 1_000_000, tables=(), sensitivity: str | None = None,
+          jac: Func | None = None,
           threads: int | None = None, progress: bool = False) -> Solution:
     """Integrate ``u' = f(u, t, p)`` for every sample from ``t_span[0]`` to ``t_span[1]``.
 
@@ -356,6 +357,10 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
             methods).
         on_stop: a ``@hawk.func`` ``(u, t, p) -> u`` applied at each of those times.
         max_steps: the most steps (attempted, for the adaptive methods) a sample takes.
+        jac: for ``"rosenbrock23"`` and ``"rodas5p"``, a ``@hawk.func`` ``jac(u, t, p)``
+            (tables after ``p``) returning ``df/du`` (a ``Matrix[k, k]``; a number for a
+            scalar state) to use instead of the exact one ``hawk.jacobian`` takes (a cheaper
+            or an approximate Jacobian); ``df/dt`` is still ``hawk.jacobian``'s.
         sensitivity: ``"p"`` for ``Solution.du_dp`` (the derivatives of the end state in each
             of ``p``'s components), ``"u0"`` for ``Solution.du_du0``, by forward sensitivity:
             the tangent system is integrated with the state (``hawk.ode.sensitivity``), under
@@ -399,8 +404,9 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
             raise ValueError("t_span: an SDE (method='euler_maruyama') runs forward in time "
                              "only (t_end > t0)")
         t, t_end = -t, -t_end
-        f, event, on_event, on_stop = (_in_reversed_time(g, negate=g is f) if g is not None
-                                       else None for g in (f, event, on_event, on_stop))
+        f, event, on_event, on_stop, jac = (
+            _in_reversed_time(g, negate=g is f or g is jac) if g is not None else None
+            for g in (f, event, on_event, on_stop, jac))
         direction = tuple(-d for d in direction) if isinstance(direction, tuple) \
             else -direction
         saveat, tstops = _negated(saveat), _negated(tstops)
@@ -414,12 +420,15 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         model = f
         f, u0, columns = _with_sensitivity(f, u0, xp, n, params, sensitivity, states,
                                            dict(on_event=on_event, tstops=tstops,
-                                                on_stop=on_stop, noise=noise,
+                                                on_stop=on_stop, noise=noise, jac=jac,
                                                 **{"several events": several}))
         state = hawk.Vector[u0.shape[0]]
     if not (isinstance(max_steps, int) and max_steps >= 1):
         raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")
     adaptive = method in ADAPTIVE
+    if jac is not None and method not in ("rosenbrock23", "rodas5p"):
+        raise ValueError(f"jac is for the Rosenbrock methods ('rosenbrock23', 'rodas5p'), not "
+                         f"method={method!r}")
     if not adaptive:
         for name, value in (("event", event), ("on_event", on_event), ("tstops", tstops),
                             ("on_stop", on_stop)):
@@ -490,7 +499,7 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                                         direction=direction, tstops=tstops is not None,
                                         on_stop=on_stop, saveat=saveat is not None,
                                         tables=table_dims, method=method, terminal=terminal,
-                                        record_events=record_events > 0)
+                                        record_events=record_events > 0, jac=jac)
         if record_events > 0:
             arrays.update(t_events=xp.full((record_events, n), np.nan, dtype=dtype),
                           u_events=xp.full((record_events, *u.shape), np.nan, dtype=dtype),

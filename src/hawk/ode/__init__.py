@@ -50,7 +50,12 @@ from .kernels import (
 )
 from .pi_control import pi_control
 from .rodas import rodas5p_attempt, rodas5p_control, rodas5p_value
-from .rosenbrock import rosenbrock23_attempt, rosenbrock23_control, rosenbrock23_value
+from .rosenbrock import (
+    automatic_jacobian,
+    rosenbrock23_attempt,
+    rosenbrock23_control,
+    rosenbrock23_value,
+)
 from .sensitivity import event_correction_kernel, forward_sensitivity
 from .tsit5 import tsit5_attempt, tsit5_value
 from .vern7 import vern7_attempt, vern7_control, vern7_value
@@ -62,7 +67,8 @@ __all__ = [
     "first_crossing",
     "locate", "dopri5_kernel", "dopri5_start_kernel", "fixed_step_kernel", "sde_kernel",
     "rosenbrock23_kernel", "rosenbrock23_attempt", "rosenbrock23_control", "rosenbrock23_value",
-    "rodas5p_attempt", "rodas5p_control", "rodas5p_value", "forward_sensitivity",
+    "rodas5p_attempt", "rodas5p_control", "rodas5p_value", "automatic_jacobian",
+    "forward_sensitivity",
     "event_correction_kernel", "tsit5_attempt", "tsit5_value",
     "vern7_attempt", "vern7_value", "vern7_control", "vern9_attempt", "vern9_value",
     "vern9_control", "pi_control",

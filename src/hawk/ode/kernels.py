@@ -33,7 +33,12 @@ from .dopri5 import (
 from .events import first_crossing, locate
 from .fixed import euler, euler_maruyama, rk4
 from .rodas import rodas5p_attempt, rodas5p_control, rodas5p_value
-from .rosenbrock import rosenbrock23_attempt, rosenbrock23_control, rosenbrock23_value
+from .rosenbrock import (
+    automatic_jacobian,
+    rosenbrock23_attempt,
+    rosenbrock23_control,
+    rosenbrock23_value,
+)
 from .tsit5 import tsit5_attempt, tsit5_value
 from .vern7 import vern7_attempt, vern7_control, vern7_value
 from .vern9 import vern9_attempt, vern9_control, vern9_value
@@ -67,15 +72,30 @@ def _dopri5(f, u, k1, t, h, p):
 
 
 @hawk.func
-def _rosenbrock23(f, u, k1, t, h, p):
+def _rosenbrock23(f, u, k1, t, h, p, jac=automatic_jacobian):
     """Rosenbrock23's step as the adaptive kernel takes a method's (``q``: its two stages)."""
-    u_new, err, s1, s2, f_new = rosenbrock23_attempt(f, u, k1, t, h, p)
+    u_new, err, s1, s2, f_new = rosenbrock23_attempt(f, u, k1, t, h, p, jac)
     return u_new, err, (s1, s2), f_new
 
 
 @hawk.func
 def _rosenbrock23_value(u, h, q, theta):
     return rosenbrock23_value(u, h, q[0], q[1], theta)
+
+
+#: the methods that take a Jacobian (``dopri5_kernel``'s ``jac=``)
+IMPLICIT_METHODS = ("rosenbrock23", "rodas5p")
+
+
+@functools.cache
+def _given_jacobian(jac: Func, count: int) -> Func:
+    """The user's ``jac(u, t, p, [tables...])`` as the Rosenbrock steps call a Jacobian,
+    ``(f, u, t, args)``."""
+    @hawk.func
+    def given(f, u, t, args):
+        return jac(u, t, *args[0:count + 1])
+
+    return given
 
 
 #: the adaptive methods ``dopri5_kernel`` runs: each one's step, interpolant and controller
@@ -202,7 +222,7 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                   on_stop: Func | None = None, saveat: bool = False,
                   saves_per_step: int = 4, tables: tuple = (),
                   method: str = "dopri5", terminal=None, record_events: bool = False,
-                  ) -> hawk.Kernel:
+                  jac: Func | None = None) -> hawk.Kernel:
     """The adaptive Dormand-Prince 5(4) ensemble kernel of ``u' = f(u, t, p)`` (or with
     ``method="tsit5"``, Tsitouras's 5(4) pair with the same controller, events and saveat).
 
@@ -253,6 +273,11 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             (``f(u, t, p, table0, table1)``), bound as ``table0``, ``table1``... (the unread
             ones need no binding).
 
+        jac: for ``"rosenbrock23"`` and ``"rodas5p"``, a ``@hawk.func`` ``jac(u, t, p)``
+            (tables after ``p``) returning ``df/du`` (a ``Matrix[k, k]``, a number for a
+            scalar state) in place of ``hawk.jacobian``'s; ``df/dt`` is still taken by
+            ``hawk.jacobian``.
+
     The kernel's parameters, to bind (``eagle.ode.solve`` does it): ``p``; ``t_end``, ``rtol``,
     ``atol``, ``max_step`` (``Scalar``: per sample or one number; ``max_step`` bounds every
     step, ``inf`` for no bound); ``stop_first``, ``stop_every`` (``Param``,
@@ -295,6 +320,12 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         raise ValueError(f"method must be one of {', '.join(map(repr, ADAPTIVE_METHODS))}, "
                          f"got {method!r}")
     attempt, value, control = ADAPTIVE_METHODS[method]
+    _check_func("jac", jac, required=False)
+    if jac is not None and method not in IMPLICIT_METHODS:
+        raise ValueError(f"jac is for the Rosenbrock methods ({', '.join(IMPLICIT_METHODS)}), "
+                         f"not method={method!r}")
+    has_jacobian = jac is not None
+    given = _given_jacobian(jac, len(tables)) if has_jacobian else _never
     has_saves = bool(saveat)
     has_event = event is not None
     ends_at_event = on_event is None
@@ -339,7 +370,10 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                 t_new = t_stop
         if h_step == t_end - t:
             t_new = t_end
-        u_new, err, q, k_next = attempt(model, u, k1, t, h_step, args)
+        if has_jacobian:
+            u_new, err, q, k_next = attempt(model, u, k1, t, h_step, args, given)
+        else:
+            u_new, err, q, k_next = attempt(model, u, k1, t, h_step, args)
         ok, h_next, c_next = control(error_norm(err, u, u_new, rtol, atol), h_step, c)
         if ok and h_step < h:  # a shortened step does not shrink the next one
             h_next = hawk.maximum(h_next, h)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hawk
 
-from .rosenbrock import _solve, _swapped
+from .rosenbrock import _solve, _swapped, automatic_jacobian
 
 __all__ = ["rodas5p_attempt", "rodas5p_value", "rodas5p_control", "GAMMA"]
 
@@ -86,7 +86,7 @@ def _combination(weights, ks, count, u):
 
 
 @hawk.func
-def rodas5p_attempt(f, u, f0, t, h, p):
+def rodas5p_attempt(f, u, f0, t, h, p, jac=automatic_jacobian):
     """One attempted step of size ``h`` from ``u`` at ``t``, given ``f0 = f(u, t, p)``.
 
     Returns ``(u_new, err, g, f_new)``: the fifth-order solution at ``t + h``, the error
@@ -100,8 +100,9 @@ def rodas5p_attempt(f, u, f0, t, h, p):
         t: the time.
         h: the step to attempt.
         p: the model's parameters, passed on to ``f``.
+        jac: a func ``(f, u, t, p) -> df/du`` (``automatic_jacobian`` by default).
     """
-    w = _scaled_identity_minus(hawk.jacobian(f, u, t, p), 1.0 / (h * GAMMA), u)
+    w = _scaled_identity_minus(jac(f, u, t, p), 1.0 / (h * GAMMA), u)
     dt_term = h * hawk.jacobian(_swapped, t, u, f, p)
     ks = (_solve(w, f0 + D[0] * dt_term),)
     for s in range(1, STAGES):

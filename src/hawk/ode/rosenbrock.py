@@ -29,7 +29,8 @@ import math
 
 import hawk
 
-__all__ = ["rosenbrock23_attempt", "rosenbrock23_control", "rosenbrock23_value", "D", "E32"]
+__all__ = ["automatic_jacobian", "rosenbrock23_attempt", "rosenbrock23_control",
+           "rosenbrock23_value", "D", "E32"]
 
 D = 1.0 / (2.0 + math.sqrt(2.0))
 E32 = 6.0 + math.sqrt(2.0)
@@ -42,6 +43,13 @@ FAC_MAX = 5.0
 def _swapped(t, u, f, p):
     """``f`` with the time first, for ``df/dt`` by ``hawk.jacobian``."""
     return f(u, t, p)
+
+
+@hawk.func
+def automatic_jacobian(f, u, t, p):
+    """``df/du`` at ``(u, t)`` by ``hawk.jacobian`` (forward mode, exact): the Rosenbrock
+    methods' Jacobian unless the user gives one."""
+    return hawk.jacobian(f, u, t, p)
 
 
 @hawk.func
@@ -61,7 +69,7 @@ def _iteration_matrix(jac, h, u):
 
 
 @hawk.func
-def rosenbrock23_attempt(f, u, f0, t, h, p):
+def rosenbrock23_attempt(f, u, f0, t, h, p, jac=automatic_jacobian):
     """One attempted step of size ``h`` from ``u`` at ``t``, given ``f0 = f(u, t, p)``.
 
     Returns ``(u_new, err, k1, k2, f2)``: the second-order solution at ``t + h``, the error
@@ -75,8 +83,9 @@ def rosenbrock23_attempt(f, u, f0, t, h, p):
         t: the time.
         h: the step to attempt.
         p: the model's parameters, passed on to ``f``.
+        jac: a func ``(f, u, t, p) -> df/du`` (``automatic_jacobian`` by default).
     """
-    w = _iteration_matrix(hawk.jacobian(f, u, t, p), h, u)
+    w = _iteration_matrix(jac(f, u, t, p), h, u)
     dt_term = (h * D) * hawk.jacobian(_swapped, t, u, f, p)
     k1 = _solve(w, f0 + dt_term)
     f1 = f(u + (0.5 * h) * k1, t + 0.5 * h, p)
