@@ -48,7 +48,14 @@ def _swapped(t, u, f, p):
 @hawk.func
 def automatic_jacobian(f, u, t, p):
     """``df/du`` at ``(u, t)`` by ``hawk.jacobian`` (forward mode, exact): the Rosenbrock
-    methods' Jacobian unless the user gives one."""
+    methods' Jacobian unless the user gives one.
+
+    Args:
+        f: the right-hand side, a func ``f(u, t, p)``.
+        u: the state (a number or a vector).
+        t: the time.
+        p: the model's parameters, passed on to ``f``.
+    """
     return hawk.jacobian(f, u, t, p)
 
 
