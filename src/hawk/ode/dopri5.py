@@ -28,6 +28,8 @@ import math
 
 import hawk
 
+from .pi_control import C_START, FAC_MAX, FAC_MIN, SAFE, pi_control
+
 __all__ = ["dopri5_attempt", "dopri5_control", "dopri5_step", "dopri5_start", "dense_coefficients",
            "dense_value", "error_norm", "rms", "C_START", "BETA", "SAFE", "FAC_MIN", "FAC_MAX"]
 
@@ -54,13 +56,9 @@ P52, P53, P54 = 127303824393 / 49829197408, -318862633887 / 49829197408, \
 P62, P63, P64 = -282668133 / 205662961, 2019193451 / 616988883, -1453857185 / 822651844
 P72, P73, P74 = 40617522 / 29380423, -110615467 / 29380423, 69997945 / 29380423
 
-# the controller (Hairer's DOPRI5 defaults)
+# the controller (Hairer's DOPRI5 defaults; SAFE, FAC_MIN, FAC_MAX, C_START: pi_control's)
 BETA = 0.04
 EXPO = 0.2 - 0.75 * BETA
-SAFE = 0.9
-FAC_MIN = 0.2
-FAC_MAX = 10.0
-C_START = 1e-4
 
 
 @hawk.func
@@ -124,17 +122,7 @@ def dopri5_control(err_norm, h, c):
         c: the controller's memory: the last accepted step's error norm (at least ``C_START``),
             negated after a rejection.
     """
-    fac11 = err_norm**EXPO
-    fac = hawk.maximum(1.0 / FAC_MAX, hawk.minimum(1.0 / FAC_MIN,
-                                                   fac11 / abs(c) ** BETA / SAFE))
-    accepted = err_norm <= 1.0
-    h_grown = h / fac
-    if c < 0.0:  # the last step was rejected: no growth now
-        h_grown = hawk.minimum(h_grown, h)
-    h_shrunk = h / hawk.minimum(1.0 / FAC_MIN, fac11 / SAFE)
-    if accepted:
-        return accepted, h_grown, hawk.maximum(err_norm, C_START)
-    return accepted, h_shrunk, -abs(c)
+    return pi_control(err_norm, h, c, EXPO, BETA)
 
 
 @hawk.func

@@ -11,17 +11,21 @@ controller shows where the step is limited by stability rather than accuracy; sc
 exponent, it keeps the same share of it. (Hairer's DOP853 uses ``beta = 0``; OrdinaryDiffEq.jl's
 Vern7/Vern9 use a PI controller too, with its own gains.)
 
-The rest is DOPRI5's, with its constants (``SAFE``, ``FAC_MIN``, ``FAC_MAX``, ``C_START``): see
-``hawk.ode.dopri5``.
+The rest is DOPRI5's (Hairer's defaults), with its constants below; ``hawk.ode.dopri5`` reads
+them from here.
 """
 
 from __future__ import annotations
 
 import hawk
 
-from .dopri5 import C_START, FAC_MAX, FAC_MIN, SAFE
+__all__ = ["pi_control", "SAFE", "FAC_MIN", "FAC_MAX", "C_START"]
 
-__all__ = ["pi_control"]
+SAFE = 0.9
+FAC_MIN = 0.2
+FAC_MAX = 10.0
+#: the controller's memory at the start (the floor of the last accepted error norm)
+C_START = 1e-4
 
 
 @hawk.func
