@@ -14,7 +14,7 @@ import eagle
 import eagle.ode
 import hawk
 from backends import target  # noqa: F401  (the fixture)
-from differential import assert_matches_reference, reference_run
+from differential import adaptive_bindings, assert_adaptive_run_matches_reference
 from hawk.ode.rodas import rodas5p_attempt
 from test_stiff import _robertson_rates, relaxation, robertson
 
@@ -117,26 +117,10 @@ def test_rodas_kernels_equal_the_reference_on_every_backend(target):  # noqa: F8
     k = _robertson_rates(n)
     kernel = hawk.ode.dopri5_kernel(robertson, hawk.Vec3, hawk.Vec3, saveat=True,
                                     method="rodas5p")
-    bindings = dict(p=k, t_end=np.full(n, 10.0), rtol=1e-6, atol=1e-10, max_step=np.inf,
-                    save_first=0.0, save_every=2.0, save_count=6.0,
-                    u=np.vstack([np.ones(n), np.zeros(n), np.zeros(n)]),
-                    k1=np.vstack([-k[0], k[0], np.zeros(n)]), t=np.zeros(n),
-                    h=np.full(n, 1e-4), c=np.full(n, 1e-4),
-                    accepted=np.zeros(n, np.int64), rejected=np.zeros(n, np.int64),
-                    status=np.zeros(n, np.int64), saves=np.zeros(n, np.int64),
-                    events=np.zeros(n, np.int64), stops=np.zeros(n, np.int64),
-                    saved=np.full((6, 3, n), np.nan))
-    expected, steps = reference_run(kernel, bindings, 2000)
-    arrays = target.put(bindings)
-    report = eagle.until_done(eagle.deploy(kernel, target.target.device), max_steps=2000,
-                              **arrays).run()
-    actual = target.get(arrays)
-    names = ("u", "t", "h", "accepted", "rejected", "status", "saved")
-    assert_matches_reference({k: actual[k] for k in names}, {k: expected[k] for k in names},
-                             target.target.exact_math, rtol=1e-9, counts_within=2,
-                             looser={"h": 1e-6})
-    assert abs(report.steps - steps) <= (0 if target.target.exact_math else 2)
-    assert (actual["status"] == 1).all()
+    bindings = adaptive_bindings(k, np.vstack([np.ones(n), np.zeros(n), np.zeros(n)]),
+                                 np.vstack([-k[0], k[0], np.zeros(n)]), t_end=10.0, rtol=1e-6,
+                                 atol=1e-10, h=1e-4, save_every=2.0, save_count=6)
+    assert_adaptive_run_matches_reference(target, kernel, bindings, 2000)
 
 
 def test_the_rodas_kernel_compiles_for_the_gpu_with_nvrtc():

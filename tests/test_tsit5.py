@@ -15,7 +15,7 @@ import eagle
 import eagle.ode
 import hawk
 from backends import target  # noqa: F401  (the fixture)
-from differential import assert_matches_reference, reference_run
+from differential import adaptive_bindings, assert_adaptive_run_matches_reference
 from hawk.ode import tsit5
 from hawk.ode.tsit5 import tsit5_attempt, tsit5_value
 from ode_models import G, bounce, free_fall, height, kepler, lorenz
@@ -131,24 +131,9 @@ def test_tsit5_kernels_equal_the_reference_on_every_backend(target):  # noqa: F8
     p = np.vstack([np.full(n, 10.0), rng.uniform(20.0, 30.0, n), np.full(n, 8 / 3)])
     k1 = np.vstack([p[0] * (u0[1] - u0[0]), u0[0] * (p[1] - u0[2]) - u0[1],
                     u0[0] * u0[1] - p[2] * u0[2]])
-    bindings = dict(p=p, t_end=np.full(n, 1.0), rtol=1e-8, atol=1e-8, max_step=np.inf,
-                    save_first=0.0, save_every=0.25, save_count=5.0, u=u0, k1=k1,
-                    t=np.zeros(n), h=np.full(n, 1e-3), c=np.full(n, 1e-4),
-                    accepted=np.zeros(n, np.int64), rejected=np.zeros(n, np.int64),
-                    status=np.zeros(n, np.int64), events=np.zeros(n, np.int64),
-                    stops=np.zeros(n, np.int64), saves=np.zeros(n, np.int64),
-                    saved=np.full((5, 3, n), np.nan), stop_first=0.0, stop_every=1.0)
-    expected, steps = reference_run(kernel, bindings, 3000)
-    arrays = target.put(bindings)
-    report = eagle.until_done(eagle.deploy(kernel, target.target.device), max_steps=3000,
-                              **arrays).run()
-    actual = target.get(arrays)
-    names = ("u", "t", "h", "accepted", "rejected", "status", "saved")
-    assert_matches_reference({k: actual[k] for k in names}, {k: expected[k] for k in names},
-                             target.target.exact_math, rtol=1e-9, counts_within=2,
-                             looser={"h": 1e-6})  # h: 5.3e-8 on an H200
-    assert abs(report.steps - steps) <= (0 if target.target.exact_math else 2)
-    assert (actual["status"] == 1).all()
+    bindings = adaptive_bindings(p, u0, k1, t_end=1.0, rtol=1e-8, atol=1e-8, h=1e-3,
+                                 save_every=0.25, save_count=5)
+    assert_adaptive_run_matches_reference(target, kernel, bindings, 3000)
 
 
 def test_tsit5_kernels_compile_for_the_gpu_with_nvrtc():
