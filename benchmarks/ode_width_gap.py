@@ -88,6 +88,39 @@ def cases(n: int, seed: int):
     ]
 
 
+def interleaved(cases, rounds: int, method: str = "dopri5") -> list[dict]:
+    """Each case ``(name, hawk func, Numba peer, ensemble, t1, tol)`` timed: eagle's
+    ``eagle.ode.solve(..., method=method)`` (``run()`` alone: wall less build) then the peer,
+    interleaved over ``rounds`` rounds after a warm-up; exits if the peer's step counts differ
+    from eagle's. Prints a line per case; returns what the JSON keeps."""
+    results = []
+    for name, f, peer, ens, t1, tol in cases:
+        p = ens.p[0] if ens.p.shape[0] == 1 else ens.p
+        times = dict(eagle=[], numba=[])
+        for round_ in range(rounds + 1):  # round 0: compile, warm up
+            sol = eagle.ode.solve(f, ens.u0, (0.0, t1), p=p, rtol=tol, atol=tol,
+                                  method=method)
+            start = time.perf_counter()
+            peer_sol = ode_peers.solve_numba(ens, t1, tol, tol, integrator=peer)
+            numba_s = time.perf_counter() - start
+            if round_:
+                times["eagle"].append(sol.report.wall_s - sol.report.build_s)
+                times["numba"].append(numba_s)
+        if not (np.array_equal(sol.accepted, peer_sol.accepted)
+                and np.array_equal(sol.rejected, peer_sol.rejected)):
+            sys.exit(f"{name}: the Numba peer's step counts differ from eagle's")
+        per_round = [b / a for a, b in zip(times["eagle"], times["numba"], strict=True)]
+        e, nb = float(np.median(times["eagle"])), float(np.median(times["numba"]))
+        attempted = int((peer_sol.accepted + peer_sol.rejected).sum())
+        identical = bool((sol.u == peer_sol.u).all())
+        results.append(dict(model=name, attempted=attempted, eagle_s=times["eagle"],
+                            numba_s=times["numba"], ratio=nb / e, bit_identical=identical))
+        print(f"  {name:<15} {attempted / 1e6:>11.2f} {e:>8.3f} {nb:>8.3f} {nb / e:>11.2f}  "
+              + " ".join(f"{r:.2f}" for r in per_round) + f"  (bit-identical: {identical})",
+              flush=True)
+    return results
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000)
@@ -107,28 +140,7 @@ def main(argv=None) -> None:
           f"load average {out['loadavg_start']}")
     print(f"  {'model':<15} {'M attempted':>11} {'eagle s':>8} {'numba s':>8} {'numba/eagle':>11}"
           f"  per round")
-    for name, f, peer, ens, t1, tol in cases(args.n, args.seed):
-        p = ens.p[0] if ens.p.shape[0] == 1 else ens.p
-        times = dict(eagle=[], numba=[])
-        for round_ in range(args.rounds + 1):  # round 0: compile, warm up
-            sol = eagle.ode.solve(f, ens.u0, (0.0, t1), p=p, rtol=tol, atol=tol)
-            start = time.perf_counter()
-            peer_sol = ode_peers.solve_numba(ens, t1, tol, tol, integrator=peer)
-            numba_s = time.perf_counter() - start
-            if round_:
-                times["eagle"].append(sol.report.wall_s - sol.report.build_s)
-                times["numba"].append(numba_s)
-        if not (np.array_equal(sol.accepted, peer_sol.accepted)
-                and np.array_equal(sol.rejected, peer_sol.rejected)):
-            sys.exit(f"{name}: the Numba peer's step counts differ from eagle's")
-        per_round = [b / a for a, b in zip(times["eagle"], times["numba"], strict=True)]
-        e, nb = float(np.median(times["eagle"])), float(np.median(times["numba"]))
-        attempted = int((peer_sol.accepted + peer_sol.rejected).sum())
-        out["cases"].append(dict(model=name, attempted=attempted, eagle_s=times["eagle"],
-                                 numba_s=times["numba"], ratio=nb / e,
-                                 bit_identical=bool((sol.u == peer_sol.u).all())))
-        print(f"  {name:<15} {attempted / 1e6:>11.2f} {e:>8.3f} {nb:>8.3f} {nb / e:>11.2f}  "
-              + " ".join(f"{r:.2f}" for r in per_round), flush=True)
+    out["cases"] = interleaved(cases(args.n, args.seed), args.rounds)
     out["loadavg_end"] = _loadavg()
     print(f"numba/eagle < 1: the Numba peer is faster; the same accepted and rejected steps on "
           f"every sample; load average at the end {out['loadavg_end']}")

@@ -22,10 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
-
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kepler_peers as kp  # noqa: E402
@@ -34,6 +31,7 @@ import ode_peers  # noqa: E402
 from cpu_loop import _loadavg  # noqa: E402
 from kepler_ensemble import kepler  # noqa: E402
 from ode_ensemble import limit_cpus, lorenz  # noqa: E402
+from ode_width_gap import interleaved  # noqa: E402
 
 import eagle  # noqa: E402
 from hawk.ode import vern9  # noqa: E402
@@ -70,34 +68,10 @@ def main(argv=None) -> None:
                loadavg_start=_loadavg(), cases=[])
     print(f"Vern9 at rtol = atol = {tol:g}; n = {args.n:,}, {args.threads} thread(s), "
           f"{args.rounds} rounds after a warm-up; load average {out['loadavg_start']}")
-    print(f"  {'model':<11} {'M attempted':>11} {'eagle s':>8} {'numba s':>8} "
+    print(f"  {'model':<15} {'M attempted':>11} {'eagle s':>8} {'numba s':>8} "
           f"{'numba/eagle':>11}  per round")
-    for name, f, peer, ens, t1 in cases(args.n, args.seed):
-        p = ens.p[0] if ens.p.shape[0] == 1 else ens.p
-        times = dict(eagle=[], numba=[])
-        for round_ in range(args.rounds + 1):  # round 0: compile, warm up
-            sol = eagle.ode.solve(f, ens.u0, (0.0, t1), p=p, rtol=tol, atol=tol,
-                                  method="vern9")
-            start = time.perf_counter()
-            peer_sol = ode_peers.solve_numba(ens, t1, tol, tol, integrator=peer)
-            numba_s = time.perf_counter() - start
-            if round_:
-                times["eagle"].append(sol.report.wall_s - sol.report.build_s)
-                times["numba"].append(numba_s)
-        same_steps = bool(np.array_equal(sol.accepted, peer_sol.accepted)
-                          and np.array_equal(sol.rejected, peer_sol.rejected))
-        if not same_steps:
-            sys.exit(f"{name}: the Numba peer's step counts differ from eagle's")
-        per_round = [b / a for a, b in zip(times["eagle"], times["numba"], strict=True)]
-        e, nb = float(np.median(times["eagle"])), float(np.median(times["numba"]))
-        attempted = int((peer_sol.accepted + peer_sol.rejected).sum())
-        identical = bool((sol.u == peer_sol.u).all())
-        out["cases"].append(dict(model=name, attempted=attempted, eagle_s=times["eagle"],
-                                 numba_s=times["numba"], ratio=nb / e,
-                                 bit_identical=identical))
-        print(f"  {name:<11} {attempted / 1e6:>11.2f} {e:>8.3f} {nb:>8.3f} {nb / e:>11.2f}  "
-              + " ".join(f"{r:.2f}" for r in per_round) + f"  (bit-identical: {identical})",
-              flush=True)
+    out["cases"] = interleaved([(*case, tol) for case in cases(args.n, args.seed)],
+                               args.rounds, method="vern9")
     out["loadavg_end"] = _loadavg()
     print(f"numba/eagle > 1: eagle faster; the same accepted and rejected steps on every "
           f"sample; load average at the end {out['loadavg_end']}")
