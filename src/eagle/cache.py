@@ -4,11 +4,22 @@ Every entry is a folder named by a key that hashes everything the compiled code 
 IR, the dtypes, the backend and toolchain versions). Files are written to a temporary name,
 flushed to disk and renamed into place, so a reader sees either no file or a complete one.
 
-Nothing read back is trusted for being there: a backend verifies each file against a digest
-(``read_verified``: of what it would write, or one recorded with the file), keeps in an entry
-only the files it knows (``keep_only``), and whatever does not verify, whatever its shape (a
-file where a folder belongs, a folder where a file belongs, bad bytes, a piece missing), is
-removed (``discard``) and written again.
+Nothing read back is trusted for being there:
+
+- a file is read only if it is a regular file of a bounded size (``read_file``: never a link, a
+  FIFO or a device, so a read can neither block nor run without end);
+- what a backend runs is sealed to its entry: ``seal`` is an HMAC-SHA-256, under a key of this
+  cache's own (``seal.key`` in the root, readable only by the user), of the entry's key, the
+  file's role, and every byte the backend will act on (for the CPU, the symbol it calls and the
+  object code). A file copied in from another entry, another kernel's code under a valid
+  header, a symbol changed, or a bit flipped with its SHA-256 recomputed does not verify, and is
+  compiled and written again, never run. (Whoever can read the key can forge a seal; they can
+  also edit eagle's own installed source: the seal guards against files that moved or changed,
+  not against the user's own account.)
+- a backend keeps in an entry only the files it knows (``keep_only``), and the temporaries that
+  killed writes left there are removed as those beside checkpoints are (``eagle.atomic_files``);
+  whatever does not verify, whatever its shape (a file where a folder belongs, a folder where a
+  file belongs, bad bytes, a piece missing), is removed (``discard``) and written again.
 
 The cache is used only where nobody else could have written it, as OpenSSH asks of ``~/.ssh``:
 the root must be a folder of this user's that neither group nor others may write. A root that
@@ -20,24 +31,32 @@ the root that fail the same test are the cache's own and are removed and made ag
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
+import secrets
 import shutil
 import stat
-import tempfile
 import threading
 import warnings
 from pathlib import Path
 
+from . import atomic_files
 from .interrupts import deferred_interrupts
 
 __all__ = ["ENV_VAR", "cache_dir", "root", "entry_dir", "private_folder", "key", "write_atomic",
-           "store", "read_verified", "discard", "keep_only"]
+           "store", "read_file", "read_verified", "seal", "sealed", "discard", "keep_only",
+           "MAX_FILE_BYTES"]
 
 ENV_VAR = "EAGLE_CACHE_DIR"
-_PARTIAL = ".tmp"  # the suffix of a file ``write_atomic`` has not finished (its name: .<name>.*)
+#: the largest file the cache reads back (object code, cubins and PTX are far smaller)
+MAX_FILE_BYTES = 1 << 30
+_KEY_NAME = "seal.key"  # in the root: the key of every seal in this cache
+_KEY_BYTES = 32
 _warned: set[str] = set()
 _warn_lock = threading.Lock()
+_keys: dict[str, bytes] = {}
+_key_lock = threading.Lock()
 
 
 def _configured() -> Path:
@@ -152,16 +171,7 @@ def write_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so that no reader ever sees a partial file (a Ctrl-C
     meanwhile is raised once the file is in place)."""
     with deferred_interrupts():
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=_PARTIAL)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_files.write_atomic(path, lambda f: f.write(data))
 
 
 def store(path: Path, data: bytes) -> None:
@@ -174,13 +184,99 @@ def store(path: Path, data: bytes) -> None:
     write_atomic(path, data)
 
 
-def read_verified(path: Path, digest: str) -> bytes | None:
-    """The file's bytes if it is one and its SHA-256 is ``digest``; None otherwise."""
+def read_file(path: Path, limit: int = MAX_FILE_BYTES) -> bytes | None:
+    """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes; None for
+    anything else (missing, a link, a FIFO, a device, a folder, larger), without blocking."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) \
+        | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
     try:
-        data = path.read_bytes()
+        fd = os.open(path, flags)
     except OSError:
         return None
-    return data if hashlib.sha256(data).hexdigest() == digest else None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks, size = [], 0
+        while size <= limit:  # to the end, not to fstat's size: the file may be growing
+            chunk = os.read(fd, min(1 << 24, limit + 1 - size))
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            size += len(chunk)
+        return None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def read_verified(path: Path, digest: str) -> bytes | None:
+    """The file's bytes if it is one (``read_file``) and its SHA-256 is ``digest``; None
+    otherwise."""
+    data = read_file(path)
+    return data if data is not None and hashlib.sha256(data).hexdigest() == digest else None
+
+
+def seal(entry_key: str, role: str, *parts: bytes) -> str:
+    """The seal of ``parts`` in the entry ``entry_key`` as its ``role`` (a file's name): an
+    HMAC-SHA-256 under this cache's key (module docstring), hex. Each part is length-prefixed,
+    so no two different lists of parts have one seal."""
+    mac = hmac.new(_seal_key(), digestmod="sha256")
+    for part in (entry_key.encode(), role.encode(), *parts):
+        mac.update(len(part).to_bytes(8, "little"))
+        mac.update(part)
+    return mac.hexdigest()
+
+
+def sealed(digest: object, entry_key: str, role: str, *parts: bytes) -> bool:
+    """Whether ``digest`` is the seal of ``parts`` in ``entry_key`` as ``role``."""
+    return isinstance(digest, str) and hmac.compare_digest(digest, seal(entry_key, role, *parts))
+
+
+def _seal_key() -> bytes:
+    """This cache's key (``seal.key`` in the root), made on first use: 32 random bytes in a
+    regular file of this user's that nobody else may read or write. A key file that is not
+    that is replaced (what it sealed is then compiled again). Where the cache cannot be used,
+    a key for this process alone."""
+    base = root()
+    where = str(base) if base is not None else ""
+    with _key_lock:
+        if where not in _keys:
+            _keys[where] = _read_or_make_key(base) if base is not None \
+                else secrets.token_bytes(_KEY_BYTES)
+        return _keys[where]
+
+
+def _read_or_make_key(base: Path) -> bytes:
+    path = base / _KEY_NAME
+    for _ in range(3):  # another process may be making it at the same moment
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            st = None
+        if st is not None:
+            data = read_file(path, _KEY_BYTES)
+            private = stat.S_ISREG(st.st_mode) and st.st_uid == _uid() \
+                and not st.st_mode & 0o077
+            if data is not None and len(data) == _KEY_BYTES and (private or os.name != "posix"):
+                return data
+            discard(path)
+        tmp = base / f".{_KEY_NAME}.{secrets.token_hex(8)}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
+                         0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(secrets.token_bytes(_KEY_BYTES))
+                f.flush()
+                os.fsync(f.fileno())
+            os.link(tmp, path)  # whole or not at all; fails if another process got there first
+        except FileExistsError:
+            continue
+        except OSError:
+            break
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+    return secrets.token_bytes(_KEY_BYTES)  # nothing sealed now is found by a later process
 
 
 def discard(path: Path) -> None:
@@ -197,11 +293,16 @@ def discard(path: Path) -> None:
 
 def keep_only(folder: Path, names: set[str]) -> None:
     """Remove whatever else is in the entry ``folder`` (a planted ``__pycache__``, files of an
-    older version), leaving files being written (``write_atomic``) to their writers."""
+    older version, temporaries of other names), and the temporaries of ``names`` whose writers
+    are gone (``atomic_files.remove_orphans``), leaving writes in progress to their writers."""
     try:
         found = os.listdir(folder)
     except OSError:
         return
     for name in found:
-        if name not in names and not (name.startswith(".") and name.endswith(_PARTIAL)):
-            discard(folder / name)
+        if name in names or (atomic_files.is_temporary(name)
+                             and any(name.startswith(f".{kept}.") for kept in names)):
+            continue
+        discard(folder / name)
+    for name in names:
+        atomic_files.remove_orphans(folder / name)

@@ -7,15 +7,9 @@ uniform values, the step and launch counters, ``max_steps`` and the identity of 
 first), flushed to disk, renamed into place, and the folder flushed too (so the rename itself
 survives a power cut). A reader finds either the previous checkpoint or the new one, whole.
 
-Temporaries are named ``.NAME.eagle-HOST-PID-TOKEN.tmp``, and their writer holds an exclusive
-``flock`` on each while it writes. A write that was killed leaves its temporary behind; the next
-write to the same path, and ``Runner.restore`` of it, remove every such orphan whose writer is
-gone: written on this host, no lock held on it (the kernel drops a dead process's locks), and
-its process no longer running (exited, or a zombie its parent has not reaped yet) or the file
-older than a minute (the process number reused); and those named the way
-``eagle.cache.write_atomic`` names temporaries (``.NAME.XXXXXXXX.tmp``, how checkpoints were
-written before). A temporary of a live writer, or of another host, is left alone: it may be a
-write in progress.
+A write that was killed leaves its temporary behind; the next write to the same path, and
+``Runner.restore`` of it, remove every such orphan whose writer is gone (``eagle.atomic_files``
+says how it tells, and never touches a write in progress).
 
 ``load`` trusts nothing in the file: every metadata field is checked against ``SCHEMA`` (type
 and range), and the arrays against the metadata (dtype, ``n`` samples, flags of shape
@@ -26,25 +20,15 @@ then refuses a checkpoint made by a different kernel.
 from __future__ import annotations
 
 import json
-import os
-import re
-import secrets
-import socket
-import threading
-import time
 from pathlib import Path
 
 import numpy as np
 
 from hawk.ir import MAX_WIDTH, Role
 
+from .atomic_files import remove_orphans, write_atomic
 from .backend import backend_for
 from .errors import CheckpointError
-
-try:
-    import fcntl
-except ImportError:  # not POSIX: a writer's process number alone says if it is gone
-    fcntl = None
 
 __all__ = ["save", "load", "remove_orphans", "CheckpointError", "FORMAT", "SCHEMA"]
 
@@ -73,11 +57,6 @@ SCHEMA = {
 #: fields a checkpoint written before they existed may lack (read as null; "tables" as [])
 OPTIONAL = {"seed", "tables"}
 
-_HOST = re.sub(r"[^A-Za-z0-9]", "-", socket.gethostname()) or "host"
-_in_flight: set[Path] = set()  # this process's temporaries being written now
-_in_flight_lock = threading.Lock()
-
-
 def save(runner, path: str | Path) -> Path:
     """Write ``runner``'s state to ``path`` atomically; return the path. The caller makes sure
     the state does not change meanwhile (``Runner.checkpoint`` does)."""
@@ -97,7 +76,7 @@ def save(runner, path: str | Path) -> Path:
     encoded = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_orphans(path)
-    _write_atomic(path, lambda f: np.savez(f, meta=encoded, **arrays))
+    write_atomic(path, lambda f: np.savez(f, meta=encoded, **arrays))
     return path
 
 
@@ -232,107 +211,3 @@ def _fits(dtype: str, value) -> bool:
     return True
 
 
-def _write_atomic(path: Path, write) -> None:
-    """``write(file)`` into a temporary beside ``path``, flushed, renamed to ``path``, and the
-    folder flushed; the temporary removed if anything fails."""
-    tmp = path.parent / f".{path.name}.eagle-{_HOST}-{os.getpid()}-{secrets.token_hex(4)}.tmp"
-    with _in_flight_lock:
-        _in_flight.add(tmp)
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
-                     0o600)
-        if fcntl is not None:
-            fcntl.flock(fd, fcntl.LOCK_EX)  # held until the file is closed, or this process dies
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        _fsync_folder(path.parent)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    finally:
-        with _in_flight_lock:
-            _in_flight.discard(tmp)
-
-
-def _fsync_folder(folder: Path) -> None:
-    """Flush a folder's entries (the rename) to disk, where the platform can (POSIX)."""
-    if os.name == "nt":
-        return
-    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    except OSError:  # some file systems cannot flush a folder; the rename is still atomic
-        pass
-    finally:
-        os.close(fd)
-
-
-_ORPHAN_AGE_S = 60.0  # no write holds its temporary unlocked this long after creating it
-
-
-def remove_orphans(path: Path) -> None:
-    """Remove the temporaries that killed writes to ``path`` left behind (module docstring)."""
-    path = Path(path)
-    ours = re.compile(rf"\.{re.escape(path.name)}\.eagle-([A-Za-z0-9-]+)-(\d+)-[0-9a-f]{{8}}\.tmp")
-    legacy = re.compile(rf"\.{re.escape(path.name)}\.[A-Za-z0-9_]{{8}}\.tmp")
-    try:
-        entries = list(os.scandir(path.parent))
-    except OSError:
-        return
-    for entry in entries:
-        tmp = path.parent / entry.name
-        match = ours.fullmatch(entry.name)
-        if match:
-            with _in_flight_lock:
-                if tmp in _in_flight:
-                    continue
-            if match.group(1) != _HOST or not _writer_gone(tmp, int(match.group(2))):
-                continue
-        elif not legacy.fullmatch(entry.name):
-            continue
-        try:
-            tmp.unlink()
-        except OSError:  # gone already, or not a file: not ours to force
-            pass
-
-
-def _writer_gone(tmp: Path, pid: int) -> bool:
-    """Whether the process that made ``tmp`` on this host has stopped writing it for good."""
-    if fcntl is None:
-        return pid == os.getpid() or not _running(pid)
-    try:
-        fd = os.open(tmp, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return False  # gone already, or a link: not ours to judge
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return False  # its writer holds it: a write in progress
-        if pid == os.getpid() or not _running(pid):
-            return True
-        return time.time() - os.fstat(fd).st_mtime > _ORPHAN_AGE_S  # the number was reused
-    finally:
-        os.close(fd)
-
-
-def _running(pid: int) -> bool:
-    """Whether a process ``pid`` runs on this host (assumed so where that cannot be asked). A
-    zombie (exited, not yet reaped by its parent) does not."""
-    if os.name == "nt":
-        return True  # os.kill(pid, 0) would send CTRL_C_EVENT there
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # PermissionError: it runs, as another user
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            state = f.read().rsplit(b")", 1)[1].split()[0]
-    except (OSError, IndexError):  # no /proc (macOS): kill(pid, 0) said it exists
-        return True
-    return state not in (b"Z", b"X")

@@ -14,8 +14,10 @@ verified:
 - the module is compiled from the emitter's own text, never read back from a file; the ``.ll``
   beside it is for the reader, and is rewritten whenever it is not exactly that text;
 - the object code is used only from a folder of this user's that nobody else may write, only
-  if it is whole (its SHA-256 is recorded in the same file) and only if every symbol it needs
-  resolves in this process; anything else is compiled again and the entry rewritten;
+  if it is a regular file that is whole and sealed to this entry (``cache.seal`` of the entry's
+  key, the symbol called, the source's SHA-256 and the code: an object copied from another
+  entry, or edited with its digest recomputed, does not verify) and only if every symbol it
+  needs resolves in this process; anything else is compiled again and the entry rewritten;
 - where the cache cannot be used at all (``cache.root``: one warning naming
   ``EAGLE_CACHE_DIR``), the launch is compiled in memory.
 
@@ -260,7 +262,7 @@ def _build(program: Program, shape: Shape, module_name: str, key: str):
     code_path = None if folder is None else folder / "run_blocks.o"
     if folder is not None:
         cache.keep_only(folder, {path.name, code_path.name})
-        loaded, digest = _linked(code_path)
+        loaded, digest = _linked(code_path, key)
         if loaded is not None:
             return (*loaded, _reader_copy(path, digest, program, shape))
     modules = emit_modules(program, shape)
@@ -270,7 +272,8 @@ def _build(program: Program, shape: Shape, module_name: str, key: str):
     code = native.compile_ir(*modules, kernel)
     if code_path is not None:
         try:
-            cache.store(code_path, native.pack(code, SYMBOL, digest))
+            seal = cache.seal(key, code_path.name, SYMBOL.encode(), digest.encode(), code)
+            cache.store(code_path, native.pack(code, SYMBOL, digest, seal))
         except OSError:
             pass  # not kept for the next process; this one has what it needs
     loaded = native.load(code, SYMBOL)
@@ -295,22 +298,26 @@ def _reader_copy(path, digest: str | None, program: Program, shape: Shape,
     return path
 
 
-def _linked(code_path) -> tuple[tuple[int, object] | None, str | None]:
+def _linked(code_path, key: str) -> tuple[tuple[int, object] | None, str | None]:
     """(the launch linked from the cached object at ``code_path``, the SHA-256 of the LLVM IR
-    it records); (None, None) where there is none that verifies and loads (it is then
-    compiled and stored again)."""
-    try:
-        data = code_path.read_bytes()
-    except OSError:
-        return None, None
-    unpacked = native.unpack(data)
+    it records); (None, None) where there is none that is a regular file, whole, calls
+    ``SYMBOL``, is sealed to the entry ``key`` and loads (it is then compiled and stored
+    again)."""
+    data = cache.read_file(code_path)
+    unpacked = None if data is None else native.unpack(data)
     if unpacked is None:
         return None, None
+    code, symbol = unpacked
+    meta = native.header(data)
+    source = meta.get("source")
+    if symbol != SYMBOL or not isinstance(source, str) or not cache.sealed(
+            meta.get("seal"), key, code_path.name, symbol.encode(), source.encode(), code):
+        return None, None
     try:
-        loaded = native.load(*unpacked)
+        loaded = native.load(code, symbol)
     except Exception:  # llvmlite refused it: compiled anew
         return None, None
-    return loaded, native.source_sha256(data)
+    return loaded, source
 
 
 def _sha256(text: str) -> str:

@@ -24,7 +24,8 @@ import threading
 
 from .llvm_ops import LIBM, libm_symbol
 
-__all__ = ["target", "compile_ir", "pack", "unpack", "source_sha256", "load", "undefined_symbols"]
+__all__ = ["target", "compile_ir", "pack", "header", "unpack", "source_sha256", "load",
+           "undefined_symbols"]
 
 _FORMAT = b"eagle-cpu-object 1\n"
 _lock = threading.Lock()
@@ -104,37 +105,43 @@ def _new_machine(target_: tuple[str, str, str]):
         cpu=name, features=features, opt=2, codemodel="jitdefault")
 
 
-def pack(code: bytes, symbol: str, source_sha256: str | None = None) -> bytes:
-    """One cache file: a format line, a JSON line (the symbol to call, the code's SHA-256 and
-    the SHA-256 of the source it was compiled from), then the object code."""
+def pack(code: bytes, symbol: str, source_sha256: str | None = None,
+         seal: str | None = None) -> bytes:
+    """One cache file: a format line, a JSON line (the symbol to call, the code's SHA-256, the
+    SHA-256 of the source it was compiled from and the entry's seal: ``eagle.cache.seal``),
+    then the object code."""
     header = json.dumps({"symbol": symbol, "sha256": hashlib.sha256(code).hexdigest(),
-                         "source": source_sha256})
+                         "source": source_sha256, "seal": seal})
     return _FORMAT + header.encode() + b"\n" + code
+
+
+def header(data: bytes) -> dict | None:
+    """The JSON line of a ``pack``ed file (None: not a packed file, or no object there)."""
+    if not data.startswith(_FORMAT):
+        return None
+    line = data[len(_FORMAT):].partition(b"\n")[0]
+    try:
+        meta = json.loads(line)
+    except ValueError:
+        return None
+    return meta if isinstance(meta, dict) else None
 
 
 def source_sha256(data: bytes) -> str | None:
     """The SHA-256 of the source a ``pack``ed file says its code came from (None: not said,
     or not a packed file)."""
-    if not data.startswith(_FORMAT):
-        return None
-    header = data[len(_FORMAT):].partition(b"\n")[0]
-    try:
-        digest = json.loads(header).get("source")
-    except (ValueError, AttributeError):
-        return None
+    digest = (header(data) or {}).get("source")
     return digest if isinstance(digest, str) else None
 
 
 def unpack(data: bytes) -> tuple[bytes, str] | None:
-    """(object code, symbol) of a ``pack``ed file, None unless it is whole and verifies."""
-    if not data.startswith(_FORMAT):
+    """(object code, symbol) of a ``pack``ed file, None unless it is whole and its code's
+    SHA-256 verifies (what it is sealed to is the cache entry's to check)."""
+    meta = header(data)
+    if meta is None:
         return None
-    header, _, code = data[len(_FORMAT):].partition(b"\n")
-    try:
-        meta = json.loads(header)
-        symbol, digest = meta["symbol"], meta["sha256"]
-    except (ValueError, TypeError, KeyError):
-        return None
+    code = data[len(_FORMAT):].partition(b"\n")[2]
+    symbol, digest = meta.get("symbol"), meta.get("sha256")
     if not isinstance(symbol, str) or hashlib.sha256(code).hexdigest() != digest:
         return None
     return code, symbol

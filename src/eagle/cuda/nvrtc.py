@@ -196,7 +196,8 @@ def compile_source(source: str, arch: str = "sm_90", target: str = "cubin", fmad
     folder = cache.entry_dir("cuda", key) if use_cache else None  # None: the cache is unusable
     path = folder / f"kernel.{target}" if folder is not None else None
     if path is not None:
-        data = _cached(path)
+        cache.keep_only(folder, {path.name, path.with_suffix(".seal").name})
+        data = _cached(path, key)
         if data is not None:
             return data
     with _compiled(source, name, arch, options) as (program, _):
@@ -211,7 +212,7 @@ def compile_source(source: str, arch: str = "sm_90", target: str = "cubin", fmad
     if path is not None:
         try:
             cache.store(path, data)
-            cache.store(path.with_suffix(".sha256"), hashlib.sha256(data).hexdigest().encode())
+            cache.store(path.with_suffix(".seal"), cache.seal(key, path.name, data).encode())
         except OSError:
             pass  # not kept for the next process; this one has what it needs
     return data
@@ -240,13 +241,15 @@ def _compiled(source: str, name: str, arch: str, options: list[bytes]):
         nvrtc.nvrtcDestroyProgram(program)
 
 
-def _cached(path: Path) -> bytes | None:
-    """The cached cubin or PTX at ``path`` if the digest recorded beside it verifies it."""
-    try:
-        digest = path.with_suffix(".sha256").read_text().strip()
-    except (OSError, UnicodeDecodeError):
+def _cached(path: Path, key: str) -> bytes | None:
+    """The cached cubin or PTX at ``path`` if the seal beside it (``cache.seal``) says it was
+    written for the entry ``key``: a file copied from another entry does not verify."""
+    seal = cache.read_file(path.with_suffix(".seal"), limit=256)
+    data = cache.read_file(path)
+    if seal is None or data is None:
         return None
-    return cache.read_verified(path, digest)
+    return data if cache.sealed(seal.decode(errors="replace").strip(), key, path.name, data) \
+        else None
 
 
 def ptx_to_cubin(ptx: bytes, arch: str) -> bytes:
