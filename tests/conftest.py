@@ -1,9 +1,11 @@
-"""Shared test set-up: the compilation cache the tests share, and the GPU marker's skip."""
+"""Shared test set-up: the compilation cache the tests share, the GPU marker's skip, and the
+check that every refusal the suite catches names the user's argument."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -58,3 +60,58 @@ def pytest_collection_modifyitems(config, items):
             reason = reason or _gpu_reason()
             if reason:
                 item.add_marker(pytest.mark.skip(reason=f"needs a GPU: {reason}"))
+
+
+# -- every refusal the suite raises names the user's argument, never a kernel's own --------
+# The names ``eagle.ode.solve`` gives its kernels' parameters (the user never wrote them): a
+# refusal that quotes one failed to say which of the user's arguments was wrong (issue 40).
+INTERNAL_NAMES = re.compile(r"'(k1|s_\w+|saves|stops|save_(first|every|count)|"
+                            r"stop_(first|every)|table[0-9])'")
+refusals_checked = [0]
+
+
+def check_refusal(exc: BaseException | None) -> None:
+    """``AssertionError`` if ``exc`` (a ``TypeError``/``ValueError``, the binding errors among
+    them) quotes an internal name."""
+    if not isinstance(exc, TypeError | ValueError):
+        return
+    refusals_checked[0] += 1
+    found = INTERNAL_NAMES.search(str(exc))
+    if found:
+        raise AssertionError(f"a refusal names the internal parameter {found.group(0)} instead "
+                             f"of the user's argument: {type(exc).__name__}: {exc}") from exc
+
+
+class _CheckedRaises:
+    """``pytest.raises``'s context, checking the refusal it caught (``check_refusal``)."""
+
+    def __init__(self, context):
+        self.context = context
+
+    def __enter__(self):
+        self.info = self.context.__enter__()
+        return self.info
+
+    def __exit__(self, kind, value, traceback):
+        suppressed = self.context.__exit__(kind, value, traceback)
+        if suppressed:
+            check_refusal(value)
+        return suppressed
+
+
+_pytest_raises = pytest.raises
+
+
+def _raises(expected, *args, **kwargs):
+    if args and callable(args[0]):  # the call form: pytest.raises(E, func, *args)
+        info = _pytest_raises(expected, *args, **kwargs)
+        check_refusal(info.value)
+        return info
+    return _CheckedRaises(_pytest_raises(expected, *args, **kwargs))
+
+
+pytest.raises = _raises
+
+
+def pytest_terminal_summary(terminalreporter):
+    terminalreporter.write_line(f"refusals checked for internal names: {refusals_checked[0]}")

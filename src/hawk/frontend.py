@@ -216,6 +216,9 @@ class Lowering:
             return self.const(value.value, dtype)
         if value.dtype is dtype:
             return value
+        if DType.BOOL in (value.dtype, dtype):  # the IR's casts are between numbers only
+            raise self.error(f"a {value.dtype.value} is used where a {dtype.value} is needed "
+                             "(bools do not mix with numbers; write `1.0 if flag else 0.0`)")
         return self.emit(OpKind.CAST, dtype, (value.id,))
 
     def error(self, message: str, node: ast.AST | None = None) -> CompileError:

@@ -15,7 +15,8 @@ so a GPU warp never diverges): for column ``k``, each row ``i > k`` in turn is s
 ``k`` when ``|a[i][k]| > |a[k][k]|``, which leaves the first largest ``|a[i][k]|`` as the pivot
 (LAPACK's choice; only the order of the other rows differs); then each row ``i > k`` gets
 ``a[i][j] - f * a[k][j]`` with ``f = a[i][k] / a[k][k]``, or ``f = 0`` when the pivot is 0
-(the column is already zero below it: LAPACK's ``getrf`` also goes on past a zero pivot);
+(the column is already zero below it: LAPACK's ``getrf`` also goes on past a zero pivot; a NaN
+pivot is divided by, as ``getrf`` does, so every component that depends on a NaN is NaN);
 then back substitution, ``x[i] = (b[i] - a[i][i+1]*x[i+1] - ...) / a[i][i]`` (subtracted left
 to right). A singular matrix divides by a zero pivot there, which gives inf or NaN
 components (IEEE), never an error. ``det`` is the product of the pivots, left to right,
@@ -41,6 +42,7 @@ class Arithmetic:
     def neg(self, a): ...
     def abs(self, a): ...
     def greater(self, a, b): ...  # a bool
+    def equal(self, a, b): ...  # a bool
     def differ(self, a, b): ...  # a != b of two bools
     def select(self, condition, a, b): ...
     def false(self): ...
@@ -50,7 +52,8 @@ class Arithmetic:
 class _NumpyArithmetic(Arithmetic):
     add, sub, mul = staticmethod(np.add), staticmethod(np.subtract), staticmethod(np.multiply)
     div, neg, abs = staticmethod(np.true_divide), staticmethod(np.negative), staticmethod(np.abs)
-    greater, differ = staticmethod(np.greater), staticmethod(np.not_equal)
+    greater, equal = staticmethod(np.greater), staticmethod(np.equal)
+    differ = staticmethod(np.not_equal)
     select = staticmethod(np.where)
 
     def false(self):
@@ -110,9 +113,9 @@ def eliminate(ops: Arithmetic, a: list[list], b: list[list]):
                     top[j], other[j] = (ops.select(swap, other[j], top[j]),
                                         ops.select(swap, top[j], other[j]))
             odd = ops.differ(odd, swap)
-        pivot = ops.greater(ops.abs(a[k][k]), ops.zero()) if k + 1 < size else None
+        zero_pivot = ops.equal(a[k][k], ops.zero()) if k + 1 < size else None
         for i in range(k + 1, size):
-            factor = ops.select(pivot, ops.div(a[i][k], a[k][k]), ops.zero())
+            factor = ops.select(zero_pivot, ops.zero(), ops.div(a[i][k], a[k][k]))
             for j in range(k + 1, size):
                 a[i][j] = ops.sub(a[i][j], ops.mul(factor, a[k][j]))
             for j in range(len(b[i])):

@@ -54,6 +54,13 @@ class Ops(linalg.Arithmetic):
         return self.low.emit(OpKind.GT, DType.BOOL, (self.low.cast(a, dtype).id,
                                                      self.low.cast(b, dtype).id))
 
+    def equal(self, a, b):
+        if isinstance(a, Lit) and isinstance(b, Lit):
+            return Lit(a.value == b.value)
+        dtype = self.low.common_type(a, b, "==", self.node)
+        return self.low.emit(OpKind.EQ, DType.BOOL, (self.low.cast(a, dtype).id,
+                                                     self.low.cast(b, dtype).id))
+
     def differ(self, a, b):
         if isinstance(a, Lit) and isinstance(b, Lit):
             return Lit(a.value != b.value)

@@ -98,13 +98,17 @@ def interp(x, xp, fp):
         slope = (fb - fa) / (b - a)
         r = slope * (x - a) + fa                  # if NaN: slope * (x - b) + fb,
                                                   # and if that is NaN too and fa == fb: fa
-        r = fa if x == a else r
+        r = fa if x == a else r                   # (its derivative in x: the slope)
         r = fp[-1] if x >= xp[-1] else r
         r = fp[0] if x < xp[0] else r
         r = x if x is NaN and len(xp) > 1 else r
 
     evaluated in the float type of the operands (float32 when every float operand is float32,
-    else float64), so in float64 it gives ``numpy.interp``'s bits exactly. ``fp`` has the
+    else float64), so in float64 it gives ``numpy.interp``'s bits exactly. In a kernel its
+    derivative in ``x`` (``hawk.jvp``, ``hawk.jacobian``, ``solve``'s sensitivities) is the
+    slope of the interval ``x`` falls in; at an interior breakpoint that is one-sided, the
+    slope of the interval to its right (where ``x`` goes when it grows); below ``xp[0]`` and
+    from ``xp[-1]`` on it is 0. ``fp`` has the
     length of ``xp`` (a longer one's extra values are not read; a shorter one is read clamped to
     its last element, never out of bounds).
 
@@ -360,7 +364,8 @@ def _lower_interp(lw, args: list, node: ast.AST):
                _op(lw, OpKind.EQ, DType.BOOL, fa, fb))
     r2 = _op(lw, OpKind.SELECT, dt, flat, fa, r2)
     r = _op(lw, OpKind.SELECT, dt, _op(lw, OpKind.NE, DType.BOOL, r1, r1), r2, r1)
-    r = _op(lw, OpKind.SELECT, dt, _op(lw, OpKind.EQ, DType.BOOL, x, a), fa, r)
+    r = _op(lw, OpKind.SELECT, dt, _op(lw, OpKind.EQ, DType.BOOL, x, a), _at_breakpoint(
+        lw, dt, x, a, fa, slope), r)
     end = value(fp, _op(lw, OpKind.MIN, i64, last, _last(lw, fp, 0)))
     r = _op(lw, OpKind.SELECT, dt, _op(lw, OpKind.GE, DType.BOOL, x, value(xp, last)), end, r)
     zero = lw.const(0, i64)
@@ -369,6 +374,20 @@ def _lower_interp(lw, args: list, node: ast.AST):
     nan = _op(lw, OpKind.AND, DType.BOOL, _op(lw, OpKind.NE, DType.BOOL, x, x),
               _op(lw, OpKind.GT, DType.BOOL, last, lw.const(0, i64)))
     return _op(lw, OpKind.SELECT, dt, nan, x, r)
+
+
+def _at_breakpoint(lw, dt: DType, x, a, fa, slope):
+    """``fa``, bit for bit, as ``fa + z`` with ``z`` a zero whose derivative in ``x`` is
+    ``slope``: so at a breakpoint ``interp`` is NumPy's value and its derivative the slope of
+    the interval to the right (one-sided; 0 for an infinite or NaN slope). ``z`` is ``-0.0``
+    (``fa + -0.0`` is ``fa`` for every ``fa``, ``-0.0`` included): ``slope * (x - a)`` is that
+    for a negative slope, ``-(slope * (a - x))`` for the others."""
+    neg = _op(lw, OpKind.MUL, dt, slope, _op(lw, OpKind.SUB, dt, x, a))
+    pos = _op(lw, OpKind.NEG, dt, _op(lw, OpKind.MUL, dt, slope, _op(lw, OpKind.SUB, dt, a, x)))
+    rising = _op(lw, OpKind.GE, DType.BOOL, slope, lw.const(0.0, dt))
+    zero = _op(lw, OpKind.SELECT, dt, rising, pos, neg)
+    return _op(lw, OpKind.SELECT, dt, _op(lw, OpKind.NE, DType.BOOL, zero, zero), fa,
+               _op(lw, OpKind.ADD, dt, fa, zero))
 
 
 def _lower_interp_grid(lw, args: list, node: ast.AST):

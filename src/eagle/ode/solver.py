@@ -1,17 +1,9 @@
-"""Solve an ensemble of differential equations in one call: ``eagle.ode.solve``.
-
-It builds the ensemble kernel for the model (``hawk.ode``'s factories), allocates the
-integrator's per-sample state next to the user's initial values (NumPy arrays run on the CPU,
-CuPy arrays on their GPU), prepares the first step and runs the kernel until every sample is
-done. Nothing here is new numerics: the kernels are hawk code, checked against the reference
-executor like any other.
-"""
+"""``eagle.ode.solve``: check the arguments, build the kernels, run them, shape the solution."""
 
 from __future__ import annotations
 
 import functools
 import math
-import sys
 import warnings
 from dataclasses import dataclass, field
 
@@ -20,12 +12,15 @@ import numpy as np
 import hawk
 from hawk import ode as hawk_ode
 from hawk.inline import Func
-from hawk.ir import MAX_MATRIX_SIDE, MAX_WIDTH
+from hawk.ir import MAX_WIDTH
+from hawk.ode.kernels import MAX_EVENTS
 
-from .errors import TruncationWarning
-from .plan import Plan, deploy
-from .runner import Report, Runner, simulate, until_done
-from .threads import get_num_threads, set_num_threads
+from ..errors import TruncationWarning
+from ..plan import Plan, deploy
+from ..runner import Report, Runner, simulate, until_done
+from ..threads import get_num_threads, set_num_threads
+from . import arguments as args
+from . import probes
 
 __all__ = ["solve", "Solution", "METHODS"]
 
@@ -46,8 +41,8 @@ class Solution:
         t: each sample's time at the end, ``(n,)``.
         status: ``hawk.ode.STATUS_DONE`` (1: reached ``t_end``), ``STATUS_EVENT`` (2: ended
             at its event), ``STATUS_RUNNING`` (0: ``max_steps`` ran out) or ``STATUS_FAILED``
-            (-1: the step size fell below ``10 eps |t|``, e.g. after NaNs or a singularity);
-            fixed-step methods report 1 or 0.
+            (-1: the step size fell below ``10 eps |t|``, e.g. after NaNs or a singularity;
+            for the fixed-step methods, a state that is inf or NaN at the end).
         accepted: accepted steps per sample (int64); for fixed-step methods, the steps taken.
         rejected: rejected steps per sample (int64; zeros for fixed-step methods).
         events: events per sample (int64): bounces applied, or 1 where the event ended it.
@@ -101,88 +96,6 @@ class Solution:
         return self.status > 0
 
 
-def _array_module(u0):
-    module = type(u0).__module__.split(".")[0]
-    if isinstance(u0, np.ndarray):
-        return np
-    if module == "cupy":
-        return sys.modules["cupy"]
-    raise TypeError(f"u0 must be a NumPy or CuPy array of shape (n,) or (k, n), got "
-                    f"{type(u0).__name__}; for other arrays (PyTorch, JAX) bind the kernels of "
-                    "hawk.ode to them directly")
-
-
-def _state_type(u0) -> tuple[object, int]:
-    if u0.ndim == 1:
-        return hawk.Scalar, u0.shape[0]
-    if u0.ndim == 2 and 2 <= u0.shape[0] <= MAX_WIDTH:
-        return hawk.Vector[u0.shape[0]], u0.shape[1]
-    raise ValueError(f"u0 must have shape (n,) for a scalar state or (k, n) with k in "
-                     f"1..{MAX_WIDTH} for a vector state, got {tuple(u0.shape)}")
-
-
-def _params(p, xp, n: int, dtype):
-    """``p`` as bound, and its annotation. A number is one ``Param``. An array whose last axis
-    has the ``n`` samples is per sample: ``(n,)`` a ``Scalar``, ``(k, n)`` a ``Vector[k]``,
-    ``(r, c, n)`` a ``Matrix[r, c]``. Any other array ``(m,)`` or ``(r, c)`` is one vector or
-    matrix shared by every sample (``Param[...]``, passed by value). A sequence of ``k``
-    numbers or ``(n,)`` arrays is a ``Vector[k]`` per sample."""
-    if isinstance(p, int | float | np.integer | np.floating):
-        return float(p), hawk.Param
-    if isinstance(p, tuple | list) and all(
-            isinstance(v, int | float | np.integer | np.floating) or np.ndim(v) == 1 for v in p):
-        if not 2 <= len(p) <= MAX_WIDTH:
-            raise ValueError(f"p as a sequence must have 2 to {MAX_WIDTH} entries (a vector), "
-                             f"got {len(p)}")
-        p = xp.stack([xp.broadcast_to(xp.asarray(v, dtype=dtype), (n,)) for v in p])
-    p = xp.asarray(p, dtype=dtype)
-    shape = tuple(p.shape)
-    if shape == (n,):
-        return p, hawk.Scalar
-    if len(shape) == 2 and shape[1] == n and 2 <= shape[0] <= MAX_WIDTH:
-        return p, hawk.Vector[shape[0]]
-    if len(shape) == 3 and shape[2] == n and _matrix_shape(shape[:2]):
-        return p, hawk.Matrix[shape[:2]]
-    if len(shape) == 1 and 2 <= shape[0] <= MAX_WIDTH:
-        return p, hawk.Param[hawk.Vector[shape[0]]]
-    if len(shape) == 2 and _matrix_shape(shape):
-        return p, hawk.Param[hawk.Matrix[shape]]
-    raise ValueError(f"p must be a number; per sample an array ({n},), (k, {n}) with k in "
-                     f"2..{MAX_WIDTH} or (r, c, {n}) with r, c in 1..{MAX_MATRIX_SIDE}; shared "
-                     f"by every sample an array (m,) with m in 2..{MAX_WIDTH} or (r, c); or a "
-                     f"sequence of 2 to {MAX_WIDTH} numbers or arrays; got shape {shape}")
-
-
-def _matrix_shape(shape: tuple[int, ...]) -> bool:
-    return all(1 <= side <= MAX_MATRIX_SIDE for side in shape) and shape != (1, 1)
-
-
-def _per_sample(name: str, value, xp, n: int, dtype, positive: bool = False,
-                infinite: bool = False):
-    """``value`` (a number or an array ``(n,)``) as an array ``(n,)``; ``ValueError`` naming
-    ``name`` where a value is NaN, infinite (unless ``infinite``: +inf only) or, with
-    ``positive``, not > 0."""
-    allowed = "a finite number" if not infinite else "a number (inf for none)"
-    if isinstance(value, int | float | np.integer | np.floating):
-        if math.isnan(value) or (math.isinf(value) and not (infinite and value > 0)):
-            raise ValueError(f"{name} must be {allowed}, got {value!r}")
-        if positive and not value > 0:
-            raise ValueError(f"{name} must be positive, got {value!r}")
-        return xp.full(n, value, dtype=dtype)
-    value = xp.asarray(value, dtype=dtype)
-    if value.shape != (n,):
-        raise ValueError(f"{name} must be a number or an array of shape ({n},), got shape "
-                         f"{tuple(value.shape)}")
-    bad = xp.isnan(value) | (xp.isinf(value) & ((value < 0) if infinite else True))
-    if bool(bad.any()):
-        first = int(xp.argmax(bad))
-        raise ValueError(f"{name} must be {allowed} for every sample, got {value[first]!r} "
-                         f"at sample {first}")
-    if positive and not bool((value > 0).all()):
-        raise ValueError(f"{name} must be positive for every sample")
-    return value
-
-
 @functools.cache
 def _in_reversed_time(g: Func, negate: bool) -> Func:
     """``g`` as a function of ``s = -t``: ``-g(u, -s, p, ...)`` for the right-hand side
@@ -218,8 +131,8 @@ def _negated(times):
     return tuple(values)
 
 
-def _with_sensitivity(f, u0, xp, n: int, params, sensitivity, states: int, refused: dict):
-    """The augmented model, its initial state ``(u0, S(0))`` and the sensitivity's columns."""
+def _sensitivity_columns(params, sensitivity, states: int, refused: dict) -> int:
+    """The sensitivity's columns; ``ValueError`` for a request it cannot serve, naming it."""
     if sensitivity not in ("p", "u0"):
         raise ValueError(f"sensitivity must be 'p', 'u0' or None, got {sensitivity!r}")
     for name, value in refused.items():
@@ -233,6 +146,13 @@ def _with_sensitivity(f, u0, xp, n: int, params, sensitivity, states: int, refus
         raise ValueError(f"sensitivity={sensitivity!r}: the state and its sensitivities are "
                          f"{states} + {states} x {columns} = {width} components, more than "
                          f"{MAX_WIDTH}")
+    return columns
+
+
+def _with_sensitivity(f, u0, xp, n: int, params, sensitivity, states: int, refused: dict):
+    """The augmented model, its initial state ``(u0, S(0))`` and the sensitivity's columns."""
+    columns = _sensitivity_columns(params, sensitivity, states, refused)
+    width = states + states * columns
     start = xp.zeros((width, n), dtype=u0.dtype)
     start[:states] = u0.reshape(states, n)
     if sensitivity == "u0":
@@ -258,31 +178,100 @@ def _split_sensitivity(u, saved, states: int, columns: int, sensitivity: str, ha
     return u_state, saved_state, fields
 
 
-def _tables(tables) -> tuple[dict, tuple[int, ...]]:
-    """``tables`` as the kernels' bindings ``table0``... and their dimensions."""
-    if not isinstance(tables, tuple | list) or len(tables) > hawk_ode.MAX_TABLES:
-        raise ValueError(f"tables must be a sequence of at most {hawk_ode.MAX_TABLES} arrays, "
-                         f"got {tables!r}")
-    dims = []
-    for i, table in enumerate(tables):
-        ndim = getattr(table, "ndim", None)
-        if ndim not in (1, 2, 3):
-            raise ValueError(f"tables[{i}] must be an array of 1, 2 or 3 dimensions, got "
-                             f"{type(table).__name__}"
-                             + (f" of {ndim} dimensions" if ndim is not None else ""))
-        dims.append(int(ndim))
-    return {f"table{i}": table for i, table in enumerate(tables)}, tuple(dims)
-
-
-def _finite_pair(name: str, value) -> tuple[float, float]:
-    """``value`` as two finite floats, else ``ValueError`` naming ``name``."""
+def _save_times(saveat) -> tuple[float, float, int]:
+    """``saveat`` ``(first, last, count)`` as (first, spacing, count); (0, 1, 0) for None."""
+    if saveat is None:
+        return 0.0, 1.0, 0
     try:
-        a, b = (float(v) for v in value)
+        first, last, count = saveat
+        first, last = float(first), float(last)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a pair of numbers, got {value!r}") from None
-    if not (math.isfinite(a) and math.isfinite(b)):
-        raise ValueError(f"{name} must be finite numbers, got {value!r}")
-    return a, b
+        raise ValueError(f"saveat must be (first, last, count), got {saveat!r}") from None
+    if not (math.isfinite(first) and math.isfinite(last)):
+        raise ValueError(f"saveat: first and last must be finite, got {first!r} and {last!r}")
+    if isinstance(count, bool) or not (isinstance(count, int | np.integer) and count >= 1):
+        raise ValueError(f"saveat: count must be an int >= 1, got {count!r}")
+    if count > 1 and not last > first:
+        raise ValueError(f"saveat: last must be after first, got {first!r} and {last!r}")
+    count = int(count)
+    return first, (last - first) / (count - 1) if count > 1 else 1.0, count
+
+
+@functools.cache
+def _stacked(funcs: tuple[Func, ...]) -> Func:
+    """One vector-valued event of the event functions ``funcs``: component ``i`` is
+    ``funcs[i](u, t, p, ...)``."""
+    if len(funcs) == 1:
+        return funcs[0]
+    head, rest = funcs[0], _stacked(funcs[1:])
+
+    @hawk.func
+    def events(u, t, *more):
+        return hawk.concat(head(u, t, *more), rest(u, t, *more))
+
+    return events
+
+
+def _events(event, direction, terminal, on_event):
+    """``event`` as one func: a list or tuple of funcs (SciPy's ``events=[...]``) is stacked
+    into one vector-valued event, each function's ``.terminal`` and ``.direction`` attributes
+    (SciPy's) read where ``terminal``/``direction`` are not given per component."""
+    if event is None or isinstance(event, Func):
+        return event, direction, terminal
+    if not isinstance(event, list | tuple) or not event:
+        raise TypeError(f"event must be a @hawk.func g(u, t, p), or a list of them (several "
+                        f"events), got {event!r}")
+    for i, g in enumerate(event):
+        if not isinstance(g, Func):
+            raise TypeError(f"event[{i}] must be a @hawk.func g(u, t, p), got {g!r}")
+    if len(event) > MAX_EVENTS:
+        raise ValueError(f"event: at most {MAX_EVENTS} event functions, got "
+                         f"{len(event)}")
+    if terminal is None and any(hasattr(g, "terminal") for g in event):
+        terminal = tuple(bool(getattr(g, "terminal", on_event is None)) for g in event)
+    if not isinstance(direction, tuple) and any(hasattr(g, "direction") for g in event):
+        direction = tuple(int(getattr(g, "direction", direction)) for g in event)
+    return _stacked(tuple(event)), direction, terminal
+
+
+def _per_component(event: Func, direction, terminal, on_event, state, params, dims):
+    """``direction`` and ``terminal`` for each component of a vector-valued ``event`` (a
+    single value stands for every one), checked against the number of its components."""
+    width = probes.result_width("event", event, state, params, dims)
+    if width == 1:
+        return direction, terminal
+    if width > MAX_EVENTS:
+        raise ValueError(f"event returns {width} components; at most {MAX_EVENTS} "
+                         f"events are watched at once")
+    default = on_event is None if terminal is None else terminal
+    for name, value in (("direction", direction), ("terminal", default)):
+        if isinstance(value, tuple) and len(value) != width:
+            raise ValueError(f"{name} has {len(value)} entries but event returns {width} "
+                             f"components: give one {name} per component, or one for all")
+    return (direction if isinstance(direction, tuple) else (direction,) * width,
+            default if isinstance(default, tuple) else (default,) * width)
+
+
+def _check_funcs(f: Func, state, params, dims, *, jac, noise, on_stop, on_event) -> None:
+    """The user's funcs return what ``solve`` needs of them (``probes``), before any kernel
+    is built: refusals name ``f``, ``jac``... and the shapes, not the kernels' parameters."""
+    probes.check_result("f", f, state, params, dims, state, "du/dt shaped as u0")
+    for name, g, meaning in (("noise", noise, "the diffusion shaped as u0"),
+                             ("on_stop", on_stop, "the new state shaped as u0"),
+                             ("on_event", on_event, "the new state shaped as u0")):
+        if g is None:
+            continue
+        if not isinstance(g, Func):
+            raise TypeError(f"{name} must be a @hawk.func taking (u, t, p), got {g!r}")
+        if name != "on_event" or len(g.signature.parameters) == 3 + len(dims):
+            probes.check_result(name, g, state, params, dims, state, meaning)
+    if jac is not None:
+        if not isinstance(jac, Func):
+            raise TypeError(f"jac must be a @hawk.func jac(u, t, p) returning df/du, got "
+                            f"{jac!r}")
+        size = 1 if state is hawk.Scalar else state.width
+        shape = hawk.Scalar if size == 1 else hawk.Matrix[size, size]
+        probes.check_result("jac", jac, state, params, dims, shape, "df/du")
 
 
 def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol=1e-6,
@@ -294,6 +283,11 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
           jac: Func | None = None,
           threads: int | None = None, progress: bool = False) -> Solution:
     """Integrate ``u' = f(u, t, p)`` for every sample from ``t_span[0]`` to ``t_span[1]``.
+
+    Nothing passed in is ever written: every array the kernels bind is a new one, and the
+    ``Solution``'s arrays are new too. Every argument is checked first, and a wrong one is
+    refused naming it (``u0``, ``p``, ``t_span[0]``, ``tables[1]``...) before anything is
+    allocated, compiled or run.
 
     Args:
         f: the right-hand side, a ``@hawk.func`` ``f(u, t, p)`` returning ``du/dt``.
@@ -337,8 +331,11 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
             interpolate inside their steps; fixed-step methods land a step on each time).
             Times before a sample's ``t0`` are not recorded (NaN).
         event: a ``@hawk.func`` ``g(u, t, p)`` whose zero crossing (in ``direction``) is an
-            event (the adaptive methods): it ends the sample there, or calls ``on_event``; a
-            vector-valued ``g`` is several events at once (see ``terminal``).
+            event (the adaptive methods). An event is terminal by default (it ends the sample
+            there; SciPy's are not), unless ``on_event`` is given (it is called instead). A
+            vector-valued ``g`` is several events at once (see ``terminal``), and so is a list
+            of funcs ``[g0, g1, ...]`` (SciPy's ``events=[...]``; each func's ``.terminal`` and
+            ``.direction`` attributes are read as SciPy reads them).
         on_event: a ``@hawk.func`` ``(u, t, p) -> u`` applied at each event (a bounce), or
             ``(u, t, p, i) -> u``, given the index ``i`` of the event's component that fired
             (a vector-valued ``event``: each component its own update, as
@@ -383,22 +380,41 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got "
                          f"{method!r}")
-    xp = _array_module(u0)
+    xp = args.array_module(u0)
+    args.numeric("u0", u0)
     column = u0.ndim == 2 and u0.shape[0] == 1  # (1, n): one state per sample, as (n,)
     if column:
         u0 = u0[0]
-    state, n = _state_type(u0)
+    state, n = args.state_type(u0)
     dtype = u0.dtype if u0.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    threads = args.threads(threads)
+    record_events = args.record_events(record_events)
+    if isinstance(max_steps, bool) or not (isinstance(max_steps, int) and max_steps >= 1):
+        raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")
     try:
         t0, t_end = t_span
     except (TypeError, ValueError):
         raise ValueError(f"t_span must be a pair (t0, t_end), got {t_span!r}") from None
-    t = _per_sample("t_span[0]", t0, xp, n, dtype)
-    t_end = _per_sample("t_span[1]", t_end, xp, n, dtype)
+    t = args.per_sample("t_span[0]", t0, xp, n, dtype)
+    t_end = args.per_sample("t_span[1]", t_end, xp, n, dtype)
     backward = bool((t_end < t).all())
     if not (backward or bool((t_end > t).all())):
         raise ValueError("t_span: t_end must differ from t0 on the same side for every sample "
                          "(all forward in time, t_end > t0, or all backward, t_end < t0)")
+    p, params = args.params(p, xp, n, dtype)
+    tables, table_dims = args.tables(tables, xp)
+    event, direction, terminal = _events(event, direction, terminal, on_event)
+    refused = dict(on_event=on_event, tstops=tstops, on_stop=on_stop, noise=noise, jac=jac)
+    if sensitivity is not None:  # what it cannot serve, refused before any func is typed
+        several = True if (record_events or isinstance(direction, tuple)
+                           or isinstance(terminal, tuple)) else None
+        _sensitivity_columns(params, sensitivity, u0.shape[0] if u0.ndim == 2 else 1,
+                             {**refused, "several events": several})
+    _check_funcs(f, state, params, table_dims, jac=jac, noise=noise, on_stop=on_stop,
+                 on_event=on_event)
+    if event is not None:
+        direction, terminal = _per_component(event, direction, terminal, on_event, state,
+                                             params, table_dims)
     if backward:  # solved forward in s = -t: du/ds = -f(u, -s, p)
         if method == "euler_maruyama":
             raise ValueError("t_span: an SDE (method='euler_maruyama') runs forward in time "
@@ -410,8 +426,6 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         direction = tuple(-d for d in direction) if isinstance(direction, tuple) \
             else -direction
         saveat, tstops = _negated(saveat), _negated(tstops)
-    p, params = _params(p, xp, n, dtype)
-    tables, table_dims = _tables(tables)
     states = u0.shape[0] if u0.ndim == 2 else 1
     columns = 0
     if sensitivity is not None:
@@ -419,12 +433,8 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                            or isinstance(terminal, tuple)) else None
         model = f
         f, u0, columns = _with_sensitivity(f, u0, xp, n, params, sensitivity, states,
-                                           dict(on_event=on_event, tstops=tstops,
-                                                on_stop=on_stop, noise=noise, jac=jac,
-                                                **{"several events": several}))
+                                           {**refused, "several events": several})
         state = hawk.Vector[u0.shape[0]]
-    if not (isinstance(max_steps, int) and max_steps >= 1):
-        raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")
     adaptive = method in ADAPTIVE
     if jac is not None and method not in ("rosenbrock23", "rodas5p"):
         raise ValueError(f"jac is for the Rosenbrock methods ('rosenbrock23', 'rodas5p'), not "
@@ -440,57 +450,45 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         if max_step is not math.inf:
             raise ValueError(f"max_step is for the adaptive methods; method={method!r} steps by "
                              "dt")
-        dt = _per_sample("dt", dt, xp, n, dtype, positive=True)
+        dt = args.per_sample("dt", dt, xp, n, dtype, positive=True)
     elif dt is not None:
         raise ValueError(f"dt is for the fixed-step methods; method={method!r} chooses its steps "
                          "from rtol and atol")
-    if not (isinstance(record_events, int | np.integer) and record_events >= 0):
-        raise ValueError(f"record_events must be an int >= 0 (the events kept per sample), "
-                         f"got {record_events!r}")
     if (terminal is not None or record_events) and event is None:
         raise ValueError("terminal= and record_events= need an event: pass event=g")
     if (method == "euler_maruyama") != (noise is not None):
         raise ValueError("noise (the SDE's diffusion g(u, t, p)) goes with "
                          "method='euler_maruyama', and that method needs it")
 
-    save_first, save_every, save_count = 0.0, 1.0, 0
-    if saveat is not None:
-        try:
-            first, last, save_count = saveat
-            first, last = float(first), float(last)
-        except (TypeError, ValueError):
-            raise ValueError(f"saveat must be (first, last, count), got {saveat!r}") from None
-        if not (math.isfinite(first) and math.isfinite(last)):
-            raise ValueError(f"saveat: first and last must be finite, got {first!r} and "
-                             f"{last!r}")
-        if not (isinstance(save_count, int | np.integer) and save_count >= 1):
-            raise ValueError(f"saveat: count must be an int >= 1, got {save_count!r}")
-        if save_count > 1 and not last > first:
-            raise ValueError(f"saveat: last must be after first, got {first!r} and {last!r}")
-        save_count = int(save_count)
-        save_first = first
-        save_every = (last - first) / (save_count - 1) if save_count > 1 else 1.0
-    saved = xp.full((save_count, *u0.shape), np.nan, dtype=dtype)
+    save_first, save_every, save_count = _save_times(saveat)
+    saved = args.allocate("saveat", xp, (save_count, *u0.shape), dtype, np.nan)
     first_save = xp.clip(xp.ceil((t - save_first) / save_every), 0, save_count).astype(np.int64)
 
-    u = xp.array(u0, dtype=dtype, copy=True)
+    u = xp.array(u0, dtype=dtype, copy=True, order="C")
     zeros = (lambda: xp.zeros(n, dtype=np.int64))
     arrays = dict(p=p, t_end=t_end, u=u, t=t, save_first=save_first, save_every=save_every,
                   save_count=float(save_count), saves=first_save, saved=saved)
     if adaptive:
-        rtol = _per_sample("rtol", rtol, xp, n, dtype, positive=True)
-        atol = _per_sample("atol", atol, xp, n, dtype, positive=True)
-        max_step = _per_sample("max_step", max_step, xp, n, dtype, positive=True,
-                               infinite=True)
+        rtol = args.per_sample("rtol", rtol, xp, n, dtype, positive=True)
+        atol = args.per_sample("atol", atol, xp, n, dtype, positive=True)
+        max_step = args.per_sample("max_step", max_step, xp, n, dtype, positive=True,
+                                   infinite=True)
         stop_first, stop_every = 0.0, 1.0
         if on_stop is not None and tstops is None:
             raise ValueError("on_stop needs tstops=(first, every): the times it is applied at")
         if tstops is not None:
-            stop_first, stop_every = _finite_pair("tstops (first, every)", tstops)
+            stop_first, stop_every = args.finite_pair("tstops (first, every)", tstops)
             if not stop_every > 0:
                 raise ValueError(f"tstops: every must go the integration's way (positive "
                                  f"forward in time, negative backward), got "
                                  f"{-stop_every if backward else stop_every!r}")
+        if record_events > 0:
+            arrays.update(
+                t_events=args.allocate("record_events", xp, (record_events, n), dtype, np.nan),
+                u_events=args.allocate("record_events", xp, (record_events, *u.shape), dtype,
+                                       np.nan),
+                which_events=args.allocate("record_events", xp, (record_events, n), np.int64,
+                                           -1))
         prepare = hawk_ode.dopri5_start_kernel(f, state, params, tables=table_dims)
         arrays.update(rtol=rtol, atol=atol, max_step=max_step, k1=xp.empty_like(u),
                       h=xp.zeros(n, dtype=dtype), c=xp.full(n, hawk_ode.C_START, dtype=dtype),
@@ -500,10 +498,6 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                                         on_stop=on_stop, saveat=saveat is not None,
                                         tables=table_dims, method=method, terminal=terminal,
                                         record_events=record_events > 0, jac=jac)
-        if record_events > 0:
-            arrays.update(t_events=xp.full((record_events, n), np.nan, dtype=dtype),
-                          u_events=xp.full((record_events, *u.shape), np.nan, dtype=dtype),
-                          which_events=xp.full((record_events, n), -1, dtype=np.int64))
         first_stop = xp.maximum(xp.ceil((t - stop_first) / stop_every), 0).astype(np.int64)
         arrays.update(stop_first=stop_first, stop_every=stop_every, events=zeros(),
                       stops=first_stop)
@@ -543,7 +537,8 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         rejected, events = arrays["rejected"], arrays["events"]
     else:
         accepted, rejected, events = arrays["steps"], zeros(), zeros()
-        status = (t >= t_end).astype(np.int64)
+        finite = xp.isfinite(u).all(axis=0) if u.ndim == 2 else xp.isfinite(u)
+        status = xp.where(finite, (t >= t_end).astype(np.int64), hawk_ode.STATUS_FAILED)
     ts = None
     if saveat is not None:
         ts = save_first + xp.arange(save_count) * save_every

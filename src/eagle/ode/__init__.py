@@ -1,0 +1,16 @@
+"""Solve an ensemble of differential equations in one call: ``eagle.ode.solve``.
+
+It builds the ensemble kernel for the model (``hawk.ode``'s factories), allocates the
+integrator's per-sample state next to the user's initial values (NumPy arrays run on the CPU,
+CuPy arrays on their GPU), prepares the first step and runs the kernel until every sample is
+done. Nothing here is new numerics: the kernels are hawk code, checked against the reference
+executor like any other.
+
+``solver`` is the call itself, ``arguments`` checks what the user passed (every refusal names
+the user's argument, before anything is allocated or run), ``probes`` types the user's funcs
+alone so that a wrong shape is refused in the user's words.
+"""
+
+from .solver import ADAPTIVE, METHODS, Solution, solve
+
+__all__ = ["solve", "Solution", "METHODS", "ADAPTIVE"]
