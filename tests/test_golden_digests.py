@@ -5,10 +5,10 @@ set of kernels, and the SHA-256 of the CPU backend's LLVM IR text (``emit_launch
 compared with ``tests/golden/ir-digests.json`` and ``tests/golden/llvm-sha256.json``.
 
 The kernels: the test kernel files (``kernels``, ``coverage_kernels``, ``pass_kernels``,
-``table_kernels``, ``numerics_kernels``), the module-level kernels of the language, func,
-matrix, derivative, wide-vector, random-number, Series and integer tests, and ODE kernels
-``hawk.ode`` builds (each adaptive method plain, dopri5 with ``saveat``, an event and
-sensitivities, the fixed-step and SDE kernels), each at its default dtypes and a few at
+``table_kernels``, ``numerics_kernels``, ``golden_kernels``), the module-level kernels of the
+language, func, matrix, derivative, wide-vector, random-number, Series and integer tests, and
+ODE kernels ``hawk.ode`` builds (each adaptive method plain, dopri5 with ``saveat``, an event
+and sensitivities, the fixed-step and SDE kernels), each at its default dtypes and a few at
 float32.
 
 A deliberate change to what the frontend or an emitter produces updates the files in the same
@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 import coverage_kernels
+import golden_kernels
 import hawk
 import kernels
 import numerics_kernels
@@ -83,6 +84,7 @@ def _ode_kernels() -> dict:
 def _ir_kernels() -> dict:
     found = {}
     for module in (kernels, coverage_kernels, pass_kernels, table_kernels, numerics_kernels,
+                   golden_kernels,
                    test_matrices, test_derivatives, test_wide_vectors, test_random_numbers,
                    test_series, test_integer_types, test_cpu_lanes, test_hawk_language,
                    test_hawk_funcs, test_elementwise_helpers, test_passes, test_stiff,
