@@ -225,10 +225,6 @@ class Lowering:
         base = self.expr(node.value)
         if isinstance(base, tuple):
             return self.tuple_item(base, node)
-        # Lowered a second time, the first copy left dead, as the two-class lowering did (its
-        # subscript called the base class's, which lowered the base again): kept in this
-        # refactoring so that every digest stays, removed on its own afterwards.
-        base = self.expr(node.value)
         if isinstance(base, TableValue):
             return tables.lower_read(self, base, node)
         if not isinstance(base, V):
@@ -526,7 +522,6 @@ class Lowering:
         func = self.expr(node.func)
         if isinstance(func, FuncRef):
             return func_calls.inline_call(self, func.func, node)
-        func = self.expr(node.func)  # a second time, as the two-class lowering did (above)
         if not (isinstance(func, Ref) and func.kind == "function"):
             raise self.error(f"calling {ast.unparse(node.func)!r} is not supported: only math "
                              "functions, min/max/abs/float, hawk's vector helpers and @hawk.func "
