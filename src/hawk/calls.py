@@ -193,11 +193,16 @@ def _vector(lw, name: str, args: list, node: ast.AST):
 # -- the table -----------------------------------------------------------------------------------
 
 
-def _hawk(name: str, lower: Callable, module, tuples: bool = False) -> Builtin:
-    """A built-in reached as ``hawk.<name>`` and by the object of that name in ``module``."""
+def _hawk(name: str, lower: Callable, module, tuples: bool = False,
+          alias: str | None = None) -> Builtin:
+    """A built-in reached as ``hawk.<name>`` and by the object of that name in ``module``
+    (its ``OBJECTS`` where it has them); ``alias``: a second name and object in ``module``
+    that call it (the type ``Vec3`` builds a vec3)."""
     objects = getattr(module, "OBJECTS", {getattr(module, name): name})
-    return Builtin(name, lower, tuple(o for o, n in objects.items() if n == name), "hawk",
-                   tuples=tuples)
+    found = tuple(o for o, n in objects.items() if n == name)
+    if alias is None:
+        return Builtin(name, lower, found, "hawk", tuples=tuples)
+    return Builtin(name, lower, (*found, getattr(module, alias)), "hawk", (name, alias), tuples)
 
 
 def _table() -> dict[str, Builtin]:
@@ -205,9 +210,9 @@ def _table() -> dict[str, Builtin]:
     entries += [Builtin(name, lower, (getattr(builtins, name),))
                 for name, lower in (("min", _min_max), ("max", _min_max), ("abs", _abs),
                                     ("float", _float))]
+    entries += [_hawk(f"vec{k}", _vector, hawk_annotations, alias=f"Vec{k}") for k in (2, 3, 4)]
     entries += [_hawk(name, _vector, hawk_annotations)
-                for name in ("vec2", "vec3", "vec4", "vector", "dot", "length", "cross",
-                             "normalize")]
+                for name in ("vector", "dot", "length", "cross", "normalize")]
     entries += [_hawk(name, _elementwise, hawk_annotations)
                 for name in ("maximum", "minimum", "total", "width")]
     entries += [_hawk(name, matrix_calls.lower_call, matrices, tuples=True)
@@ -216,13 +221,7 @@ def _table() -> dict[str, Builtin]:
                 for name in derivatives.FUNCTIONS]
     entries += [_hawk(name, draws.lower_call, draws) for name in draws.FUNCTIONS]
     entries += [_hawk(name, tables.lower_call, tables) for name in tables.FUNCTIONS]
-    # the vector types are constructors too: hawk.Vec3(x, y, z) is hawk.vec3(x, y, z)
     by_name = {e.name: e for e in entries}
-    for width in (2, 3, 4):
-        entry = by_name[f"vec{width}"]
-        by_name[entry.name] = Builtin(
-            entry.name, entry.lower, (*entry.objects, getattr(hawk_annotations, f"Vec{width}")),
-            "hawk", (entry.name, f"Vec{width}"))
     assert len(by_name) == len(entries), "two built-ins of one name"
     return by_name
 

@@ -21,7 +21,7 @@ from ..codegen import walk
 from .layout import PAD, PIECES, Layout, base_name
 from .llvm_ops import MEMORY_TYPES, LlvmRenderer, Where
 from .llvm_text import IrBuilder, expand, indent, load_element, store_element
-from .visit import Passed, Visit
+from .visit import Passed, Visit, VisitParameter
 
 __all__ = ["RunBlocks", "SYMBOL", "COUNT_LIVE", "COUNT_LIVE_IR"]
 
@@ -186,18 +186,29 @@ class RunBlocks:
         step0 = b.do(f"add i64 %first_step, {b.get('d')}") if lay.program.counters else None
 
         def call(source: str, target: str):
-            passed = {Passed.COUNT: lambda p: mp, Passed.STEP0: lambda p: step0,
-                      Passed.READ_SIDE: lambda p: self.array(f"{source}_{p.buffer}"),
-                      Passed.WRITE_SIDE: lambda p: self.array(f"{target}_{p.buffer}"),
-                      Passed.ARRAY: lambda p: self.array(p.name),
-                      Passed.VALUE: lambda p: f"%{p.name}"}
-
             def emit():
-                arguments = [f"{p.type} {passed[p.passed](p)}" for p in self.visit_parameters]
+                arguments = [f"{p.type} {self.argument(p, source, target, mp, step0)}"
+                             for p in self.visit_parameters]
                 b.set("some", b.do(f"call i1 @{name}({', '.join(arguments)})"))
             return emit
 
         b.if_else(b.get("swapped"), call("b", "a"), call("a", "b"))
+
+    def argument(self, parameter: VisitParameter, source: str, target: str, mp: str,
+                 step0: str | None) -> str:
+        """What the visit's ``parameter`` is passed, the set being in side ``source``."""
+        match parameter.passed:
+            case Passed.COUNT:
+                return mp
+            case Passed.STEP0:
+                return step0
+            case Passed.READ_SIDE:
+                return self.array(f"{source}_{parameter.buffer}")
+            case Passed.WRITE_SIDE:
+                return self.array(f"{target}_{parameter.buffer}")
+            case Passed.ARRAY:
+                return self.array(parameter.name)
+        return f"%{parameter.name}"  # Passed.VALUE: the machinery's parameter of that name
 
     def flip(self) -> None:
         b = self.b
