@@ -13,7 +13,9 @@ float32.
 
 A deliberate change to what the frontend or an emitter produces updates the files in the same
 commit: ``EAGLE_UPDATE_GOLDEN=1 python -m pytest tests/test_golden_digests.py``; the diff of
-the JSON names the kernels whose code changed.
+the JSON names the kernels whose code changed. A kernel added to one of the test modules later
+is not compared until then, so adding a test does not fail this one; changing or removing one
+does.
 """
 
 from __future__ import annotations
@@ -134,10 +136,12 @@ def _compare(path: Path, digests: dict) -> None:
     expected = json.loads(path.read_text())
     changed = sorted(k for k in expected.keys() & digests.keys() if expected[k] != digests[k])
     missing = sorted(expected.keys() - digests.keys())
+    # a kernel added to a test module since the file was written is not compared (it has no
+    # digest from before); it is recorded at the next deliberate update
     new = sorted(digests.keys() - expected.keys())
-    assert not (changed or missing or new), (
-        f"{path.name}: changed {changed}, no longer built {missing}, not recorded {new}; if "
-        "the change is deliberate, rerun with EAGLE_UPDATE_GOLDEN=1 and commit the file")
+    assert not (changed or missing), (
+        f"{path.name}: changed {changed}, no longer built {missing} (not recorded yet: {new}); "
+        "if the change is deliberate, rerun with EAGLE_UPDATE_GOLDEN=1 and commit the file")
 
 
 def test_ir_digests_match_the_golden_file(programs):
