@@ -1,5 +1,7 @@
 """The architecture's rules, checked on the source so they stay true (docs/architecture.md):
-hawk never imports eagle, and nothing above eagle's backends asks which device it is."""
+hawk never imports eagle, nothing above eagle's backends asks which device it is, no module of
+``src/`` imports another in a circle (imports inside functions count too), and a module longer
+than ``MAX_LINES`` says why in its docstring."""
 
 from __future__ import annotations
 
@@ -61,3 +63,106 @@ def test_hawk_compile_points_to_eagle_compile():
     done = subprocess.run([sys.executable, "-m", "hawk", "compile", "k.py:k", "--target", "ptx"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "python -m eagle compile" in done.stderr
+
+
+#: a module longer than this says why in its docstring, with these words
+MAX_LINES = 750
+LONG_REASON = "Why this module is long:"
+
+
+def _module_names() -> dict[str, Path]:
+    names = {}
+    for path in sorted(SRC.rglob("*.py")):
+        name = ".".join(path.relative_to(SRC).with_suffix("").parts)
+        names[name.removesuffix(".__init__")] = path
+    return names
+
+
+def _imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The modules of ``src/`` that ``name`` imports, anywhere in its file (inside functions
+    and ``if TYPE_CHECKING`` blocks too); a package and its own submodules are not counted
+    as importing each other (``hawk`` re-exports ``hawk.kernel``'s names)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package
+            for _ in range(node.level - 1):
+                base = base.rpartition(".")[0]
+            module = (f"{base}.{node.module}" if node.module else base) if node.level \
+                else node.module or ""
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+    modules = set()
+    for target in found:
+        while target and target not in known:
+            target = target.rpartition(".")[0]
+        if target and target != name and not target.startswith(name + ".") \
+                and not name.startswith(target + "."):
+            modules.add(target)
+    return modules
+
+
+def import_circles() -> list[list[str]]:
+    """Each set of modules of ``src/`` that import one another in a circle (Tarjan's strongly
+    connected components of the import graph with more than one module)."""
+    known = _module_names()
+    graph = {name: _imports(name, path, known) for name, path in known.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return circles
+
+
+def test_no_module_imports_another_in_a_circle():
+    assert import_circles() == [], (
+        "modules that import one another (at the top or inside a function): move what both "
+        "need into a module below them, or pass it in")
+
+
+def test_the_circle_check_sees_imports_inside_functions(tmp_path, monkeypatch):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from . import b\n")
+    (package / "b.py").write_text("def f():\n    from .a import g\n")
+    monkeypatch.setattr(sys.modules[__name__], "SRC", tmp_path)
+    assert import_circles() == [["pkg.a", "pkg.b"]]
+
+
+def test_a_long_module_says_why():
+    long = []
+    for name, path in _module_names().items():
+        lines = path.read_text().count("\n")
+        if lines > MAX_LINES and LONG_REASON not in (ast.get_docstring(ast.parse(
+                path.read_text())) or ""):
+            long.append(f"{name}: {lines} lines")
+    assert not long, (f"split these by job, or say in the docstring {LONG_REASON!r} ...: "
+                      + ", ".join(long))
+

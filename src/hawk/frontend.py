@@ -1,137 +1,42 @@
-"""Lowering a kernel's Python AST into the hawk IR for one dtype signature.
+"""Lowering a kernel's Python AST into the hawk IR for one dtype signature: the walk.
 
 Typing and lowering happen in one walk over the AST, by abstract interpretation: each expression
-evaluates to a typed value (a scalar SSA value, a vector of them, or a weak Python literal), so
-the type of every operand is known when its op is emitted and no later pass needs to re-derive it.
-Kept in one walk because what reaches the IR is straight-line code: calls of ``@hawk.func``
-functions are inlined and ``for`` loops over constant ranges unrolled during the same walk
-(``hawk.inline`` extends this module's ``Lowering`` with both), so there is no fixed point to
-compute, and a separate typed AST would only duplicate this file.
+evaluates to a typed value (``hawk.values``: a scalar SSA value, a vector of them, a weak Python
+literal, a tuple, a compile-time function or module), so the type of every operand is known
+when its op is emitted and no later pass needs to re-derive it. Kept in one walk because what
+reaches the IR is straight-line code: calls of ``@hawk.func`` functions are inlined and ``for``
+loops over constant ranges unrolled during the same walk, so there is no fixed point to compute,
+and a separate typed AST would only duplicate it.
+
+``Lowering`` is the walk: its state (the ops, the names in scope, the funcs being inlined), the
+ops it emits, the expressions and the typing rules they follow. The rest is by job, in modules
+of functions that take the lowering and call back through its methods (none imports this one):
+``statements`` (assignments, ``if``, unrolled ``for``), ``names`` (globals, builtins and module
+attributes), ``calls`` (the table of built-in functions and the simple ones' lowerings; matrix,
+derivative, random and table calls in ``matrix_calls``, ``derivatives``, ``draws``,
+``tables``), ``func_calls`` (inlining a ``@hawk.func``), ``integers`` (bit operations).
 
 Every unsupported construct, unknown name or type mismatch raises ``CompileError`` at the node
-that caused it, so the message points at the user's line.
+that caused it, so the message points at the user's line (and, inside a func, shows the calls
+it was reached through).
 """
 
 from __future__ import annotations
 
 import ast
-import builtins
-import math
 import operator
-import types
-from dataclasses import dataclass
 
-import numpy as np
-
-from . import annotations as hawk_annotations
-from . import derivatives, draws, integers, linalg, matrices, matrix_calls, tables
+from . import calls, func_calls, integers, linalg, matrix_calls, names, statements, tables
 from .errors import CompileError
-from .ir import (
-    BIT_OPS,
-    MATH_FUNCTIONS,
-    MAX_WIDTH,
-    DType,
-    Op,
-    OpKind,
-    Parameter,
-    Program,
-    Role,
-    RowStore,
-    Store,
-    type_name,
-)
+from .ir import BIT_OPS, DType, Op, OpKind, Parameter, Program, Role, Store
 from .passes import attr_key
-from .source import KernelSource
+from .source import KernelSource, construct_name
 from .tables import TableValue
 from .typing_rules import WEAK_DEFAULTS, literal_dtype, promote
-from .values import Lit, S, V
+from .values import FuncRef, Lit, Ref, S, SeriesValue, Undefined, V, describe
 
-__all__ = ["lower"]
+__all__ = ["lower", "Lowering"]
 
-
-# -- values an expression can evaluate to -------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Ref:
-    """A module or function named in the body (``math``, ``math.sqrt``, ``hawk.dot``, ``min``)."""
-
-    kind: str  # "module" or "function"
-    name: str
-
-
-@dataclass(frozen=True)
-class SeriesValue:
-    """A ``Series`` parameter named in the body: it is written a row at a time
-    (``s[row] = value``), never read."""
-
-    param: Parameter
-
-    @property
-    def annotation(self) -> str:
-        return self.param.annotation
-
-    def write_only(self) -> str:
-        name = self.param.name
-        return (f"{name!r} is a {self.annotation}, which the step writes and never reads: write "
-                f"a row with `{name}[row] = value` (keep the value in a local to use it again)")
-
-
-@dataclass(frozen=True)
-class Undefined:
-    """A name with no value on some path; reading it is an error that says why."""
-
-    reason: str
-
-
-Value = S | Lit | V
-
-
-def describe(value) -> str:
-    if isinstance(value, S):
-        return value.dtype.value
-    if isinstance(value, V):
-        return f"{value.type_name} of {value.dtype.value}"
-    if isinstance(value, Lit):
-        return type(value.value).__name__
-    if isinstance(value, tuple):
-        return f"a tuple of {len(value)} values"
-    if isinstance(value, SeriesValue):
-        return f"the {value.annotation} {value.param.name!r}"
-    if hasattr(value, "description"):  # a hawk func (hawk.inline.FuncRef), a table
-        return value.description
-    return "a function" if isinstance(value, Ref) and value.kind == "function" else "a module"
-
-
-# -- names the body may use ----------------------------------------------------------------------
-
-_MATH_BY_OBJECT = {getattr(math, name): name for name in MATH_FUNCTIONS}
-_HELPERS = {
-    hawk_annotations.vec2: "vec2", hawk_annotations.Vec2: "vec2",
-    hawk_annotations.vec3: "vec3", hawk_annotations.Vec3: "vec3",
-    hawk_annotations.vec4: "vec4", hawk_annotations.Vec4: "vec4",
-    hawk_annotations.vector: "vector",
-    hawk_annotations.dot: "dot", hawk_annotations.length: "length",
-    hawk_annotations.cross: "cross", hawk_annotations.normalize: "normalize",
-    hawk_annotations.maximum: "maximum", hawk_annotations.minimum: "minimum",
-    hawk_annotations.total: "total", hawk_annotations.width: "width",
-    **{getattr(matrices, name): name for name in matrices.__all__},
-    derivatives.jvp: "jvp", derivatives.jacobian: "jacobian",
-    builtins.min: "min", builtins.max: "max", builtins.abs: "abs", builtins.float: "float",
-}  # fmt: skip
-_MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf}
-_HAWK_FUNCTIONS = {"vec2", "vec3", "vec4", "vector", "dot", "length", "cross", "normalize",
-                   "maximum", "minimum", "total", "width", *matrices.__all__,
-                   *derivatives.FUNCTIONS}  # fmt: skip
-_HAWK_VECTOR_TYPES = {"Vec2": "vec2", "Vec3": "vec3", "Vec4": "vec4"}  # constructors too
-_VECTOR_HELPERS = {"vec2", "vec3", "vec4", "vector", "dot", "length", "cross", "normalize"}
-_ELEMENTWISE_HELPERS = {"maximum", "minimum", "total", "width"}
-# random numbers and counters (hawk.draws): hawk.uniform(), from hawk import normal, ...
-_HELPERS.update(draws.OBJECTS)
-_HAWK_FUNCTIONS |= set(draws.FUNCTIONS)
-# tables (hawk.tables): hawk.interp(x, xp, fp), hawk.interp_grid(table, point, lo, hi)
-_HELPERS.update(tables.OBJECTS)
-_HAWK_FUNCTIONS |= set(tables.FUNCTIONS)
 _FOLD_COMPARISON = {OpKind.LT: operator.lt, OpKind.LE: operator.le, OpKind.GT: operator.gt,
                     OpKind.GE: operator.ge, OpKind.EQ: operator.eq, OpKind.NE: operator.ne}
 _COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
@@ -150,25 +55,6 @@ _CMPOPS = {
 _CMP_SYMBOLS = {OpKind.LT: "<", OpKind.LE: "<=", OpKind.GT: ">", OpKind.GE: ">=",
                 OpKind.EQ: "==", OpKind.NE: "!="}  # fmt: skip
 
-_CONSTRUCT_NAMES = {
-    ast.For: "a `for` loop", ast.While: "a `while` loop", ast.Return: "`return`",
-    ast.FunctionDef: "a nested function", ast.Lambda: "`lambda`", ast.With: "`with`",
-    ast.Try: "`try`", ast.Raise: "`raise`", ast.Assert: "`assert`", ast.Import: "`import`",
-    ast.ImportFrom: "`import`", ast.Global: "`global`", ast.Nonlocal: "`nonlocal`",
-    ast.Delete: "`del`", ast.ListComp: "a list comprehension", ast.GeneratorExp: "a generator",
-    ast.List: "a list", ast.Dict: "a dict", ast.Set: "a set", ast.JoinedStr: "an f-string",
-    ast.Await: "`await`", ast.Yield: "`yield`", ast.NamedExpr: "`:=`", ast.Starred: "`*`",
-    ast.AnnAssign: "an annotated assignment", ast.Match: "`match`", ast.Break: "`break`",
-    ast.Continue: "`continue`", ast.Slice: "a slice", ast.ClassDef: "a class",
-}  # fmt: skip
-
-
-def construct_name(node: ast.AST) -> str:
-    return _CONSTRUCT_NAMES.get(type(node), f"`{type(node).__name__}`")
-
-
-# -- the walk ------------------------------------------------------------------------------------
-
 
 class Lowering:
     """One lowering of one kernel body under one dtype signature."""
@@ -179,10 +65,12 @@ class Lowering:
         self.param_list = params
         self.options = options
         self.ops: list[Op] = []
-        self.row_stores: list[RowStore] = []
+        self.row_stores: list = []
         # the conditions of the `if`s around the statement being lowered, with the branch
         # taken (True: the body, False: the else), for the guard of a Series write there
         self.guards: list[tuple[S, bool]] = []
+        # the funcs being inlined, outermost first (func_calls.Frame)
+        self.frames: list[func_calls.Frame] = []
         self._interned: dict[tuple, int] = {}
         self.env: dict[str, object] = {}
         self.initial: dict[str, object] = {}
@@ -221,8 +109,11 @@ class Lowering:
                              "(bools do not mix with numbers; write `1.0 if flag else 0.0`)")
         return self.emit(OpKind.CAST, dtype, (value.id,))
 
-    def error(self, message: str, node: ast.AST | None = None) -> CompileError:
-        return self.src.error(message, node or self.node)
+    def error(self, message: str, node: ast.AST | None = None, notes=()) -> CompileError:
+        """A ``CompileError`` at ``node`` (else the node being lowered), with the call sites of
+        the funcs being inlined and ``notes`` (``(text, loc)`` pairs)."""
+        return CompileError(message, self.src.loc(node or self.node),
+                            calls=tuple(f.call for f in self.frames), notes=notes)
 
     @staticmethod
     def describe(value) -> str:
@@ -242,7 +133,7 @@ class Lowering:
                            for k in range(p.width)), p.dims if p.columns else None)
         return self.emit(OpKind.LOAD, p.dtype, attr=(p.name, None))
 
-    # statements
+    # statements (hawk.statements), funcs (hawk.func_calls), names (hawk.names)
 
     def run(self) -> Program:
         body = self.src.tree.body
@@ -255,30 +146,15 @@ class Lowering:
         return self._finish()
 
     def statement(self, node: ast.stmt) -> None:
-        self.node = node
-        handler = {
-            ast.Assign: self.assign_statement, ast.AugAssign: self.augassign_statement,
-            ast.If: self.if_statement, ast.Pass: lambda node: None, ast.Expr: self.expr_statement,
-        }.get(type(node))  # fmt: skip
-        if handler is None:
-            raise self.error(f"{construct_name(node)} is not supported in a hawk kernel", node)
-        handler(node)
+        statements.lower_statement(self, node)
 
-    def expr_statement(self, node: ast.Expr) -> None:
-        if isinstance(node.value, ast.Constant) and node.value.value is Ellipsis:
-            return
-        raise self.error("an expression statement has no effect in a hawk kernel (nothing may "
-                         "be called for its side effects); assign its value to a name", node)
+    def global_value(self, name: str, value, node: ast.AST):
+        return names.global_value(self, name, value, node)
 
-    def assign_statement(self, node: ast.Assign) -> None:
-        for target in node.targets:
-            if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
-                if len(target.elts) != len(node.value.elts):
-                    raise self.error(f"cannot unpack {len(node.value.elts)} values into "
-                                     f"{len(target.elts)} names", node)
-        values = self.tuple_or_expr(node.value)
-        for target in node.targets:
-            self.assign(target, values)
+    def inline_values(self, target, args: list, node: ast.AST, kwargs=None):
+        """The value the func ``target`` returns for argument values already lowered (a
+        call's, or ``hawk.jvp``'s), its body lowered in place."""
+        return func_calls.inline_values(self, target, args, node, kwargs)
 
     def tuple_or_expr(self, node: ast.expr):
         """An assignment's right-hand side: a value, or a (nested) tuple of values."""
@@ -301,193 +177,14 @@ class Lowering:
                 values.append(self.tuple_or_expr(arg))
         return values
 
-    def assign(self, target: ast.expr, value) -> None:
-        if isinstance(target, ast.Tuple):
-            if isinstance(value, V):  # a vector's components, a matrix's rows
-                value = tuple(V(tuple(r)) for r in value.rows) if value.is_matrix \
-                    else value.comps
-            if not isinstance(value, tuple):
-                raise self.error(f"cannot unpack {describe(value)} into {len(target.elts)} names",
-                                 target)
-            if len(value) != len(target.elts):
-                raise self.error(f"cannot unpack {len(value)} values into {len(target.elts)} "
-                                 "names", target)
-            for t, v in zip(target.elts, value, strict=True):
-                self.assign(t, v)
-            return
-        if isinstance(value, tuple):
-            raise self.error("a tuple can only be unpacked into as many names "
-                             "(e.g. `a, b = b, a`)", target)
-        if isinstance(target, ast.Name):
-            self.bind(target.id, value, target)
-        elif isinstance(target, ast.Attribute | ast.Subscript):
-            base = target.value
-            if not isinstance(base, ast.Name):
-                raise self.error("only a component of a named vector can be assigned", target)
-            series = self.env.get(base.id)
-            if isinstance(series, TableValue):
-                raise self.error(f"cannot assign to an element of {base.id!r}: it is "
-                                 f"{series.description}, read-only and shared by every "
-                                 "sample", target)
-            if isinstance(series, SeriesValue):
-                if isinstance(target, ast.Attribute):
-                    raise self.error(f"{series.param.name!r} is a {series.annotation}: write a "
-                                     f"whole row, `{series.param.name}[row] = value`", target)
-                self.row_store(series.param, target, value)
-                return
-            vector = self.load_name(base)
-            if not isinstance(vector, V):
-                raise self.error(f"{base.id!r} is {describe(vector)}, not a vector: it has no "
-                                 "components to assign", target)
-            comps = list(vector.comps)
-            if vector.is_matrix and self.is_row_index(target):  # m[i] = row
-                i, columns = self.row_index(target, vector), vector.shape[1]
-                if not (isinstance(value, V) and value.dims == (columns,)):
-                    raise self.error(f"a row of a {vector.type_name} is a {type_name(columns)}, "
-                                     f"not {describe(value)}", target)
-                comps[i * columns:(i + 1) * columns] = [self.cast(c, vector.dtype)
-                                                        for c in value.comps]
-            else:
-                k = self.component_index(target, vector)
-                comps[k] = self.cast(self.scalar(value, target), vector.dtype)
-            self.bind(base.id, vector.like(comps), target)
-        else:
-            raise self.error(f"cannot assign to {construct_name(target)}", target)
-
-    def bind(self, name: str, value, node: ast.AST) -> None:
-        param = self.params.get(name)
-        if param is not None:
-            value = self.check_store(param, value, node)
-        self.env[name] = value
-
-    def check_store(self, param: Parameter, value, node: ast.AST):
-        """A value that may be written back to ``param``: the right shape and a compatible type."""
-        if param.role is Role.SERIES:
-            series = SeriesValue(param)
-            raise self.error(f"cannot assign to {param.name!r}: it is a {series.annotation}, "
-                             f"written a row at a time: `{param.name}[row] = value`", node)
-        if not param.role.written:
-            wrapped = type_name(param.width, param.columns)
-            hint = ("declare it Mutable[" + wrapped + "] to update it"
-                    if param.role is Role.SCALAR else "a Param is one read-only value for all"
-                    if param.role is Role.PARAM else "a table is read-only and shared by "
-                    f"every sample; read it as {param.name}[...]")
-            raise self.error(f"cannot assign to read-only parameter {param.name!r} "
-                             f"({param.role.value}); {hint}", node)
-        if isinstance(value, Ref):
-            raise self.error(f"cannot assign {describe(value)} to {param.name!r}", node)
-        if param.role is Role.TERMINATED:
-            if isinstance(value, V) or self.dtype_of(value) is not DType.BOOL:
-                raise self.error(f"{param.name!r} (Terminated) must be assigned a bool, e.g. "
-                                 f"`{param.name} = t >= t_end`; got {describe(value)}", node)
-            return self.cast(value, DType.BOOL)
-        return self.storable(param, value, node)
-
-    def storable(self, param: Parameter, value, node: ast.AST):
-        """``value`` as a Mutable, Out or Series value of ``param`` is stored: of its width,
-        and of a type that converts to its dtype (no bool, no float into an integer)."""
-        if isinstance(value, Ref | SeriesValue | TableValue):
-            raise self.error(f"cannot store {describe(value)} into {param.name!r}", node)
-        dims = value.dims if isinstance(value, V) else ()
-        if param.dims != dims:
-            kind = type_name(param.width, param.columns)
-            want = f"a {kind}" if param.is_vector else "a scalar"
-            raise self.error(f"{param.name!r} is {param.role.value}[{kind}] and must be assigned "
-                             f"{want}, not {describe(value)}", node)
-        dtype = self.dtype_of(value)
-        if dtype is DType.BOOL or (dtype.is_float and not param.dtype.is_float):
-            raise self.error(f"cannot store {describe(value)} into {param.name!r} "
-                             f"({param.dtype.value})", node)
-        if isinstance(value, Lit):
-            return self.cast(value, param.dtype)
-        return value
-
-    def row_store(self, param: Parameter, target: ast.Subscript, value) -> None:
-        """``s[row] = value``: a ``RowStore`` per component, guarded by the path's condition."""
-        if isinstance(value, tuple):
-            raise self.error("a tuple can only be unpacked into as many names "
-                             "(e.g. `a, b = b, a`)", target)
-        annotation = SeriesValue(param).annotation
-        if isinstance(target.slice, ast.Slice | ast.Tuple):
-            raise self.error(f"a row of {param.name!r} ({annotation}) is written at one integer "
-                             f"index, `{param.name}[row] = value`, not "
-                             f"`{ast.unparse(target)}`", target)
-        row = self.expr(target.slice)
-        if not isinstance(row, S | Lit) or not self.dtype_of(row).is_integer:
-            raise self.error(f"the row written of {param.name!r} ({annotation}) must be an "
-                             f"integer (e.g. `hawk.step() // 4`), not {describe(row)}",
-                             target.slice)
-        row = self.cast(row, DType.INT64)
-        value = self.storable(param, value, target)
-        guard = self.path_guard()
-        comps = value.comps if isinstance(value, V) else (value,)
-        for k, c in enumerate(comps):
-            self.row_stores.append(RowStore(
-                param.name, k if param.is_vector else None, row.id,
-                self.cast(c, param.dtype).id, None if guard is None else guard.id))
-
-    def path_guard(self) -> S | None:
-        """The condition under which the statement being lowered runs (the ``and`` of the
-        enclosing ``if``s' conditions, negated in an ``else``), or None outside every ``if``.
-        Made only where a Series is written, so other kernels' IR is as before."""
-        guard = None
-        for condition, taken in self.guards:
-            term = condition if taken else self.emit(OpKind.NOT, DType.BOOL, (condition.id,))
-            guard = term if guard is None else self.emit(OpKind.AND, DType.BOOL,
-                                                         (guard.id, term.id))
-        return guard
-
-    def augassign_statement(self, node: ast.AugAssign) -> None:
-        load = ast.copy_location(
-            type(node.target)(**{**vars(node.target), "ctx": ast.Load()}), node.target)
-        value = self.binop(node.op, self.expr(load), self.expr(node.value), node)
-        self.assign(node.target, value)
-
-    def if_statement(self, node: ast.If) -> None:
-        condition = self.condition(node.test, "if")
-        known = self.decided(condition)
-        if known is not None:  # decided when compiling: only the branch taken is lowered
-            for stmt in node.body if known else node.orelse:
-                self.statement(stmt)
-            return
-        before = dict(self.env)
-        self.guards.append((condition, True))
-        for stmt in node.body:
-            self.statement(stmt)
-        then_env, self.env = self.env, dict(before)
-        self.guards[-1] = (condition, False)
-        for stmt in node.orelse:
-            self.statement(stmt)
-        self.guards.pop()
-        else_env = self.env
-        self.node = node
-        merged = {}
-        # In the order the names were first bound, never a set's: the selects' order is the
-        # program's, and so its digest (the cache key), the same in every process.
-        for name in dict.fromkeys([*then_env, *else_env]):
-            a, b = then_env.get(name), else_env.get(name)
-            if a is b:
-                merged[name] = a
-            elif a is None or b is None or isinstance(a, Undefined) or isinstance(b, Undefined):
-                merged[name] = Undefined(f"{name!r} is assigned on only one branch of the `if` at "
-                                         f"line {node.lineno}; assign it on both, or before the if")
-            else:
-                merged[name] = self.select(condition, a, b, f"{name!r}")
-        self.env = merged
-
     # expressions
 
     def expr(self, node: ast.expr):
         saved, self.node = self.node, node
-        handler = {
-            ast.Constant: self.constant, ast.Name: self.load_name, ast.BinOp: self.binop_expr,
-            ast.UnaryOp: self.unaryop, ast.BoolOp: self.boolop, ast.Compare: self.compare,
-            ast.IfExp: self.ifexp, ast.Call: self.call, ast.Attribute: self.attribute,
-            ast.Subscript: self.subscript,
-        }.get(type(node))  # fmt: skip
+        handler = _EXPRESSIONS.get(type(node))
         if handler is None:
             raise self.error(f"{construct_name(node)} is not supported in a hawk kernel", node)
-        value = handler(node)
+        value = handler(self, node)
         self.node = saved
         return value
 
@@ -507,47 +204,19 @@ class Lowering:
             return value
         if node.id in self.src.names:
             return self.global_value(node.id, self.src.names[node.id], node)
-        builtin = getattr(builtins, node.id, None)
-        if builtin in _HELPERS:
-            return Ref("function", _HELPERS[builtin])
+        builtin = names.builtin_value(node.id)
+        if builtin is not None:
+            return builtin
         raise self.error(f"unknown name {node.id!r}: not a parameter, a local assigned "
                          "earlier, or a global number, math function or hawk helper", node)
 
-    def global_value(self, name: str, value, node: ast.AST):
-        if isinstance(value, types.ModuleType):
-            if value is math:
-                return Ref("module", "math")
-            if value.__name__ == "hawk":
-                return Ref("module", "hawk")
-        if isinstance(value, bool | int | float | np.bool_ | np.integer | np.floating):
-            return Lit(value.item() if isinstance(value, np.generic) else value)
-        if isinstance(value, tuple):  # a table of constants (a method's coefficients)
-            return tuple(self.global_value(f"{name}[{i}]", item, node)
-                         for i, item in enumerate(value))
-        try:
-            if value in _MATH_BY_OBJECT:
-                return Ref("function", _MATH_BY_OBJECT[value])
-            if value in _HELPERS:
-                return Ref("function", _HELPERS[value])
-        except TypeError:  # unhashable
-            pass
-        raise self.error(f"global {name!r} is a {type(value).__name__}, which a hawk kernel "
-                         "cannot use (only numbers, tuples of them, `math`, math functions and "
-                         "hawk helpers)",
-                         node)
-
     def attribute(self, node: ast.Attribute):
+        member = names.module_attribute(self, node)
+        if member is not None:
+            return member
         base = self.expr(node.value)
         if isinstance(base, Ref) and base.kind == "module":
-            if base.name == "math" and node.attr in MATH_FUNCTIONS:
-                return Ref("function", node.attr)
-            if base.name == "math" and node.attr in _MATH_CONSTANTS:
-                return Lit(_MATH_CONSTANTS[node.attr])
-            if base.name == "hawk" and node.attr in _HAWK_FUNCTIONS:
-                return Ref("function", node.attr)
-            if base.name == "hawk" and node.attr in _HAWK_VECTOR_TYPES:
-                return Ref("function", _HAWK_VECTOR_TYPES[node.attr])
-            raise self.error(f"{base.name}.{node.attr} is not supported in a hawk kernel", node)
+            return names.module_member(self, base, node)
         if isinstance(base, V) and base.is_matrix and node.attr == "T":
             return matrix_calls.matrix_value(linalg.transpose(base.rows))
         if isinstance(base, V):
@@ -557,6 +226,8 @@ class Lowering:
 
     def subscript(self, node: ast.Subscript):
         base = self.expr(node.value)
+        if isinstance(base, tuple):
+            return self.tuple_item(base, node)
         if isinstance(base, TableValue):
             return tables.lower_read(self, base, node)
         if not isinstance(base, V):
@@ -568,6 +239,25 @@ class Lowering:
         if isinstance(node.slice, ast.Slice) and not base.is_matrix:
             return self.vector_slice(base, node)
         return base.comps[self.component_index(node, base)]
+
+    def tuple_item(self, base: tuple, node: ast.Subscript):
+        """``t[i]`` or ``t[a:b:c]`` of a tuple, at compile-time ints (Python's indexing)."""
+        if isinstance(node.slice, ast.Slice):
+            bounds = []
+            for bound in (node.slice.lower, node.slice.upper, node.slice.step):
+                value = None if bound is None else self.expr(bound)
+                if value is not None and not (isinstance(value, Lit)
+                                              and type(value.value) is int):
+                    raise self.error(f"the bounds of a tuple's slice are compile-time ints, "
+                                     f"not {describe(value)}", node)
+                bounds.append(None if value is None else value.value)
+            return base[slice(*bounds)]
+        index = self.expr(node.slice)
+        if not (isinstance(index, Lit) and type(index.value) is int
+                and -len(base) <= index.value < len(base)):
+            raise self.error(f"a tuple of {len(base)} values is indexed by a constant from 0 to "
+                             f"{len(base) - 1}", node)
+        return base[index.value]
 
     def vector_slice(self, vector: V, node: ast.Subscript):
         """``v[a:b]``: the components ``a`` to ``b - 1`` (compile-time ints, as Python's
@@ -794,6 +484,16 @@ class Lowering:
         return bool(op.attr) if op.kind is OpKind.CONST else None
 
     def select(self, condition: S, a, b, what: str, node: ast.AST | None = None):
+        """``a`` where ``condition`` holds, else ``b``: tuples item by item, vectors component
+        by component, the same compile-time function or table as itself."""
+        if isinstance(a, tuple) or isinstance(b, tuple):
+            if not (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b)):
+                raise self.error(f"{what} is {describe(a)} on one path and {describe(b)} on "
+                                 "the other", node)
+            return tuple(self.select(condition, x, y, what, node)
+                         for x, y in zip(a, b, strict=True))
+        if isinstance(a, Ref) and a == b:
+            return a
         if isinstance(a, TableValue) or isinstance(b, TableValue):
             if a == b:
                 return a
@@ -823,147 +523,15 @@ class Lowering:
 
     def call(self, node: ast.Call):
         func = self.expr(node.func)
+        if isinstance(func, FuncRef):
+            return func_calls.inline_call(self, func.func, node)
         if not (isinstance(func, Ref) and func.kind == "function"):
             raise self.error(f"calling {ast.unparse(node.func)!r} is not supported: only math "
                              "functions, min/max/abs/float, hawk's vector helpers and @hawk.func "
                              "functions", node)
         if node.keywords:
             raise self.error(f"{func.name}() takes no keyword arguments in a hawk kernel", node)
-        name = func.name
-        if name in derivatives.FUNCTIONS:  # hawk.jvp(f, x, dx, ...), hawk.jacobian(f, x, ...)
-            return derivatives.lower_call(self, name, self.call_arguments(node.args), node)
-        if name in matrix_calls.ARITY:  # hawk.matrix((a, b), (c, d)) takes tuple rows
-            return matrix_calls.lower_call(self, name, self.call_arguments(node.args), node)
-        args = [self.expr(a) for a in node.args]
-        if name in draws.FUNCTIONS:
-            return draws.lower_call(self, name, args, node)
-        if name in tables.FUNCTIONS:
-            return tables.lower_call(self, name, args, node)
-        if name in MATH_FUNCTIONS:
-            if len(args) != MATH_FUNCTIONS[name]:
-                raise self.error(f"math.{name}() takes {MATH_FUNCTIONS[name]} argument(s), "
-                                 f"got {len(args)}", node)
-            return self.math_call(name, [self.scalar(a, node) for a in args], node)
-        if name in ("min", "max"):
-            if len(args) < 2:
-                raise self.error(f"{name}() needs at least two arguments in a hawk kernel", node)
-            kind = OpKind.MIN if name == "min" else OpKind.MAX
-            result = self.scalar(args[0], node)
-            for arg in args[1:]:
-                result = self.minmax(kind, result, self.scalar(arg, node), f"{name}()", node)
-            return result
-        if name in _VECTOR_HELPERS:
-            return self.vector_call(name, args, node)
-        if name in _ELEMENTWISE_HELPERS:
-            return self.elementwise_call(name, args, node)
-        if len(args) != 1:
-            raise self.error(f"{name}() takes 1 argument(s), got {len(args)}", node)
-        if name == "abs":
-            if isinstance(args[0], V):
-                return args[0].like(self.call_abs(c, node) for c in args[0].comps)
-            return self.call_abs(args[0], node)
-        value = self.number(self.scalar(args[0], node), "float()", node)  # float()
-        return Lit(float(value.value)) if isinstance(value, Lit) else self.cast(
-            value, value.dtype if value.dtype.is_float else DType.FLOAT64)
-
-    def call_abs(self, value, node: ast.AST):
-        value = self.number(self.scalar(value, node), "abs()", node)
-        if isinstance(value, Lit):
-            return Lit(abs(value.value))
-        return self.emit(OpKind.ABS, value.dtype, (value.id,))
-
-    def elementwise_call(self, name: str, args: list, node: ast.AST):
-        """``hawk.maximum``/``minimum`` (component by component, a number broadcast),
-        ``hawk.total`` (the components summed left to right) and ``hawk.width`` (a
-        compile-time int): what lets one func work on a scalar and on a vector state."""
-        expected = 2 if name in ("maximum", "minimum") else 1
-        if len(args) != expected:
-            raise self.error(f"hawk.{name}() takes {expected} argument(s), got {len(args)}",
-                             node)
-        for arg in args:
-            if not isinstance(arg, V):
-                self.number(self.scalar(arg, node), f"hawk.{name}()", node)
-        if name == "width":
-            if isinstance(args[0], V) and args[0].is_matrix:
-                raise self.error(f"hawk.width() takes a number or a vector, not "
-                                 f"{describe(args[0])}", node)
-            return Lit(args[0].width if isinstance(args[0], V) else 1)
-        if name == "total":
-            if not isinstance(args[0], V):
-                return args[0]
-            result = args[0].comps[0]
-            for c in args[0].comps[1:]:
-                result = self.arith(OpKind.ADD, result, c, "+", operator.add, node)
-            return result
-        a, b = args
-        shapes = {x.dims for x in args if isinstance(x, V)}
-        if len(shapes) > 1:
-            raise self.error(f"hawk.{name}() needs vectors of one width, got {describe(a)} and "
-                             f"{describe(b)}", node)
-        kind, symbol = (OpKind.MAX if name == "maximum" else OpKind.MIN), f"hawk.{name}()"
-        if not shapes:
-            return self.minmax(kind, a, b, symbol, node)
-        shaped = a if isinstance(a, V) else b
-        a_comps = a.comps if isinstance(a, V) else (a,) * shaped.width
-        b_comps = b.comps if isinstance(b, V) else (b,) * shaped.width
-        return shaped.like(self.minmax(kind, x, y, symbol, node)
-                           for x, y in zip(a_comps, b_comps, strict=True))
-
-    def minmax(self, kind: OpKind, a, b, symbol: str, node: ast.AST):
-        """``MAX``: ``b if b > a else a``, or ``MIN``: ``b if b < a else a``, of two numbers
-        (``max``/``min`` and ``hawk.maximum``/``minimum``, named ``symbol`` in errors)."""
-        dtype = self.common_type(a, b, symbol, node)
-        return self.emit(kind, dtype, (self.cast(a, dtype).id, self.cast(b, dtype).id))
-
-    def vector_call(self, name: str, args: list, node: ast.AST):
-        """``hawk.vec2/vec3/vec4/vector(...)``, ``dot``, ``length``, ``cross``,
-        ``normalize``: each lowered to the scalar ops of its written-out formula, in the order
-        the docs give."""
-        if name == "vector":
-            if not 2 <= len(args) <= MAX_WIDTH:
-                raise self.error(f"vector() takes 2 to {MAX_WIDTH} components, got "
-                                 f"{len(args)}", node)
-        elif len(args) != (expected := {"vec2": 2, "vec3": 3, "vec4": 4, "dot": 2, "length": 1,
-                                        "cross": 2, "normalize": 1}[name]):
-            raise self.error(f"{name}() takes {expected} argument(s), got {len(args)}", node)
-        if name.startswith("vec"):  # vec2, vec3, vec4, vector
-            comps = [self.number(self.scalar(a, node), f"{name}()", node) for a in args]
-            dtype = self.vector_dtype(comps)
-            return V(tuple(self.cast(c, dtype) for c in comps))
-        for arg in args:
-            if not isinstance(arg, V) or arg.is_matrix:
-                raise self.error(f"hawk.{name}() takes vector arguments (Vec2, Vec3, Vec4 "
-                                 f"or Vector[K]), not {describe(arg)}", node)
-            if name == "cross" and arg.width != 3:
-                raise self.error(f"hawk.cross() takes two Vec3 arguments, not {describe(arg)}",
-                                 node)
-        a, b = args[0], args[-1]
-        if a.width != b.width:
-            raise self.error(f"hawk.{name}() needs vectors of one width, got {describe(a)} and "
-                             f"{describe(b)}", node)
-
-        def mul(x, y):
-            return self.arith(OpKind.MUL, x, y, "*", operator.mul, node)
-
-        def sub(x, y):
-            return self.arith(OpKind.SUB, x, y, "-", operator.sub, node)
-
-        if name == "cross":
-            (ax, ay, az), (bx, by, bz) = a.comps, b.comps
-            return V((sub(mul(ay, bz), mul(az, by)), sub(mul(az, bx), mul(ax, bz)),
-                      sub(mul(ax, by), mul(ay, bx))))
-        total = None
-        for x, y in zip(a.comps, b.comps, strict=True):
-            term = mul(x, y)
-            total = term if total is None else self.arith(OpKind.ADD, total, term, "+",
-                                                          operator.add, node)
-        if name == "dot":
-            return total
-        norm = self.math_call("sqrt", [total], node)
-        if name == "length":
-            return norm
-        return V(tuple(self.arith(OpKind.DIV, c, norm, "/", operator.truediv, node)
-                       for c in a.comps))  # normalize
+        return calls.lower_call(self, func.name, node)
 
     @staticmethod
     def vector_dtype(comps: list) -> DType:
@@ -976,6 +544,13 @@ class Lowering:
         for d in strong[1:]:
             dtype = promote(dtype, d)
         return dtype if dtype.is_float else DType.FLOAT64
+
+    def call_abs(self, value, node: ast.AST):
+        """``abs()`` of a number (a literal folded)."""
+        value = self.number(self.scalar(value, node), "abs()", node)
+        if isinstance(value, Lit):
+            return Lit(abs(value.value))
+        return self.emit(OpKind.ABS, value.dtype, (value.id,))
 
     def math_call(self, name: str, args: list, node: ast.AST) -> S:
         args = [self.number(a, f"math.{name}()", node) for a in args]
@@ -1058,9 +633,16 @@ class Lowering:
         )
 
 
+#: each expression's lowering, by its AST type (built once)
+_EXPRESSIONS = {
+    ast.Constant: Lowering.constant, ast.Name: Lowering.load_name,
+    ast.BinOp: Lowering.binop_expr, ast.UnaryOp: Lowering.unaryop, ast.BoolOp: Lowering.boolop,
+    ast.Compare: Lowering.compare, ast.IfExp: Lowering.ifexp, ast.Call: Lowering.call,
+    ast.Attribute: Lowering.attribute, ast.Subscript: Lowering.subscript,
+}  # fmt: skip
+
+
 def lower(source: KernelSource, params: tuple[Parameter, ...], options=()) -> Program:
     """The hawk IR of ``source``'s body for parameters of the given dtypes, as lowered: it may
     hold dead ops; ``hawk.passes.optimize`` cleans it up (``Kernel.specialize`` does both)."""
-    from .inline import InliningLowering  # calls of hawk funcs and loops, built on this walk
-
-    return InliningLowering(source, params, options).run()
+    return Lowering(source, params, options).run()

@@ -14,6 +14,7 @@ import ast
 import operator
 
 from .ir import DType, OpKind
+from .values import describe
 
 __all__ = ["BINARY", "lower_binary", "lower_invert"]
 
@@ -27,12 +28,6 @@ BINARY = {
 _ON_BOOLS = {OpKind.BITAND: OpKind.AND, OpKind.BITOR: OpKind.OR, OpKind.BITXOR: OpKind.NE}
 
 
-def _kind(lowering, value) -> str:
-    from .frontend import describe
-
-    return describe(value)
-
-
 def lower_binary(lowering, kind: OpKind, a, b, symbol: str, node: ast.AST):
     """``a <symbol> b`` for a bit operation ``kind``, both scalars (not two literals, which the
     frontend folds)."""
@@ -42,7 +37,7 @@ def lower_binary(lowering, kind: OpKind, a, b, symbol: str, node: ast.AST):
                                                             lowering.cast(b, DType.BOOL).id))
     if not all(t.is_integer for t in types):
         raise lowering.error(f"{symbol} takes integers (or, for & | ^, two bools), not "
-                             f"{_kind(lowering, a)} and {_kind(lowering, b)}", node)
+                             f"{describe(a)} and {describe(b)}", node)
     dtype = lowering.common_type(a, b, symbol, node)
     return lowering.emit(kind, dtype, (lowering.cast(a, dtype).id, lowering.cast(b, dtype).id))
 
@@ -51,7 +46,7 @@ def lower_invert(lowering, value, node: ast.AST):
     """``~value`` for an integer scalar or literal."""
     if not lowering.dtype_of(value).is_integer:
         hint = "; for a bool write `not`" if lowering.dtype_of(value) is DType.BOOL else ""
-        raise lowering.error(f"~ takes an integer, not {_kind(lowering, value)}{hint}", node)
+        raise lowering.error(f"~ takes an integer, not {describe(value)}{hint}", node)
     if not hasattr(value, "id"):  # a literal
         return type(value)(~value.value)
     return lowering.emit(OpKind.INVERT, value.dtype, (value.id,))

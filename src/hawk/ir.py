@@ -156,11 +156,6 @@ MATH_FUNCTIONS = {
     "sinh": 1, "cosh": 1,
 }  # fmt: skip
 
-BINARY_OPS = {
-    OpKind.ADD, OpKind.SUB, OpKind.MUL, OpKind.DIV, OpKind.FLOORDIV, OpKind.MOD,
-    OpKind.MIN, OpKind.MAX, OpKind.AND, OpKind.OR,
-    OpKind.BITAND, OpKind.BITOR, OpKind.BITXOR, OpKind.LSHIFT, OpKind.RSHIFT,
-}  # fmt: skip
 #: integer-only ops: operands and result of one integer dtype
 BIT_OPS = {OpKind.BITAND, OpKind.BITOR, OpKind.BITXOR, OpKind.INVERT, OpKind.LSHIFT,
            OpKind.RSHIFT}  # fmt: skip

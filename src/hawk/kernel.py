@@ -133,10 +133,8 @@ class Kernel:
         functools.update_wrapper(self, func)
 
     def param(self, name: str) -> Parameter:
-        for p in self.params:
-            if p.name == name:
-                return p
-        raise KeyError(name)
+        """The parameter named ``name`` at its default dtype (``KeyError`` if none)."""
+        return self.program.param(name)
 
     def specialize(self, dtypes: Mapping[str, object]) -> Program:
         """The optimized IR for the given parameter dtypes, cached per signature.

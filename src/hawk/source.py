@@ -21,12 +21,30 @@ from .annotations import Annotation
 from .errors import CompileError, Loc
 from .ir import Role
 
-__all__ = ["KernelSource", "Namespace", "ANNOTATION_NAMES", "import_file"]
+__all__ = ["KernelSource", "Namespace", "ANNOTATION_NAMES", "import_file", "construct_name"]
 
 ANNOTATION_NAMES = ("Scalar, Param, Terminated, Vec2, Vec3, Vec4, Vector[K], Matrix[R, C], "
                     "Param[Vec3] (or another vector or matrix type), Mutable[Scalar], "
                     "Mutable[Vec3], Out[Scalar], Out[Vec3], Series[Scalar], Series[Vec3], "
                     "Table or Table[2] (or 3)")  # fmt: skip
+
+
+_CONSTRUCT_NAMES = {
+    ast.For: "a `for` loop", ast.While: "a `while` loop", ast.Return: "`return`",
+    ast.FunctionDef: "a nested function", ast.Lambda: "`lambda`", ast.With: "`with`",
+    ast.Try: "`try`", ast.Raise: "`raise`", ast.Assert: "`assert`", ast.Import: "`import`",
+    ast.ImportFrom: "`import`", ast.Global: "`global`", ast.Nonlocal: "`nonlocal`",
+    ast.Delete: "`del`", ast.ListComp: "a list comprehension", ast.GeneratorExp: "a generator",
+    ast.List: "a list", ast.Dict: "a dict", ast.Set: "a set", ast.JoinedStr: "an f-string",
+    ast.Await: "`await`", ast.Yield: "`yield`", ast.NamedExpr: "`:=`", ast.Starred: "`*`",
+    ast.AnnAssign: "an annotated assignment", ast.Match: "`match`", ast.Break: "`break`",
+    ast.Continue: "`continue`", ast.Slice: "a slice", ast.ClassDef: "a class",
+}  # fmt: skip
+
+
+def construct_name(node: ast.AST) -> str:
+    """What a construct of the source is called in an error message (``a `while` loop``)."""
+    return _CONSTRUCT_NAMES.get(type(node), f"`{type(node).__name__}`")
 
 
 def import_file(path: str | Path, name: str, keep: bool = True):

@@ -230,9 +230,14 @@ class Layout:
         slot = self.slots[key]
         return slot.name if slot.is_uniform else self.local(key)
 
+    def buffer_bases(self) -> list[str]:
+        """A side's buffers named without the side: each state value's base name, then
+        ``alive`` (``x, v, t, alive``)."""
+        return [base_name(self.slots[key]) for key in self.state] + ["alive"]
+
     def buffers(self, side: str) -> list[str]:
         """One side's state buffers and its alive flags (``a_x, a_v, a_t, a_alive``)."""
-        return [f"{side}_{base_name(self.slots[key])}" for key in self.state] + [f"{side}_alive"]
+        return [f"{side}_{base}" for base in self.buffer_bases()]
 
     def lanes(self) -> list[str]:
         """The read-only lane arrays: per-sample inputs, then per-sample invariants."""

@@ -19,16 +19,18 @@ instruction that differs from it:
 
 from __future__ import annotations
 
+import copy
 import itertools
 import struct
+from dataclasses import dataclass
 
 from hawk.ir import DType, Op, OpKind, Program
 from hawk.reference import IN_DOUBLE
 
 from ..codegen import ExpressionRenderer
 
-__all__ = ["LlvmRenderer", "INTRINSICS", "TYPES", "MEMORY_TYPES", "libm_symbol", "LIBM", "literal",
-           "Unsupported", "vector_variants", "VARIANT_LANES"]
+__all__ = ["LlvmRenderer", "Where", "INTRINSICS", "TYPES", "MEMORY_TYPES", "libm_symbol",
+           "LIBM", "literal", "Unsupported", "vector_variants", "VARIANT_LANES"]
 
 #: an op's value in registers
 TYPES = {DType.BOOL: "i1", DType.INT32: "i32", DType.UINT32: "i32", DType.INT64: "i64",
@@ -125,24 +127,38 @@ def literal(value, dtype: DType) -> str:
     return f"0x{struct.unpack('<Q', struct.pack('<d', value))[0]:016X}"
 
 
+@dataclass(frozen=True)
+class Where:
+    """Where ops are rendered, as far as their text depends on it: the names of the draws'
+    counters (the seed, the sample's index, the step's: ``step_id.2`` in a visit's third
+    step), and how a table's data pointer is named from its slot's name (``%p_tab`` in a
+    visit, ``%at_p_tab`` in ``run_blocks``)."""
+
+    draw_counters: tuple[str, str, str] = ("seed", "sample_id", "step_id")
+    table_pointer: str = "%{}"
+
+
 class LlvmRenderer(ExpressionRenderer):
     """Renders an op as the LLVM instructions computing it (``codegen.walk``'s expression):
     the lines before the last define temporaries; the last is the value's right-hand side.
     Names are bare (``v3_0``); this renderer adds the ``%``. ``declarations`` collects the
-    functions the rendered code calls."""
+    functions the rendered code calls, across every ``at`` of one program's renderer."""
 
-    def __init__(self, program: Program, draw_counters: tuple[str, str, str] = (
-            "seed", "sample_id", "step_id")):
+    def __init__(self, program: Program, where: Where = Where()):
         self.program = program
-        self.draw_counters = draw_counters
-        #: how a table's data pointer is named where the ops are rendered, from its slot's
-        #: name (``p_tab``): ``%p_tab`` in a visit, ``%at_p_tab`` in ``run_blocks``
-        self.table_pointer = "%{}"
+        self.where = where
         self._tables = {slot.param.name: slot.name for slot in program.slots if slot.is_table}
         self.declarations: set[str] = set()
         #: the C library functions called, ``(symbol, type, arity)``: ``vector_variants``
         self.libm_calls: set[tuple[str, str, int]] = set()
         self._temps = itertools.count()
+
+    def at(self, where: Where) -> LlvmRenderer:
+        """This renderer for ops rendered ``where``: the same declarations, calls and
+        temporaries' numbering (shared, not copied)."""
+        other = copy.copy(self)
+        other.where = where
+        return other
 
     def _temp(self) -> str:
         return f"%t{next(self._temps)}"
@@ -171,13 +187,13 @@ class LlvmRenderer(ExpressionRenderer):
         if kind is OpKind.CAST:
             return self.convert(args[0], dtypes[0], dtype)
         if kind is OpKind.SAMPLE_INDEX:
-            return f"or i64 %{self.draw_counters[1]}, 0"
+            return f"or i64 %{self.where.draw_counters[1]}, 0"
         if kind is OpKind.STEP_INDEX:
-            return f"or i64 %{self.draw_counters[2]}, 0"
+            return f"or i64 %{self.where.draw_counters[2]}, 0"
         if kind is OpKind.DRAW:
             return self._draw(op, args, emit)
         if kind is OpKind.TABLE_READ:  # element args[0] (in range) of the shared table
-            pointer = self.table_pointer.format(self._tables[op.attr])
+            pointer = self.where.table_pointer.format(self._tables[op.attr])
             at = emit(f"getelementptr {MEMORY_TYPES[dtype]}, ptr {pointer}, i64 {args[0]}")
             return f"load {MEMORY_TYPES[dtype]}, ptr {at}"
         if kind is OpKind.CALL:
@@ -372,7 +388,7 @@ class LlvmRenderer(ExpressionRenderer):
 
     def _draw(self, op: Op, args: list[str], emit) -> str:
         distribution, position = op.attr
-        seed, sample, step = (f"%{name}" for name in self.draw_counters)
+        seed, sample, step = (f"%{name}" for name in self.where.draw_counters)
         counters = f"i64 {seed}, i64 {sample}, i64 {step}, i64 {literal(position, DType.UINT64)}"
         bits = 32 if distribution == "uniform" and op.dtype is DType.FLOAT32 else 64
         self.declarations.add(f"draw:{distribution}{bits if distribution != 'randint' else ''}")

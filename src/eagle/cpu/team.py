@@ -3,9 +3,10 @@
 A launch is one compiled, GIL-free function ``run_blocks`` that advances blocks of samples,
 claiming them one at a time from a counter the launch's threads share; the team calls it once
 per thread (the calling thread is one of them) and combines what each returns. eagle keeps its
-own team rather than Numba's ``parallel=True``: the generated code compiles 2-3x faster without
-the parallel pass, and several runners may launch from several Python threads at once (Numba's
-default threading layer aborts the process when two threads enter a parallel region together).
+own team rather than a compiler's parallel loop: when this backend emitted Numba source, it
+compiled 2-3x faster without Numba's ``parallel=True`` pass, and several runners may launch from
+several Python threads at once (Numba's default threading layer aborted the process when two
+threads entered a parallel region together); the LLVM IR emitted now is one thread's code.
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from ..errors import BackendUnavailable, CudaError
 
 __all__ = ["driver", "call", "check", "release", "is_available", "unavailable_reason",
-           "device_count", "DeviceInfo", "device_info", "activate", "ordinal_of", "use_driver"]
+           "device_count", "DeviceInfo", "device_info", "activate", "ordinal_of", "use_driver",
+           "per_process"]
 
 _override = None  # a stand-in for cuda.bindings.driver (tests), set by use_driver
 
@@ -180,6 +181,17 @@ def require() -> None:
 
 _contexts: dict[int, object] = {}
 _lock = threading.Lock()
+#: per-process GPU state kept by the modules above this one (``stream``'s default streams),
+#: which ``use_driver`` empties for a stand-in and restores after: registered by those modules
+#: (``per_process``), so that this one imports none of them
+_per_process: list[dict] = [_contexts]
+
+
+def per_process(state: dict) -> dict:
+    """Register a module's per-process GPU state (a dict ``use_driver`` empties for a stand-in
+    driver and restores after); returns it."""
+    _per_process.append(state)
+    return state
 
 
 def activate(ordinal: int = 0):
@@ -205,21 +217,18 @@ def use_driver(stand_in):
     ``cuda.bindings.driver``'s functions), with the per-process GPU state (contexts, default
     streams, device queries) fresh: how the tests run the GPU path without a GPU."""
     global _override
-    from . import stream
-
-    saved = _override, dict(_contexts), dict(stream._default_streams)
+    saved = _override, [dict(state) for state in _per_process]
     _override = stand_in
-    _contexts.clear()
-    stream._default_streams.clear()
+    for state in _per_process:
+        state.clear()
     unavailable_reason.cache_clear()
     device_info.cache_clear()
     try:
         yield stand_in
     finally:
         _override = saved[0]
-        _contexts.clear()
-        _contexts.update(saved[1])
-        stream._default_streams.clear()
-        stream._default_streams.update(saved[2])
+        for state, kept in zip(_per_process, saved[1], strict=True):
+            state.clear()
+            state.update(kept)
         unavailable_reason.cache_clear()
         device_info.cache_clear()

@@ -19,12 +19,13 @@ import threading
 from contextlib import contextmanager
 
 from ..errors import CaptureError, CudaError
-from .driver import activate, call, driver, release
+from .driver import activate, call, driver, per_process, release
+from .graph import Graph
 
 __all__ = ["Stream", "StreamCapturer", "Event", "current_stream", "stream_handle"]
 
 _local = threading.local()
-_default_streams: dict[int, Stream] = {}
+_default_streams: dict[int, Stream] = per_process({})  # restored by driver.use_driver
 
 
 class Stream:
@@ -189,8 +190,6 @@ class StreamCapturer:
         return int(call(d.cuGraphGetNodes, graph, 0)[1])
 
     def __exit__(self, kind, error, traceback) -> bool:
-        from .graph import Graph
-
         self._current.__exit__(None, None, None)
         d = driver()
         invalidated = self.status() == "invalidated"

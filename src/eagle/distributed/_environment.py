@@ -85,4 +85,4 @@ def check_here(expected: dict[str, str], worker: str) -> None:
     if text:
         raise WorkerEnvironmentError(
             f"refusing to run on worker {worker}: it runs {text}; every worker must run the "
-            "client's eagle, hawk, numba and code generator")
+            "client's eagle, hawk, llvmlite and code generator")

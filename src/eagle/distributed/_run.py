@@ -21,7 +21,7 @@ there by its worker, and a rerun skips the chunks already there (``_checkpoint``
 Dask does the scheduling and the retries: a worker that dies mid-chunk has its chunk run again
 elsewhere from the same description, so the result does not change. Before anything is sent,
 the bindings are checked exactly as ``eagle.until_done`` checks them (on one-sample stand-ins),
-and every worker's eagle/hawk/numba/emitter versions are compared with the client's
+and every worker's eagle/hawk/llvmlite/emitter versions are compared with the client's
 (``_environment``).
 """
 
