@@ -83,6 +83,9 @@ SAME_STEPS_BOUND = 1e-3
 REFERENCE_TOL = {"lorenz": (1e-12, 1e-12), "kepler": (1e-12, 1e-12), "fpu16": (1e-12, 1e-12),
                  "robertson": (1e-10, 1e-14)}
 SAVES = 11  # recorded times with saveat, equally spaced over the span
+#: under scripts/gpu-check (GPU_CHECK_STEP_ENDS, its step's end in Unix time), no cell starts
+#: later than this before the step's end: the longest cell (diffrax's compile) fits in it
+DEADLINE_MARGIN_S = 45.0
 MAX_STEPS_ODE = 1_000_000
 
 
@@ -537,9 +540,9 @@ def ode_cell(device: Device, w: Workload, n: int, saveat: bool, args) -> dict:
         if name == "cuda_fmad" and not device.gpu:
             skipped[name] = "the host build has no contracted variant"
             continue
-        if name == "diffrax" and n > args.diffrax_max_n:
-            skipped[name] = f"n = {n:,} is above --diffrax-max-n {args.diffrax_max_n:,}"
-            continue
+        if name == "diffrax" and (n not in args.diffrax_n or (saveat and not
+                                                               args.diffrax_saveat)):
+            continue  # not asked for in this cell (each shape costs diffrax a compile)
         try:
             arms.append(make())
         except (ImportError, RuntimeError) as exc:
@@ -730,7 +733,9 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=out)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--budget-s", type=float, default=170.0,
-                        help="start no cell once this much time has passed")
+                        help="start no cell once this much time has passed (under "
+                             "scripts/gpu-check, also none later than DEADLINE_MARGIN_S before "
+                             "its step ends)")
     parser.add_argument("--workloads", nargs="+", default=["card", *WORKLOADS],
                         choices=["card", *WORKLOADS])
     parser.add_argument("--arms", nargs="+", default=["cuda", "cuda_fmad", "diffrax"],
@@ -741,8 +746,12 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--robertson-n", type=_sizes, nargs="+", default=None)
     parser.add_argument("--fpu16-n", type=_sizes, nargs="+", default=None)
     parser.add_argument("--card-n", type=_sizes, default=None)
-    parser.add_argument("--diffrax-max-n", type=_sizes, default=None,
-                        help="diffrax runs only at sizes up to this")
+    parser.add_argument("--diffrax-n", type=_sizes, nargs="+", default=None,
+                        help="the sizes diffrax runs at (each shape is a compile of tens of "
+                             "seconds; default 1e6 and 1e5: each workload's largest but "
+                             "Lorenz's)")
+    parser.add_argument("--diffrax-saveat", action="store_true",
+                        help="diffrax with saveat too (default: without, to save compiles)")
     parser.add_argument("--check-n", type=_sizes, default=1000,
                         help="trajectories checked against the tight reference")
     args = parser.parse_args(argv)
@@ -754,11 +763,12 @@ def parse(argv=None) -> argparse.Namespace:
                     robertson_n=[16] if small else [100_000],
                     fpu16_n=[16] if small else [100_000],
                     card_n=300 if small else 1_000_000,
-                    diffrax_max_n=64 if small else 1_000_000)
+                    diffrax_n=[40, 24, 16] if small else [1_000_000, 100_000])
     for key, value in defaults.items():
         if getattr(args, key) is None:
             setattr(args, key, value)
     if small:
+        args.diffrax_saveat = True
         args.rounds = min(args.rounds, 1)
         args.check_n = min(args.check_n, 8)
     return args
@@ -809,9 +819,14 @@ def main(argv=None) -> int:
             for saveat in {"both": (False, True), "off": (False,), "on": (True,)}[args.saveat]:
                 plan.append((name, n, saveat))
     start = time.perf_counter()
+    budget = args.budget_s
+    if os.environ.get("GPU_CHECK_STEP_ENDS"):
+        budget = min(budget, float(os.environ["GPU_CHECK_STEP_ENDS"]) - time.time()
+                     - DEADLINE_MARGIN_S)
+    result["budget_s"] = budget
     for name, n, variant in plan:
         label = f"{name} n={n:,} {variant}"
-        if time.perf_counter() - start > args.budget_s:
+        if time.perf_counter() - start > budget:
             result["skipped_cells"].append(label)
             continue
         t0 = time.perf_counter()
@@ -830,6 +845,10 @@ def main(argv=None) -> int:
     result["wall_s"] = time.perf_counter() - start
     if result["skipped_cells"]:
         result["skipped"] = f"{len(result['skipped_cells'])} cells past the time budget"
+    # arms that could not run (diffrax not installed, JAX not on the GPU): said, not failed
+    result["not_measured"] = sorted({f"{r['arm']}: {r['skipped']}" for c in result["cells"]
+                                     for r in c["rows"] if "skipped" in r
+                                     and r["arm"] != "cuda_fmad"})
     json_path.write_text(json.dumps(result, indent=2, default=float) + "\n")
     md_path.write_text(markdown(result))
     print(markdown(result))
