@@ -75,7 +75,7 @@ def cupy_module(name: str, fmad: bool = False):
     import cupy as cp
 
     return cp.RawModule(code=source(name), backend="nvrtc",
-                        options=("--std=c++17", f"--fmad={'true' if fmad else 'false'}"))
+                        options=(f"--fmad={'true' if fmad else 'false'}",))
 
 
 # -- the host build -----------------------------------------------------------------------------

@@ -143,3 +143,29 @@ def test_without_a_gpu_the_benchmark_says_so_and_writes_its_json(tmp_path):
     assert gop.main(["--out", str(tmp_path)]) == 0
     result = json.loads((tmp_path / "gpu_ode_peers.json").read_text())
     assert result["skipped"].startswith(("no GPU", "no CuPy"))
+
+
+def test_a_peer_that_cannot_run_is_named_and_a_broken_cell_fails_alone(tmp_path, monkeypatch):
+    """On the device nothing may sink the run: a peer whose first call raises is skipped with
+    the reason (and, being ours, fails the run; a missing diffrax is only named), a cell that
+    raises is a failure of its own, and the other cells are still measured and written."""
+    def broken_peer(*args, **kwargs):
+        def call():
+            raise RuntimeError("no such kernel")
+
+        return gop.Arm("cuda", call, lambda: None)
+
+    monkeypatch.setattr(gop, "cuda_arm", broken_peer)
+    real = gop.card_cell
+    monkeypatch.setattr(gop, "card_cell", lambda device, n, config, args: (
+        real(device, n, config, args) if config == "uniform" else 1 / 0))
+    code = gop.main(["--rehearse", "--out", str(tmp_path), "--workloads", "card", "lorenz",
+                     "--saveat", "off", "--arms", "cuda"])
+    result = json.loads((tmp_path / "gpu_ode_peers.json").read_text())
+    assert code == 1 and result["failures"] == [
+        "card n=300 spread-1000: ZeroDivisionError: division by zero",
+        "lorenz n=40: cuda did not run: its first call raised RuntimeError: no such kernel"]
+    assert [c["cell"] for c in result["cells"]] == [
+        "card n=300 spread-1000", "card uniform n=300", "lorenz n=40"]
+    assert result["not_measured"] == [
+        "cuda: its first call raised RuntimeError: no such kernel"]
