@@ -311,6 +311,11 @@ class Device:
         return self._kernels[key]
 
 
+def _bytes(arrays) -> int:
+    """Device memory the arrays hold (each counted once)."""
+    return sum({id(a): a.nbytes for a in arrays}.values())
+
+
 def _cuda_arg(kind: str, value):
     if kind.endswith("*"):
         return value
@@ -387,6 +392,8 @@ def eagle_arm(device: Device, w: Workload, u0, p, saveat: bool, name: str = "eag
 
     def fetch():
         sol = state["sol"]
+        held = [u0d, pd, *(a for a in sol.arrays.values() if hasattr(a, "nbytes"))]
+        arm.info["bytes_per_trajectory"] = _bytes(held) / u0.shape[1]
         return Result(device.to_host(sol.u), device.to_host(sol.accepted),
                       device.to_host(sol.rejected), device.to_host(sol.status),
                       device.to_host(sol.saved) if saveat else None)
@@ -421,7 +428,8 @@ def cuda_arm(device: Device, w: Workload, u0, p, saveat: bool, fmad: bool = Fals
                       h["saved"] if saveat else None)
 
     arm = Arm("cuda_fmad" if fmad else "cuda", call, fetch)
-    arm.info = kernel_resources(launch)
+    arm.info = dict(kernel_resources(launch),
+                    bytes_per_trajectory=_bytes([u0d, pd, *out.values()]) / n)
     return arm
 
 
@@ -699,6 +707,8 @@ def markdown(result: dict) -> str:
             note = []
             if "run_s" in r:
                 note.append(f"run() {r['run_s'] * 1e3:.3f} ms")
+            if "bytes_per_trajectory" in r:
+                note.append(f"{r['bytes_per_trajectory']:.0f} B/trajectory")
             if "num_regs" in r:
                 note.append(f"{r['num_regs']} regs, {r.get('local_size_bytes', '?')} B local")
             if r.get("bit_identical"):
