@@ -601,33 +601,12 @@ def ode_cell(device: Device, w: Workload, n: int, saveat: bool, args) -> dict:
     return dict(cell=cell, rows=rows, failures=broken + failures_of(cell, checks))
 
 
-def card_cell(device: Device, n: int, config: str, args) -> dict:
-    """The card's oscillator: eagle's graph (with and without compaction) against the
-    hand-written loop kernel captured in a graph; every arm equal to every other bit for bit."""
+def cuda_loop_arm(device: Device, host: dict) -> Arm:
+    """``cuda_peers/oscillator.cu`` on the card's arrays ``host``: every sample looped to its own
+    stop in one launch (k = MAX_STEPS), captured into a CUDA graph on a GPU and replayed;
+    ``arm.steps`` the steps each sample took."""
     xp = device.xp
-    host = dict(initial(n, config))
-    arms, states = [], {}
-    for name in ("eagle_graph", "graph_no_compaction"):
-        if name == "graph_no_compaction" and not device.gpu:
-            continue  # compaction is the GPU loop's
-        s = {k: xp.asarray(v.copy()) for k, v in host.items()}
-        start = {k: v.copy() for k, v in s.items()}
-        runner = eagle.until_done(eagle.deploy(card_kernel, "gpu" if device.gpu else "cpu"),
-                                  max_steps=MAX_STEPS, dt=DT, **s)
-        if name == "graph_no_compaction":
-            runner._loop.graph_loop().compact = False  # gpu_loop.py's A/B of compaction
-
-        def reset(s=s, start=start, runner=runner):
-            for k in ("x", "v", "t"):
-                s[k][...] = start[k]
-            runner.reset()
-
-        arm = Arm(name, runner.run, lambda s=s: Result(np.stack([device.to_host(s[k]) for k
-                                                                 in ("x", "v", "t")])))
-        arm.reset, arm.runner = reset, runner
-        arms.append(arm)
-        states[name] = s
-    # the hand-written loop
+    n = host["x"].shape[0]
     s = {k: xp.asarray(v.copy()) for k, v in host.items()}
     start = {k: v.copy() for k, v in s.items()}
     steps, live = xp.zeros(n, dtype=np.int64), xp.zeros(1, dtype=np.uint64)
@@ -664,6 +643,37 @@ def card_cell(device: Device, n: int, config: str, args) -> dict:
     arm = Arm("cuda_loop", call, lambda: Result(np.stack([device.to_host(s[k]) for k
                                                           in ("x", "v", "t")])))
     arm.reset, arm.info = reset, dict(mode=mode, **resources)
+    arm.steps = steps
+    return arm
+
+
+def card_cell(device: Device, n: int, config: str, args) -> dict:
+    """The card's oscillator: eagle's graph (with and without compaction) against the
+    hand-written loop kernel captured in a graph; every arm equal to every other bit for bit."""
+    xp = device.xp
+    host = dict(initial(n, config))
+    arms, states = [], {}
+    for name in ("eagle_graph", "graph_no_compaction"):
+        if name == "graph_no_compaction" and not device.gpu:
+            continue  # compaction is the GPU loop's
+        s = {k: xp.asarray(v.copy()) for k, v in host.items()}
+        start = {k: v.copy() for k, v in s.items()}
+        runner = eagle.until_done(eagle.deploy(card_kernel, "gpu" if device.gpu else "cpu"),
+                                  max_steps=MAX_STEPS, dt=DT, **s)
+        if name == "graph_no_compaction":
+            runner._loop.graph_loop().compact = False  # gpu_loop.py's A/B of compaction
+
+        def reset(s=s, start=start, runner=runner):
+            for k in ("x", "v", "t"):
+                s[k][...] = start[k]
+            runner.reset()
+
+        arm = Arm(name, runner.run, lambda s=s: Result(np.stack([device.to_host(s[k]) for k
+                                                                 in ("x", "v", "t")])))
+        arm.reset, arm.runner = reset, runner
+        arms.append(arm)
+        states[name] = s
+    arm = cuda_loop_arm(device, host)
     arms.append(arm)
     for round_ in range(args.rounds + 1):
         for a in arms:
@@ -671,7 +681,7 @@ def card_cell(device: Device, n: int, config: str, args) -> dict:
             a.once(device, timed=round_ > 0)
     results = {a.name: a.fetch() for a in arms}
     base = results["eagle_graph"].u
-    sample_steps = int(device.to_host(steps).sum())
+    sample_steps = int(device.to_host(arm.steps).sum())
     graph_s = arms[0].median_s
     rows, bad = [], []
     for a in arms:

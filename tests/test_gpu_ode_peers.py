@@ -169,3 +169,105 @@ def test_a_peer_that_cannot_run_is_named_and_a_broken_cell_fails_alone(tmp_path,
         "card n=300 spread-1000", "card uniform n=300", "lorenz n=40"]
     assert result["not_measured"] == [
         "cuda: its first call raised RuntimeError: no such kernel"]
+
+
+def fake_cupy():
+    """The few CuPy calls the peers' GPU path makes, on the host: arrays are NumPy arrays,
+    ``RawKernel`` builds the named kernel of the ``.cu`` whose text it is given with the host
+    compiler and checks its launch (grid, block, argument types), and a stream capture
+    records launches into a graph that replays them."""
+    import types
+
+    capture: dict = {"calls": None}
+
+    class RawKernel:
+        def __init__(self, code, name, backend="nvrtc", options=()):
+            assert backend == "nvrtc" and options in (("--fmad=false",), ("--fmad=true",))
+            file = next(f for f in ("models.cu", "oscillator.cu") if hc.source(f) == code)
+            kernels = hc.card_kernels() if file == "oscillator.cu" else hc.ode_kernels()
+            assert name in kernels
+            self.host, self.name = hc.HostPeers(file, kernels), name
+            self.num_regs, self.local_size_bytes, self.max_threads_per_block = 40, 0, 256
+
+        def __call__(self, grid, block, args):
+            n = int(args[0])
+            assert block == (hc.BLOCK,) and len(grid) == 1
+            assert grid[0] * hc.BLOCK >= n > (grid[0] - 1) * hc.BLOCK
+            assert all(isinstance(a, np.ndarray | np.int64 | np.float64) for a in args)
+
+            def run():
+                self.host.launch(self.name, n, *args)
+
+            if capture["calls"] is not None:
+                capture["calls"].append(run)
+            else:
+                run()
+
+    class Graph:
+        def __init__(self, calls):
+            self.calls = calls
+
+        def launch(self, stream=None):
+            for call in self.calls:
+                call()
+
+    class Stream:
+        def __init__(self, non_blocking=False):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def begin_capture(self):
+            capture["calls"] = []
+
+        def end_capture(self):
+            graph, capture["calls"] = Graph(capture["calls"]), None
+            return graph
+
+        def synchronize(self):
+            pass
+
+    cp = types.ModuleType("cupy")
+    cp.ndarray, cp.empty, cp.zeros, cp.full = np.ndarray, np.empty, np.zeros, np.full
+    cp.asarray = cp.asnumpy = lambda a: np.array(a, copy=True)
+    cp.RawKernel = RawKernel
+    cp.cuda = types.SimpleNamespace(Stream=Stream, runtime=types.SimpleNamespace(
+        deviceSynchronize=lambda: None))
+    return cp
+
+
+def test_the_gpu_path_of_the_peers_launches_and_captures_as_cupy_wants(monkeypatch):
+    """The code the device runs for the ``cuda`` and ``cuda_loop`` arms (CuPy's RawKernel,
+    its grid and argument types, the stream capture of the card's kernel and the graph's
+    replay), over a stand-in CuPy that runs the kernels on the host: the same results as the
+    host path and eagle."""
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy())
+    gpu, host = gop.Device(gpu=True), gop.Device(gpu=False)
+    w = gop.WORKLOADS["kepler"]
+    u0, p = w.ensemble(300, seed=5)  # two blocks of 256
+    arms = [gop.cuda_arm(gpu, w, u0, p, True), gop.cuda_arm(host, w, u0, p, True)]
+    for arm in arms:
+        arm.once(gpu, timed=False)
+    a, b = (arm.fetch() for arm in arms)
+    np.testing.assert_array_equal(a.u, b.u)
+    np.testing.assert_array_equal(a.saved, b.saved)
+    np.testing.assert_array_equal(a.accepted, b.accepted)
+    assert arms[0].info["num_regs"] == 40 and arms[0].info["bytes_per_trajectory"] > 0
+    fmad = gop.cuda_arm(gpu, w, u0, p, False, fmad=True)
+    fmad.once(gpu, timed=False)
+    assert fmad.name == "cuda_fmad"
+
+    card = initial(300, "spread-1000")
+    loop = gop.cuda_loop_arm(gpu, card)
+    assert loop.info["mode"] == "graph"
+    ours = {k: v.copy() for k, v in card.items()}
+    eagle.simulate(card_kernel, max_steps=MAX_STEPS, device="cpu", dt=DT, **ours)
+    for _ in range(2):  # the graph replays from the reset arrays
+        loop.reset()
+        loop.once(gpu)
+        np.testing.assert_array_equal(loop.fetch().u, np.stack([ours[k] for k in "xvt"]))
+    assert len(loop.samples) == 2
