@@ -203,3 +203,23 @@ def test_the_probe_runs_every_probe_on_the_emulated_gpu(gpu, monkeypatch, capsys
         assert f"probe {name}: ok" in out, out
     assert "equal to NumPy bit for bit" in out and "5 of 5 passed" in out
     assert out.splitlines()[1].startswith("driver 13.0; GPU 0: Fake GPU")
+
+
+def test_stage_pydeps_copies_diffrax_where_gpu_check_finds_it(tmp_path):
+    """``scripts/stage-pydeps`` copies diffrax and its pure-Python dependencies with their
+    metadata; on PYTHONPATH they import from there (``gpu-check`` appends ``.pydeps``)."""
+    pytest.importorskip("diffrax")
+    dest = tmp_path / "pydeps"
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "stage-pydeps"), str(dest)],
+                          env=dict(os.environ, PYTHON=sys.executable), capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
+    assert size < 16e6 and (dest / "diffrax" / "__init__.py").is_file()
+    probe = subprocess.run([sys.executable, "-c", "import diffrax, importlib.metadata as m; "
+                            "print(diffrax.__file__, m.version('equinox'))"],
+                           env=dict(os.environ, PYTHONPATH=str(dest)), capture_output=True,
+                           text=True, timeout=120, cwd=tmp_path)
+    assert probe.returncode == 0, probe.stderr
+    assert probe.stdout.startswith(str(dest / "diffrax"))
+    assert '[ -d "$PWD/.pydeps" ]' in SCRIPT.read_text()
