@@ -779,8 +779,8 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--card-n", type=_sizes, default=None)
     parser.add_argument("--diffrax-n", type=_sizes, nargs="+", default=None,
                         help="the sizes diffrax runs at (each shape is a compile of tens of "
-                             "seconds; default 1e6 and 1e5: each workload's largest but "
-                             "Lorenz's)")
+                             "seconds; default 1e5 and 1e6: Lorenz at both, the others at "
+                             "their size)")
     parser.add_argument("--diffrax-saveat", action="store_true",
                         help="diffrax with saveat too (default: without, to save compiles)")
     parser.add_argument("--check-n", type=_sizes, default=1000,
@@ -803,6 +803,20 @@ def parse(argv=None) -> argparse.Namespace:
         args.rounds = min(args.rounds, 1)
         args.check_n = min(args.check_n, 8)
     return args
+
+
+def plan_of(args) -> list[tuple]:
+    """The cells, in order: ``(workload, n, config)`` for the card, ``(workload, n, saveat)``
+    for the others."""
+    plan = []
+    for name in args.workloads:
+        if name == "card":
+            plan += [("card", args.card_n, config) for config in ("spread-1000", "uniform")]
+            continue
+        for n in getattr(args, f"{name}_n"):
+            for saveat in {"both": (False, True), "off": (False,), "on": (True,)}[args.saveat]:
+                plan.append((name, n, saveat))
+    return plan
 
 
 def gpu_reason() -> str | None:
@@ -841,14 +855,7 @@ def main(argv=None) -> int:
         result["device"] = f"{info.name} ({info.arch})"
     else:
         result["device"] = f"host CPU ({platform.machine()}), rehearsal"
-    plan = []
-    for name in args.workloads:
-        if name == "card":
-            plan += [("card", args.card_n, config) for config in ("spread-1000", "uniform")]
-            continue
-        for n in getattr(args, f"{name}_n"):
-            for saveat in {"both": (False, True), "off": (False,), "on": (True,)}[args.saveat]:
-                plan.append((name, n, saveat))
+    plan = plan_of(args)
     start = time.perf_counter()
     budget = args.budget_s
     if os.environ.get("GPU_CHECK_STEP_ENDS"):

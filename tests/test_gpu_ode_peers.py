@@ -271,3 +271,20 @@ def test_the_gpu_path_of_the_peers_launches_and_captures_as_cupy_wants(monkeypat
         loop.once(gpu)
         np.testing.assert_array_equal(loop.fetch().u, np.stack([ours[k] for k in "xvt"]))
     assert len(loop.samples) == 2
+
+
+def test_the_device_matrix_is_the_one_its_time_was_estimated_for():
+    """The default device run: the card twice, Lorenz at 1e4..1e7 and the others at their
+    headline size, each with and without saveat; diffrax (a compile of tens of seconds per
+    shape) only at 1e5 and 1e6 without saveat: five compiles."""
+    args = gop.parse([])
+    plan = gop.plan_of(args)
+    assert len(plan) == 16 and plan[:2] == [("card", 1_000_000, "spread-1000"),
+                                            ("card", 1_000_000, "uniform")]
+    assert [n for name, n, saveat in plan if name == "lorenz" and not saveat] == \
+        [10_000, 100_000, 1_000_000, 10_000_000]
+    diffrax = [(name, n) for name, n, saveat in plan if name != "card" and not saveat
+               and n in args.diffrax_n and not args.diffrax_saveat]
+    assert diffrax == [("lorenz", 100_000), ("lorenz", 1_000_000), ("kepler", 1_000_000),
+                       ("robertson", 100_000), ("fpu16", 100_000)]
+    assert args.rounds == 3 and args.budget_s == 170
