@@ -70,6 +70,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import handwritten_cuda as hc  # noqa: E402
+from gpu_loop import FP64_OPS_PER_STEP  # noqa: E402
 from gpu_ode_workloads import SAVES, WORKLOADS, Workload  # noqa: E402
 
 import eagle  # noqa: E402
@@ -530,6 +531,9 @@ def card_cell(device: Device, n: int, config: str, args) -> dict:
                    times_s=a.samples, first_s=a.first_s, sample_steps=sample_steps,
                    sample_steps_per_s=sample_steps / a.median_s, exact=exact,
                    vs_eagle_time=a.median_s / graph_s, **a.info)
+        if getattr(args, "fp64_rate", None):  # gpu_loop.py's measure of the card
+            row["fp64_limit_fraction"] = sample_steps * FP64_OPS_PER_STEP / args.fp64_rate \
+                / a.median_s
         rows.append(row)
     return dict(cell=f"card {config} n={n:,}", rows=rows, failures=bad)
 
@@ -565,6 +569,8 @@ def markdown(result: dict) -> str:
                 note.append("exact" if r["exact"] else "NOT EXACT")
             if "mode" in r:
                 note.append(r["mode"])
+            if "fp64_limit_fraction" in r:
+                note.append(f"{r['fp64_limit_fraction']:.0%} of the FP64 issue limit")
             if "jax_platform" in r:
                 note.append(f"JAX {r['jax_platform']}")
             size = r.get("config", "yes" if r.get("saveat") else "")
@@ -691,6 +697,13 @@ def main(argv=None) -> int:
 
         info = device_info(0)
         result["device"] = f"{info.name} ({info.arch})"
+        try:
+            from gpu_loop import fp64_issue_rate
+
+            args.fp64_rate, result["fp64_issue_rate_from"] = fp64_issue_rate(info)
+            result["fp64_issue_rate"] = args.fp64_rate
+        except Exception as exc:  # noqa: BLE001 - the card's rows go without it
+            result["fp64_issue_rate_from"] = f"unknown ({type(exc).__name__}: {exc})"
     else:
         result["device"] = f"host CPU ({platform.machine()}), rehearsal"
     plan = plan_of(args)
