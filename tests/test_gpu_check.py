@@ -2,7 +2,7 @@
 the script gets through every step with platformdirs, pyelftools and dask hidden (the device
 machine has none of them), but says first that no GPU is usable and exits 1, fails a step
 that skipped GPU tests (for want of a GPU or of time), keeps to its time limits and writes at
-most 8 files; the benchmark's arms run end to end on the emulated GPU."""
+most 11 files; the benchmark's arms run end to end on the emulated GPU."""
 
 from __future__ import annotations
 
@@ -56,11 +56,14 @@ def test_gpu_check_gets_through_every_step_without_platformdirs_pyelftools_dask(
     assert re.search(r"=== tests: FAILED: (\d+) of \1 tests skipped \(\1 for 'needs a GPU'\)",
                      summary), summary
     assert "=== bench: FAILED: no GPU" in summary, summary
+    assert "=== peers: FAILED: no GPU" in summary, summary
     table = summary.split("step         time  result\n", 1)[1]
-    assert [line.split()[0] for line in table.splitlines()[:5]] == \
-        ["probe", "tests", "seed", "page", "bench"]
+    assert [line.split()[0] for line in table.splitlines()[:6]] == \
+        ["probe", "tests", "seed", "page", "bench", "peers"]
     assert table.splitlines()[-1].startswith("gpu-check: FAILED") and "no usable GPU" in table
-    assert len(files) <= 8 and {"tests.xml", "gpu_loop.json"} <= set(files)
+    assert len(files) <= 11 and {"tests.xml", "gpu_loop.json", "gpu_ode_peers.json",
+                                 "gpu_ode_peers.md"} <= set(files)
+    assert json.loads(files["gpu_ode_peers.json"])["skipped"].startswith("no GPU")
     versions = files["probe.log"].splitlines()  # the versions first
     assert versions[1].startswith("python ") and versions[2].startswith("GPU: none")
     assert versions[3].startswith("NVRTC 13.") and versions[4].startswith("nvJitLink 13.")
@@ -200,3 +203,23 @@ def test_the_probe_runs_every_probe_on_the_emulated_gpu(gpu, monkeypatch, capsys
         assert f"probe {name}: ok" in out, out
     assert "equal to NumPy bit for bit" in out and "5 of 5 passed" in out
     assert out.splitlines()[1].startswith("driver 13.0; GPU 0: Fake GPU")
+
+
+def test_stage_pydeps_copies_diffrax_where_gpu_check_finds_it(tmp_path):
+    """``scripts/stage-pydeps`` copies diffrax and its pure-Python dependencies with their
+    metadata; on PYTHONPATH they import from there (``gpu-check`` appends ``.pydeps``)."""
+    pytest.importorskip("diffrax")
+    dest = tmp_path / "pydeps"
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "stage-pydeps"), str(dest)],
+                          env=dict(os.environ, PYTHON=sys.executable), capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
+    assert size < 16e6 and (dest / "diffrax" / "__init__.py").is_file()
+    probe = subprocess.run([sys.executable, "-c", "import diffrax, importlib.metadata as m; "
+                            "print(diffrax.__file__, m.version('equinox'))"],
+                           env=dict(os.environ, PYTHONPATH=str(dest)), capture_output=True,
+                           text=True, timeout=120, cwd=tmp_path)
+    assert probe.returncode == 0, probe.stderr
+    assert probe.stdout.startswith(str(dest / "diffrax"))
+    assert '[ -d "$PWD/.pydeps" ]' in SCRIPT.read_text()
