@@ -6,8 +6,8 @@ digests mean the same ops, in the same order, on the same constants: the same bi
 backend. The kernels are the ones ``eagle.ode.solve`` builds: each case below calls it with the
 runtime replaced by a recorder (nothing is compiled or run), and records every kernel handed to
 ``simulate`` (the first step's kernel, a terminal event's sensitivity correction) and to
-``deploy`` (the integrator), by name and digest. The cases cover each method of
-``eagle.ode.METHODS``, scalar and vector states, plain, with ``saveat``, backward in time, and
+``deploy`` (the integrator), by name and digest. The cases cover each method of the registry
+``hawk.ode.METHODS``, scalar and vector states, plain, with ``saveat``, backward in time, and
 for the adaptive methods with an event, several recorded events, stops with a kick, forward
 sensitivities (with and without a terminal event) and, for the Rosenbrock methods, a user's
 Jacobian.
@@ -32,7 +32,6 @@ import hawk
 from ode_models import bounce, decay, free_fall, height, kick, lorenz
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "ode-ir.json"
-STOCHASTIC = "euler_maruyama"
 
 
 @hawk.func
@@ -64,14 +63,14 @@ def _cases(method: str, adaptive: bool, implicit: bool) -> dict:
     fall = np.vstack([np.ones(n), np.zeros(n)])
     p3 = (10.0, 28.0, 8.0 / 3.0)
     step = {} if adaptive else {"dt": 0.1}
-    if method == STOCHASTIC:
+    if hawk.ode.METHODS[method].stochastic:
         step = {"dt": 0.1, "noise": noise, "seed": 1}
     cases = {
         "scalar": (decay, scalar, (0.0, 1.0), dict(p=1.0, **step)),
         "vector": (lorenz, vector, (0.0, 1.0), dict(p=p3, **step)),
         "vector-saveat": (lorenz, vector, (0.0, 1.0), dict(p=p3, saveat=(0.0, 1.0, 5), **step)),
     }
-    if method != STOCHASTIC:
+    if not hawk.ode.METHODS[method].stochastic:
         cases["vector-backward"] = (lorenz, vector, (1.0, 0.0), dict(p=p3, **step))
     if not adaptive:
         return cases
@@ -101,10 +100,8 @@ def _cases(method: str, adaptive: bool, implicit: bool) -> dict:
 def all_cases() -> dict:
     """Every case of every method: ``"method/case" -> (method, f, u0, t_span, options)``."""
     out = {}
-    for method in eagle.ode.METHODS:
-        adaptive = method in eagle.ode.ADAPTIVE
-        implicit = method in ("rosenbrock23", "rodas5p")
-        for case, (f, u0, span, options) in _cases(method, adaptive, implicit).items():
+    for method, entry in hawk.ode.METHODS.items():
+        for case, (f, u0, span, options) in _cases(method, entry.adaptive, entry.implicit).items():
             out[f"{method}/{case}"] = (method, f, u0, span, options)
     return out
 

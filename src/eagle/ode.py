@@ -29,11 +29,13 @@ from .threads import get_num_threads, set_num_threads
 
 __all__ = ["solve", "Solution", "METHODS"]
 
-#: the methods ``solve`` knows: adaptive, fixed-step, and stochastic
-METHODS = ("dopri5", "tsit5", "vern7", "vern9", "rosenbrock23", "rodas5p", "rk4", "euler",
-           "euler_maruyama")
-#: the adaptive methods (``rtol``, ``atol``, ``max_step``; events and stops: the explicit ones)
-ADAPTIVE = ("dopri5", "tsit5", "vern7", "vern9", "rosenbrock23", "rodas5p")
+#: the methods ``solve`` knows (``hawk.ode.METHODS``, the registry): adaptive, fixed-step, and
+#: stochastic
+METHODS = tuple(hawk_ode.METHODS)
+#: the adaptive methods (``rtol``, ``atol``, ``max_step``, events, stops)
+ADAPTIVE = tuple(name for name, m in hawk_ode.METHODS.items() if m.adaptive)
+#: the methods that take a Jacobian (``jac=``)
+IMPLICIT = tuple(name for name, m in hawk_ode.METHODS.items() if m.implicit)
 
 
 @dataclass
@@ -399,9 +401,10 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
     if not (backward or bool((t_end > t).all())):
         raise ValueError("t_span: t_end must differ from t0 on the same side for every sample "
                          "(all forward in time, t_end > t0, or all backward, t_end < t0)")
+    stochastic = hawk_ode.METHODS[method].stochastic
     if backward:  # solved forward in s = -t: du/ds = -f(u, -s, p)
-        if method == "euler_maruyama":
-            raise ValueError("t_span: an SDE (method='euler_maruyama') runs forward in time "
+        if stochastic:
+            raise ValueError(f"t_span: an SDE (method={method!r}) runs forward in time "
                              "only (t_end > t0)")
         t, t_end = -t, -t_end
         f, event, on_event, on_stop, jac = (
@@ -426,9 +429,9 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
     if not (isinstance(max_steps, int) and max_steps >= 1):
         raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")
     adaptive = method in ADAPTIVE
-    if jac is not None and method not in ("rosenbrock23", "rodas5p"):
-        raise ValueError(f"jac is for the Rosenbrock methods ('rosenbrock23', 'rodas5p'), not "
-                         f"method={method!r}")
+    if jac is not None and method not in IMPLICIT:
+        raise ValueError(f"jac is for the Rosenbrock methods ({', '.join(map(repr, IMPLICIT))}), "
+                         f"not method={method!r}")
     if not adaptive:
         for name, value in (("event", event), ("on_event", on_event), ("tstops", tstops),
                             ("on_stop", on_stop)):
@@ -449,9 +452,10 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                          f"got {record_events!r}")
     if (terminal is not None or record_events) and event is None:
         raise ValueError("terminal= and record_events= need an event: pass event=g")
-    if (method == "euler_maruyama") != (noise is not None):
-        raise ValueError("noise (the SDE's diffusion g(u, t, p)) goes with "
-                         "method='euler_maruyama', and that method needs it")
+    if stochastic != (noise is not None):
+        stochastic_names = [name for name, m in hawk_ode.METHODS.items() if m.stochastic]
+        raise ValueError(f"noise (the SDE's diffusion g(u, t, p)) goes with "
+                         f"method={stochastic_names[0]!r}, and that method needs it")
 
     save_first, save_every, save_count = 0.0, 1.0, 0
     if saveat is not None:
@@ -508,7 +512,7 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         arrays.update(stop_first=stop_first, stop_every=stop_every, events=zeros(),
                       stops=first_stop)
     else:
-        if method == "euler_maruyama":
+        if stochastic:
             kernel = hawk_ode.sde_kernel(f, noise, state, params, saveat=saveat is not None,
                                          tables=table_dims)
         else:

@@ -22,26 +22,9 @@ from hawk.annotations import Annotation
 from hawk.inline import Func
 from hawk.ir import Role
 
-from .dopri5 import (
-    dense_coefficients,
-    dense_value,
-    dopri5_attempt,
-    dopri5_control,
-    dopri5_start,
-    error_norm,
-)
+from .dopri5 import dopri5_start
 from .events import first_crossing, locate
-from .fixed import euler, euler_maruyama, rk4
-from .rodas import rodas5p_attempt, rodas5p_control, rodas5p_value
-from .rosenbrock import (
-    automatic_jacobian,
-    rosenbrock23_attempt,
-    rosenbrock23_control,
-    rosenbrock23_value,
-)
-from .tsit5 import tsit5_attempt, tsit5_value
-from .vern7 import vern7_attempt, vern7_control, vern7_value
-from .vern9 import vern9_attempt, vern9_control, vern9_value
+from .methods import METHODS
 
 __all__ = ["dopri5_kernel", "dopri5_start_kernel", "rosenbrock23_kernel", "fixed_step_kernel",
            "sde_kernel",
@@ -50,8 +33,8 @@ __all__ = ["dopri5_kernel", "dopri5_start_kernel", "rosenbrock23_kernel", "fixed
 
 #: ``status`` values of an adaptive run, per sample
 STATUS_RUNNING, STATUS_DONE, STATUS_EVENT, STATUS_FAILED = 0, 1, 2, -1
-#: the fixed-step methods ``fixed_step_kernel`` knows, by name
-FIXED_METHODS = {"euler": euler, "rk4": rk4}
+#: the fixed-step methods ``fixed_step_kernel`` knows, by name (``METHODS``' fixed ones)
+FIXED_METHODS = {name: m.step for name, m in METHODS.items() if m.kind == "fixed"}
 #: a fixed step lands on ``t_end`` when it is this much (relative) short of it or longer
 LANDING_SLACK = 1e-9
 #: the smallest step, relative to ``|t|``, before a sample is given up (Hairer's test)
@@ -63,28 +46,10 @@ MAX_TABLES = 3
 MAX_EVENTS = 16
 
 
-@hawk.func
-def _dopri5(f, u, k1, t, h, p):
-    """Dormand-Prince's step as the adaptive kernel takes a method's: ``(u_new, err, q,
-    k_next)``, ``q`` the interpolant's coefficients."""
-    u_new, err, k2, k3, k4, k5, k6, k7 = dopri5_attempt(f, u, k1, t, h, p)
-    return u_new, err, dense_coefficients(k1, k3, k4, k5, k6, k7), k7
-
-
-@hawk.func
-def _rosenbrock23(f, u, k1, t, h, p, jac=automatic_jacobian):
-    """Rosenbrock23's step as the adaptive kernel takes a method's (``q``: its two stages)."""
-    u_new, err, s1, s2, f_new = rosenbrock23_attempt(f, u, k1, t, h, p, jac)
-    return u_new, err, (s1, s2), f_new
-
-
-@hawk.func
-def _rosenbrock23_value(u, h, q, theta):
-    return rosenbrock23_value(u, h, q[0], q[1], theta)
-
-
+#: the adaptive methods ``dopri5_kernel`` runs (``METHODS``' adaptive ones)
+ADAPTIVE_METHODS = {name: m for name, m in METHODS.items() if m.adaptive}
 #: the methods that take a Jacobian (``dopri5_kernel``'s ``jac=``)
-IMPLICIT_METHODS = ("rosenbrock23", "rodas5p")
+IMPLICIT_METHODS = tuple(name for name, m in METHODS.items() if m.implicit)
 
 
 @functools.cache
@@ -96,19 +61,6 @@ def _given_jacobian(jac: Func, count: int) -> Func:
         return jac(u, t, *args[0:count + 1])
 
     return given
-
-
-#: the adaptive methods ``dopri5_kernel`` runs: each one's step, interpolant and controller
-#: (the two explicit 5(4) pairs share Hairer's PI controller, Verner's pairs have it with their
-#: orders' exponents; every method starts with ``dopri5_start``'s initial step)
-ADAPTIVE_METHODS = {
-    "dopri5": (_dopri5, dense_value, dopri5_control),
-    "tsit5": (tsit5_attempt, tsit5_value, dopri5_control),
-    "rosenbrock23": (_rosenbrock23, _rosenbrock23_value, rosenbrock23_control),
-    "vern7": (vern7_attempt, vern7_value, vern7_control),
-    "vern9": (vern9_attempt, vern9_value, vern9_control),
-    "rodas5p": (rodas5p_attempt, rodas5p_value, rodas5p_control),
-}
 
 
 @hawk.func
@@ -319,7 +271,8 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
     if method not in ADAPTIVE_METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, ADAPTIVE_METHODS))}, "
                          f"got {method!r}")
-    attempt, value, control = ADAPTIVE_METHODS[method]
+    chosen = ADAPTIVE_METHODS[method]
+    attempt, value, control, norm = chosen.attempt, chosen.value, chosen.control, chosen.norm
     _check_func("jac", jac, required=False)
     if jac is not None and method not in IMPLICIT_METHODS:
         raise ValueError(f"jac is for the Rosenbrock methods ({', '.join(IMPLICIT_METHODS)}), "
@@ -374,7 +327,7 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             u_new, err, q, k_next = attempt(model, u, k1, t, h_step, args, given)
         else:
             u_new, err, q, k_next = attempt(model, u, k1, t, h_step, args)
-        ok, h_next, c_next = control(error_norm(err, u, u_new, rtol, atol), h_step, c)
+        ok, h_next, c_next = control(norm(err, u, u_new, rtol, atol), h_step, c)
         if ok and h_step < h:  # a shortened step does not shrink the next one
             h_next = hawk.maximum(h_next, h)
         h_next = hawk.minimum(h_next, max_step)
@@ -560,8 +513,8 @@ def _fixed_step(t, dt, t_end, save_first, save_every, save_count, saves, has_sav
 def _fixed_kernel(f, g, method: str, state, params, saveat: bool,
                   tables: tuple) -> hawk.Kernel:
     """A fixed-step kernel: ``method`` ("euler", "rk4" or "euler_maruyama" with noise ``g``)."""
-    stepper = FIXED_METHODS.get(method)
-    stochastic = method == "euler_maruyama"
+    stepper = METHODS[method].step
+    stochastic = METHODS[method].stochastic
     has_saves = bool(saveat)
     T0, T1, T2 = _table_types(tables)
     model = _with_tables(f, len(tables))
@@ -577,7 +530,7 @@ def _fixed_kernel(f, g, method: str, state, params, saveat: bool,
         h_step, t_new, ends, at_save = _fixed_step(t, dt, t_end, save_first, save_every,
                                                    save_count, saves, has_saves)
         if stochastic:
-            u = euler_maruyama(model, noise, u, t, h_step, args)
+            u = stepper(model, noise, u, t, h_step, args)
         else:
             u = stepper(model, u, t, h_step, args)
         if at_save:
