@@ -315,11 +315,14 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
             value passed by value), any other array ``(m,)`` (a ``Vector[m]``) or ``(r, c)``
             (a ``Matrix[r, c]``, say a rate matrix); or a sequence of k numbers or arrays
             ``(n,)`` (a ``Vector[k]`` per sample).
-        method: ``"dopri5"`` (default; adaptive Dormand-Prince 5(4)), ``"tsit5"`` (Tsitouras's
+        method: one of ``hawk.ode.METHODS`` (the registry): ``"dopri5"`` (default; adaptive
+            Dormand-Prince 5(4)), ``"tsit5"`` (Tsitouras's
             5(4) pair, usually a little cheaper for the same accuracy; everything ``"dopri5"``
             has), ``"vern7"``, ``"vern9"`` (Verner's 7(6) and 9(8) pairs, with interpolants of
             order 7 and 9: far fewer steps at tight tolerances, about 1e-8 and below, on smooth
-            problems; everything ``"dopri5"`` has), ``"rosenbrock23"``
+            problems; everything ``"dopri5"`` has), ``"rk23"`` and ``"dop853"`` (SciPy's
+            ``RK23``, Bogacki-Shampine 3(2), and ``DOP853``, Hairer's 8(5,3), with SciPy's
+            controller and first step: SciPy's steps), ``"rosenbrock23"``
             (adaptive, linearly implicit and L-stable, for stiff problems: the Jacobian from
             ``hawk.jacobian``; events, stops and ``saveat`` as the others; order 2, for
             moderate tolerances), ``"rodas5p"`` (Steinebach's stiffly accurate Rosenbrock
@@ -495,7 +498,8 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                 raise ValueError(f"tstops: every must go the integration's way (positive "
                                  f"forward in time, negative backward), got "
                                  f"{-stop_every if backward else stop_every!r}")
-        prepare = hawk_ode.dopri5_start_kernel(f, state, params, tables=table_dims)
+        prepare = hawk_ode.dopri5_start_kernel(f, state, params, tables=table_dims,
+                                               method=method)
         arrays.update(rtol=rtol, atol=atol, max_step=max_step, k1=xp.empty_like(u),
                       h=xp.zeros(n, dtype=dtype), c=xp.full(n, hawk_ode.C_START, dtype=dtype),
                       accepted=zeros(), rejected=zeros(), status=zeros())

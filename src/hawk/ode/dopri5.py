@@ -25,6 +25,7 @@ from .explicit import (
     polynomial_value,
     rms,
 )
+from .start import initial_step
 from .tableaus import DOPRI5
 
 __all__ = ["dopri5_attempt", "dopri5_control", "dopri5_step", "dopri5_start", "dense_coefficients",
@@ -76,9 +77,9 @@ def dense_coefficients(k1, k3, k4, k5, k6, k7):
 @hawk.func
 def dopri5_start(f, u, t, t_end, p, rtol, atol):
     """What a first step needs: ``(k1, h)``, with ``k1 = f(u, t, p)`` and the initial step
-    size chosen as Hairer's HINIT (and SciPy's ``select_initial_step``) chooses it: from the
-    sizes of ``u``, ``f`` and a difference estimate of ``f``'s derivative, for an error
-    exponent of 1/5, never more than ``t_end - t``. Costs two evaluations of ``f``.
+    size chosen as Hairer's HINIT (and SciPy's ``select_initial_step``) chooses it for an error
+    exponent of 1/5 (``hawk.ode.start.initial_step`` for an estimate of order 4), never more
+    than ``t_end - t``. Costs two evaluations of ``f``.
 
     Args:
         f: the right-hand side, a func ``f(u, t, p)``.
@@ -88,20 +89,7 @@ def dopri5_start(f, u, t, t_end, p, rtol, atol):
         p: the model's parameters, passed on to ``f``.
         rtol, atol: the tolerances the steps will be controlled to.
     """
-    k1 = f(u, t, p)
-    scale = atol + abs(u) * rtol
-    d0 = rms(u / scale)
-    d1 = rms(k1 / scale)
-    span = t_end - t
-    h0 = 1e-6 if d0 < 1e-5 or d1 < 1e-5 else 0.01 * d0 / d1
-    h0 = hawk.minimum(h0, span)
-    k_probe = f(u + h0 * k1, t + h0, p)
-    d2 = rms((k_probe - k1) / scale) / h0
-    if d1 <= 1e-15 and d2 <= 1e-15:
-        h1 = hawk.maximum(1e-6, h0 * 1e-3)
-    else:
-        h1 = (0.01 / hawk.maximum(d1, d2)) ** 0.2
-    return k1, hawk.minimum(hawk.minimum(100.0 * h0, h1), span)
+    return initial_step(f, u, t, t_end, p, rtol, atol, 0.2)
 
 
 @hawk.func

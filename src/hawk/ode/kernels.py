@@ -22,9 +22,9 @@ from hawk.annotations import Annotation
 from hawk.inline import Func
 from hawk.ir import Role
 
-from .dopri5 import dopri5_start
 from .events import first_crossing, locate
 from .methods import METHODS
+from .start import initial_step
 
 __all__ = ["dopri5_kernel", "dopri5_start_kernel", "rosenbrock23_kernel", "fixed_step_kernel",
            "sde_kernel",
@@ -205,11 +205,13 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             implies ``tstops``.
         saveat: record the state at the times ``save_first + k * save_every``, ``k`` from 0 to
             ``save_count - 1``, into the ``Series`` ``saved`` (row ``k``), from the step's
-            interpolant (fourth order; seventh and ninth for ``vern7`` and ``vern9``).
+            interpolant (its order is the method's ``dense_order``: fourth for ``dopri5``,
+            seventh and ninth for ``vern7`` and ``vern9``).
         saves_per_step: at most this many recorded times fall in one step (a step is shortened
             to end at the last of them): each costs an interpolation per step.
-        method: ``"dopri5"``, ``"tsit5"``, ``"vern7"``, ``"vern9"``, ``"rosenbrock23"`` or
-            ``"rodas5p"`` (``ADAPTIVE_METHODS``; the kernel is named after it).
+        method: an adaptive method of ``hawk.ode.METHODS`` (``"dopri5"``, ``"tsit5"``,
+            ``"vern7"``, ``"vern9"``, ``"rk23"``, ``"dop853"``, ``"rosenbrock23"``,
+            ``"rodas5p"``; the kernel is named after it).
         terminal: None (default: the event ends the sample unless ``on_event`` is given), or
             a bool or a tuple of bools, one per component of a vector-valued ``event`` (up
             to ``MAX_EVENTS``; ``direction`` may then be a tuple too): a terminal
@@ -461,11 +463,12 @@ def rosenbrock23_kernel(f: Func, state=Vec3, params=Scalar, *, saveat: bool = Fa
 
 
 @functools.cache
-def dopri5_start_kernel(f: Func, state=Vec3, params=Scalar, *,
-                        tables: tuple = ()) -> hawk.Kernel:
+def dopri5_start_kernel(f: Func, state=Vec3, params=Scalar, *, tables: tuple = (),
+                        method: str = "dopri5") -> hawk.Kernel:
     """The kernel that prepares ``dopri5_kernel``'s first step: one step sets ``k1 = f(u, t,
-    p)`` and the initial step size ``h`` (``hawk.ode.dopri5_start``) and ends the sample (bind
-    ``terminated`` to a scratch array, not to the main kernel's flags).
+    p)`` and the initial step size ``h`` (``hawk.ode.start.initial_step``, with the exponent
+    of ``method``'s ``start_order``) and ends the sample (bind ``terminated`` to a scratch
+    array, not to the main kernel's flags).
 
     Args:
         f: the right-hand side, a ``@hawk.func`` ``f(u, t, p)`` shaped as ``u``.
@@ -474,9 +477,14 @@ def dopri5_start_kernel(f: Func, state=Vec3, params=Scalar, *,
         params: how ``p`` is bound: ``hawk.Scalar``, ``hawk.Param`` or a vector type (as for
             ``dopri5_kernel``).
         tables: the dimensions of the tables the model reads (as for ``dopri5_kernel``).
+        method: the adaptive method the first step is for (``METHODS``).
     """
     _check_func("f", f)
     _check_types(state, params)
+    if method not in ADAPTIVE_METHODS:
+        raise ValueError(f"method must be one of {', '.join(map(repr, ADAPTIVE_METHODS))}, "
+                         f"got {method!r}")
+    exponent = 1.0 / (ADAPTIVE_METHODS[method].start_order + 1)
     T0, T1, T2 = _table_types(tables)
     model = _with_tables(f, len(tables))
     State = state
@@ -486,7 +494,7 @@ def dopri5_start_kernel(f: Func, state=Vec3, params=Scalar, *,
                      terminated: Terminated, u: State, t: Scalar, k1: Mutable[State],
                      h: Mutable[Scalar], table0: T0, table1: T1, table2: T2):
         args = (p, table0, table1, table2)
-        k1, h = dopri5_start(model, u, t, t_end, args, rtol, atol)
+        k1, h = initial_step(model, u, t, t_end, args, rtol, atol, exponent)
         terminated = True
 
     return dopri5_prepare

@@ -21,7 +21,7 @@ from .rosenbrock import (
     rosenbrock23_method_value,
 )
 from .tableau import ButcherTableau
-from .tableaus import DOPRI5, TSIT5, VERN7, VERN9
+from .tableaus import DOP853, DOPRI5, RK23, TSIT5, VERN7, VERN9
 from .tsit5 import tsit5_value
 
 __all__ = ["Method", "METHODS", "explicit_method"]
@@ -44,6 +44,10 @@ class Method:
         step: fixed and stochastic: the step ``(f, u, t, dt, p)`` (``(f, g, u, t, dt, p)``).
         implicit: the step takes a Jacobian (``jac=``): the Rosenbrock methods.
         tableau: the explicit methods' ``ButcherTableau``, else None.
+        start_order: adaptive: the estimate's order for the first step's size
+            (``hawk.ode.start.initial_step``'s exponent ``1 / (start_order + 1)``): 4,
+            Hairer's DOPRI5 choice, for every method before ``rk23`` and ``dop853``, which
+            take SciPy's (their controllers' orders).
     """
 
     name: str
@@ -56,6 +60,7 @@ class Method:
     step: object = None
     implicit: bool = False
     tableau: ButcherTableau | None = None
+    start_order: int = 4
 
     @property
     def adaptive(self) -> bool:
@@ -66,14 +71,15 @@ class Method:
         return self.kind == "stochastic"
 
 
-def explicit_method(tab: ButcherTableau, control=None, value=None) -> Method:
+def explicit_method(tab: ButcherTableau, control=None, value=None, start_order: int = 4
+                    ) -> Method:
     """The adaptive ``Method`` of an explicit tableau: the generic step, its polynomial
-    interpolant (or ``value``), and ``control`` (default: Hairer's PI controller for the
-    embedded estimate's order)."""
+    interpolant (or ``value``), ``control`` (default: Hairer's PI controller for the embedded
+    estimate's order) and the first step's ``start_order``."""
     return Method(tab.name, "adaptive", tab.order, attempt=explicit_attempt(tab),
                   value=value if value is not None else polynomial_value(tab),
                   control=control if control is not None else controller("pi", tab.error_order),
-                  norm=error_norm_for(tab), tableau=tab)
+                  norm=error_norm_for(tab), tableau=tab, start_order=start_order)
 
 
 #: every method, by name: adaptive (explicit, then linearly implicit), fixed-step, stochastic
@@ -82,6 +88,9 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     explicit_method(TSIT5, value=tsit5_value),
     explicit_method(VERN7),
     explicit_method(VERN9),
+    # SciPy's RK23 and DOP853: its I-controller and first step, for the orders it gives them
+    explicit_method(RK23, controller("i", RK23.error_order), start_order=RK23.error_order),
+    explicit_method(DOP853, controller("i", 7), start_order=7),
     Method("rosenbrock23", "adaptive", 2, rosenbrock23_method_attempt,
            rosenbrock23_method_value, rosenbrock23_control, implicit=True),
     Method("rodas5p", "adaptive", 5, rodas5p_attempt, rodas5p_value, rodas5p_control,
