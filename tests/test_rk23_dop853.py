@@ -178,3 +178,15 @@ def test_the_new_kernels_equal_the_reference_on_every_backend(target, method):  
     bindings = adaptive_bindings(np.zeros(n), u0, k1, t_end=2.0, rtol=1e-8, atol=1e-8, h=1e-3,
                                  save_every=0.5, save_count=5)
     assert_adaptive_run_matches_reference(target, kernel, bindings, 3000)
+
+
+def test_dop853_kernels_compile_for_the_gpu_with_nvrtc():
+    """The paired error norm, the extra stages and the records of several events in CUDA
+    C++ that NVRTC compiles (no GPU needed)."""
+    nvrtc = pytest.importorskip("eagle.cuda.nvrtc")
+    from eagle.cuda.emit import emit_cuda
+
+    kernel = hawk.ode.dopri5_kernel(free_fall, hawk.Vec2, hawk.Scalar, saveat=True,
+                                    method="dop853", event=height, terminal=(True,),
+                                    record_events=True)
+    assert nvrtc.compile_source(emit_cuda(kernel.specialize({})), "sm_90")[:4] == b"\x7fELF"

@@ -19,15 +19,16 @@ import hawk
 from backends import target  # noqa: F401  (the fixture)
 from differential import adaptive_bindings, assert_adaptive_run_matches_reference
 from hawk.ir import OpKind
-from hawk.ode import dopri5, pi_control, vern7, vern9
+from hawk.ode import dopri5, pi_control, verner
+from hawk.ode.control import pi_exponents
 from hawk.ode.tableaus import VERN7, VERN9
 from ode_models import G, bounce, free_fall, height, kepler, lorenz
 
 scipy_integrate = pytest.importorskip("scipy.integrate")
 
 #: each method's tableau, order and attempt/value funcs
-METHODS = {"vern7": (VERN7, 7, vern7.vern7_attempt, vern7.vern7_value),
-           "vern9": (VERN9, 9, vern9.vern9_attempt, vern9.vern9_value)}
+METHODS = {"vern7": (VERN7, 7, verner.vern7_attempt, verner.vern7_value),
+           "vern9": (VERN9, 9, verner.vern9_attempt, verner.vern9_value)}
 
 
 def tableau(tab):
@@ -116,13 +117,13 @@ def test_the_solutions_fall_at_orders_7_and_9():
     small principal error still shows some of its order-10 terms), each within 0.5 of its
     order, the errors from 1e-6 down to 1e-12, well above roundoff."""
     steps = np.array([24, 32, 48, 64, 96])
-    errors = [abs(fixed_steps(vern7.vern7_attempt, growth, 1.0, 8.0, n)
+    errors = [abs(fixed_steps(verner.vern7_attempt, growth, 1.0, 8.0, n)
                   - math.exp(2.0 * math.sin(8.0))) for n in steps]
     assert abs(slope(8.0 / steps, errors) - 7.0) < 0.5, errors
     e = 0.5
     start = np.array([1 - e, 0.0, 0.0, math.sqrt((1 + e) / (1 - e))])
     steps = np.array([32, 48, 64, 96, 128])
-    errors = [np.abs(fixed_steps(vern9.vern9_attempt, kepler_python, start, 2 * math.pi, n)
+    errors = [np.abs(fixed_steps(verner.vern9_attempt, kepler_python, start, 2 * math.pi, n)
                      - start).max() for n in steps]
     assert min(errors) > 1e-13
     assert abs(slope(2 * math.pi / steps, errors) - 9.0) < 0.5, errors
@@ -184,9 +185,12 @@ def test_the_controllers_are_dopri5s_with_their_orders_exponents():
     for err, h, c in ((0.3, 0.1, 1e-4), (2.5, 0.1, 0.5), (0.7, 0.2, -0.3), (1e-9, 0.1, 1e-4)):
         assert pi_control(err, h, c, dopri5.EXPO, dopri5.BETA) == \
             dopri5.dopri5_control(err, h, c)
-    assert vern7.EXPO + 0.75 * vern7.BETA == pytest.approx(1 / 7)
-    assert vern9.EXPO + 0.75 * vern9.BETA == pytest.approx(1 / 9)
-    assert vern9.vern9_control(0.5, 0.1, 1e-4)[0] and not vern9.vern9_control(1.5, 0.1, 1e-4)[0]
+    for order in (6, 8):
+        expo, beta = pi_exponents(order)
+        assert expo + 0.75 * beta == pytest.approx(1 / (order + 1))
+    assert verner.vern9_control(0.5, 0.1, 1e-4)[0]
+    assert not verner.vern9_control(1.5, 0.1, 1e-4)[0]
+    assert verner.vern7_control(0.3, 0.1, 1e-4) == pi_control(0.3, 0.1, 1e-4, *pi_exponents(6))
 
 
 def lorenz_python(t, y):

@@ -65,8 +65,14 @@ from .rosenbrock import (
 from .sensitivity import event_correction_kernel, forward_sensitivity
 from .tableau import ButcherTableau
 from .tsit5 import tsit5_attempt, tsit5_value
-from .vern7 import vern7_attempt, vern7_control, vern7_value
-from .vern9 import vern9_attempt, vern9_control, vern9_value
+from .verner import (
+    vern7_attempt,
+    vern7_control,
+    vern7_value,
+    vern9_attempt,
+    vern9_control,
+    vern9_value,
+)
 
 __all__ = [
     "euler", "rk4", "euler_maruyama", "dopri5_step", "dopri5_start", "dopri5_attempt",

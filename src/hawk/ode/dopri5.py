@@ -79,15 +79,10 @@ def dopri5_start(f, u, t, t_end, p, rtol, atol):
     """What a first step needs: ``(k1, h)``, with ``k1 = f(u, t, p)`` and the initial step
     size chosen as Hairer's HINIT (and SciPy's ``select_initial_step``) chooses it for an error
     exponent of 1/5 (``hawk.ode.start.initial_step`` for an estimate of order 4), never more
-    than ``t_end - t``. Costs two evaluations of ``f``.
-
-    Args:
-        f: the right-hand side, a func ``f(u, t, p)``.
-        u: the initial state.
-        t: the initial time.
-        t_end: where the integration ends.
-        p: the model's parameters, passed on to ``f``.
-        rtol, atol: the tolerances the steps will be controlled to.
+    than ``t_end - t``. Costs two evaluations of ``f``. The arguments are ``initial_step``'s
+    but its exponent: the right-hand side ``f``, the initial state ``u`` at the time ``t``,
+    ``t_end`` where the integration ends, the model's parameters ``p`` and the tolerances
+    ``rtol`` and ``atol`` the steps will be controlled to.
     """
     return initial_step(f, u, t, t_end, p, rtol, atol, 0.2)
 

@@ -192,15 +192,9 @@ def explicit_attempt(tab: ButcherTableau):
     attempt.__doc__ = f"""One attempted {tab.name} step of size ``h`` from ``u`` at ``t``:
     ``(u_new, err, q, k_next)``, the order-{tab.order} solution, the error estimate
     (state-shaped, before scaling), what the interpolant reads and ``f(u_new, t + h, p)``
-    (the next step's ``k1``).
-
-    Args:
-        f: the right-hand side, a func ``f(u, t, p)``.
-        u: the state at ``t``.
-        k1: ``f(u, t, p)``.
-        t: the time.
-        h: the step to attempt.
-        p: the model's parameters, passed on to ``f``.
+    (the next step's ``k1``). The arguments are ``dopri5_attempt``'s: the right-hand side
+    ``f``, the state ``u`` at the time ``t``, ``k1``, the step ``h`` and the model's
+    parameters ``p``.
     """
     return attempt
 

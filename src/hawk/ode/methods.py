@@ -9,6 +9,7 @@ explicit Runge-Kutta method is one tableau file (``hawk.ode.tableaus``) and one 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .control import controller
@@ -53,11 +54,11 @@ class Method:
     name: str
     kind: str
     order: int
-    attempt: object = None
-    value: object = None
-    control: object = None
-    norm: object = error_norm
-    step: object = None
+    attempt: Callable | None = None
+    value: Callable | None = None
+    control: Callable | None = None
+    norm: Callable = error_norm
+    step: Callable | None = None
     implicit: bool = False
     tableau: ButcherTableau | None = None
     start_order: int = 4

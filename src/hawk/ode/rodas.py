@@ -95,14 +95,10 @@ def rodas5p_attempt(f, u, f0, t, h, p, jac=automatic_jacobian):
     estimate (state-shaped, before scaling), the interpolant's three coefficient vectors and
     ``f(u_new, t + h, p)`` (the next step's ``f0``).
 
-    Args:
-        f: the right-hand side, a func ``f(u, t, p)``.
-        u: the state at ``t`` (a number or a vector).
-        f0: ``f(u, t, p)``.
-        t: the time.
-        h: the step to attempt.
-        p: the model's parameters, passed on to ``f``.
-        jac: a func ``(f, u, t, p) -> df/du`` (``automatic_jacobian`` by default).
+    The arguments are ``rosenbrock23_attempt``'s: the right-hand side ``f``, a func ``f(u, t,
+    p)``; the state ``u`` (a number or a vector) at the time ``t``; ``f0``; the step ``h``;
+    the model's parameters ``p``, passed on to ``f``; and ``jac``, a func ``(f, u, t, p) ->
+    df/du`` (``automatic_jacobian`` by default).
     """
     w = _scaled_identity_minus(jac(f, u, t, p), 1.0 / (h * GAMMA), u)
     dt_term = h * hawk.jacobian(_swapped, t, u, f, p)

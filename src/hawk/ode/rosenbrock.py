@@ -123,30 +123,15 @@ def rosenbrock23_value(u, h, k1, k2, theta):
 
 @hawk.func
 def rosenbrock23_method_attempt(f, u, k1, t, h, p, jac=automatic_jacobian):
-    """Rosenbrock23's step as the adaptive kernel takes a method's:
-    ``(u_new, err, q, f_new)``, ``q`` its two stages for ``rosenbrock23_method_value``.
-
-    Args:
-        f: the right-hand side, a func ``f(u, t, p)``.
-        u: the state at ``t``.
-        k1: ``f(u, t, p)``.
-        t: the time.
-        h: the step to attempt.
-        p: the model's parameters, passed on to ``f``.
-        jac: a func ``(f, u, t, p) -> df/du`` (``automatic_jacobian`` by default).
-    """
+    """``rosenbrock23_attempt`` (the same arguments, ``k1`` its ``f0``) as the adaptive
+    kernel takes a method's step: ``(u_new, err, q, f_new)``, ``q`` its two stages for
+    ``rosenbrock23_method_value``."""
     u_new, err, s1, s2, f_new = rosenbrock23_attempt(f, u, k1, t, h, p, jac)
     return u_new, err, (s1, s2), f_new
 
 
 @hawk.func
 def rosenbrock23_method_value(u, h, q, theta):
-    """``rosenbrock23_value`` with the stages as one ``q``.
-
-    Args:
-        u: the state at the step's start.
-        h: the step's size.
-        q: ``(k1, k2)`` from ``rosenbrock23_method_attempt``.
-        theta: the fraction of the step.
-    """
+    """``rosenbrock23_value(u, h, q[0], q[1], theta)``: the interpolant with the stages as
+    one ``q``, as the adaptive kernel calls a method's."""
     return rosenbrock23_value(u, h, q[0], q[1], theta)
