@@ -31,7 +31,7 @@ The conventions (diffrax's and OrdinaryDiffEq's, in one place):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -67,8 +67,6 @@ class ButcherTableau:
             the kernel's interpolations read them) rather than in each interpolation
             (Verner's: they are formed where read). Both give the same values; the op order
             differs, so each method keeps the placement its kernels were built with.
-        fsal: stage ``s + 1`` is the next step's stage 1 (derived: always, in this
-            formulation; kept for the reader).
     """
 
     name: str
@@ -85,7 +83,6 @@ class ButcherTableau:
     dense: tuple[tuple[float, ...], ...] | None = None
     dense_order: int = 0
     dense_in_attempt: bool = False
-    fsal: bool = field(default=True, init=False)
 
     def __post_init__(self):
         self._check_shapes()
@@ -166,11 +163,10 @@ class ButcherTableau:
         A, c = self.full()
         A, c = A[:s + 1, :s + 1], c[:s + 1]
         b = np.array((*self.b, 0.0))
-        _meets(self, "b", b, A, c, self.order, exactly=True)
-        _meets(self, "b - e", b - np.array(self.e), A, c, self.error_order, exactly=True)
+        _meets(self, "b", b, A, c, self.order)
+        _meets(self, "b - e", b - np.array(self.e), A, c, self.error_order)
         if self.e_low is not None:
-            _meets(self, "b - e_low", b - np.array(self.e_low), A, c, self.low_order,
-                   exactly=True)
+            _meets(self, "b - e_low", b - np.array(self.e_low), A, c, self.low_order)
         if self.dense is not None:
             self._check_dense()
 
@@ -232,10 +228,10 @@ def _weights(tree: tuple, A: np.ndarray) -> np.ndarray:
     return out
 
 
-def _meets(tab: ButcherTableau, name: str, b, A, c, order: int, exactly: bool) -> None:
+def _meets(tab: ButcherTableau, name: str, b, A, c, order: int) -> None:
     """Check that the weights ``b`` meet every order condition up to ``order`` (to the
-    rounding of their terms), and with ``exactly`` that they miss one of order ``order + 1``
-    (an order claimed too low would make the error control wrong too)."""
+    rounding of their terms) and miss one of order ``order + 1`` (an order claimed too low
+    would make the error control wrong too)."""
     absA = np.abs(A)
     for tree in rooted_trees(order):
         phi = _weights(tree, A)
@@ -244,7 +240,7 @@ def _meets(tab: ButcherTableau, name: str, b, A, c, order: int, exactly: bool) -
         if abs(miss) > max(rounding, 1e-14):
             tab._fail(f"the weights {name} miss an order condition of order {_size(tree)} "
                       f"(tree {tree}: off by {miss:.3g}), so they are not of order {order}")
-    if exactly and abs(b @ c**order - 1.0 / (order + 1)) < 1e-12:  # the bushy tree first
+    if abs(b @ c**order - 1.0 / (order + 1)) < 1e-12:  # the bushy tree first
         misses = [abs(b @ _weights(tree, A) - 1.0 / _gamma(tree))
                   for tree in rooted_trees(order + 1) if _size(tree) == order + 1]
         if max(misses) < 1e-12:
