@@ -258,26 +258,21 @@ def solve_numba(ens: Ensemble, t1: float, rtol: float, atol: float, *, t0: float
 # -- the Numba peer of any right-hand side, written out for its width ---------------------------
 
 
-def verner_tableau(module) -> dict:
-    """``make_dopri5_numba``'s ``tableau`` for a ``hawk.ode`` Verner module (``vern7``,
-    ``vern9``): its stages' weights, nodes, solution and error weights read from the module's
-    constants (``A0201``..., ``C02``..., ``B01``..., ``E01``...) as the module's attempt
-    writes its sums (ascending stage), and its controller's ``EXPO`` and ``BETA``."""
-    values = vars(module)
-    last = max(int(name[1:3]) for name in values
-               if name.startswith("B") and name[1:].isdigit())
-    stages = []
-    for s in range(2, last + 2):  # the stages up to the last the error estimate weighs
-        weights = [(j, repr(values[f"A{s:02d}{j:02d}"])) for j in range(1, s)
-                   if f"A{s:02d}{j:02d}" in values]
-        if not weights:
-            break
-        node = f"t + {values[f'C{s:02d}']!r} * hs" if f"C{s:02d}" in values else "t + hs"
-        stages.append((s, weights, node))
-    weigh = (lambda prefix: [(j, repr(values[f"{prefix}{j:02d}"])) for j in range(1, 40)
-                             if f"{prefix}{j:02d}" in values])
-    return dict(stages=stages, b=weigh("B"), e=weigh("E"), last=len(stages) + 2,
-                expo=values["EXPO"], beta=values["BETA"])
+def verner_tableau(tab) -> dict:
+    """``make_dopri5_numba``'s ``tableau`` for a ``hawk.ode`` ``ButcherTableau`` (``VERN7``,
+    ``VERN9`` of ``hawk.ode.tableaus``): its stages' nonzero weights, nodes, solution and error
+    weights as the generic step writes its sums (ascending stage; ``t + hs`` where the node is
+    1), stages numbered from 1 (``f(u_new, t + h)`` is stage ``s + 1``), and the exponents of
+    its PI controller (``hawk.ode.control.pi_exponents`` of its estimate's order)."""
+    from hawk.ode.control import pi_exponents
+
+    weigh = (lambda weights: [(j, repr(float(w))) for j, w in enumerate(weights, start=1)
+                              if w != 0.0])
+    stages = [(s, weigh(row), "t + hs" if node == 1.0 else f"t + {node!r} * hs")
+              for s, (row, node) in enumerate(zip(tab.a, tab.c, strict=True), start=2)]
+    expo, beta = pi_exponents(tab.error_order)
+    return dict(stages=stages, b=weigh(tab.b), e=weigh(tab.e), last=len(stages) + 2,
+                expo=expo, beta=beta)
 
 
 def make_dopri5_numba(rhs, k: int, m: int, name: str = "dopri5_peer", tableau=None):

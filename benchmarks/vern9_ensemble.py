@@ -4,11 +4,11 @@ integrator of the same method.
     python benchmarks/vern9_ensemble.py [--n 20000] [--rounds 5] [--threads 1] [--json PATH]
 
 The peer is ``ode_peers.make_dopri5_numba`` given Verner's 9(8) tableau
-(``ode_peers.verner_tableau(hawk.ode.vern9)``): every state component, stage and parameter a
-scalar local, ``prange`` over trajectories, no fastmath, and eagle's step logic (the initial
-step, the step clamped to ``t1``, the PI controller with Vern9's exponents), so it takes
-eagle's accepted and rejected steps on every sample (checked) and ends bit for bit where eagle
-ends. Models, at rtol = atol = 1e-12 (Vern9's use: tight tolerances on smooth problems):
+(``ode_peers.verner_tableau(hawk.ode.tableaus.VERN9)``): every state component, stage and
+parameter a scalar local, ``prange`` over trajectories, no fastmath, and eagle's step logic
+(the initial step, the step clamped to ``t1``, the PI controller with Vern9's exponents), so it
+takes eagle's accepted and rejected steps on every sample (checked) and ends bit for bit where
+eagle ends. Models, at rtol = atol = 1e-12 (Vern9's use: tight tolerances on smooth problems):
 
 - ``lorenz (3)``: Lorenz, t from 0 to 5 (``ode_peers.lorenz_ensemble``);
 - ``kepler (6)``: 3D Kepler orbits over one period (``kepler_peers.kepler_ensemble``).
@@ -34,12 +34,12 @@ from ode_ensemble import limit_cpus, lorenz  # noqa: E402
 from ode_width_gap import interleaved  # noqa: E402
 
 import eagle  # noqa: E402
-from hawk.ode import vern9  # noqa: E402
+from hawk.ode.tableaus import VERN9  # noqa: E402
 
 
 def cases(n: int, seed: int):
     """(name, hawk func, Numba peer, ensemble, t1) of each model."""
-    tableau = ode_peers.verner_tableau(vern9)
+    tableau = ode_peers.verner_tableau(VERN9)
     return [
         ("lorenz (3)", lorenz,
          ode_peers.make_dopri5_numba(ode_peers.lorenz, 3, 3, "lorenz_vern9", tableau),

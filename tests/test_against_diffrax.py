@@ -134,7 +134,7 @@ def _stiff_set():
     }
 
 
-@pytest.mark.parametrize("method", ["rosenbrock23", "rodas5p"])
+@pytest.mark.parametrize("method", eagle.ode.IMPLICIT)  # the registry's
 @pytest.mark.parametrize("name", ["robertson", "van der pol 1000", "hires", "oregonator"])
 def test_the_stiff_test_set_against_radau_and_kvaerno5(name, method):
     """Hairer and Wanner's stiff problems at rtol 1e-6: eagle's rosenbrock23 and diffrax's

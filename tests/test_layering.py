@@ -166,3 +166,58 @@ def test_a_long_module_says_why():
     assert not long, (f"split these by job, or say in the docstring {LONG_REASON!r} ...: "
                       + ", ".join(long))
 
+
+
+def _method_lists(tree: ast.AST, names: set[str]):
+    """``(line, names)`` of each tuple, list, set or dict literal in ``tree`` whose items (a
+    dict's keys) include two or more method names; ``__all__`` (a module's public names, some
+    of which, ``euler`` and ``rk4``, are a method's too) is not a method list."""
+    skipped = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Assign)
+               and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)}
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Tuple | ast.List | ast.Set):
+            items = node.elts
+        elif isinstance(node, ast.Dict):
+            items = [key for key in node.keys if key is not None]
+        else:
+            continue
+        found = [item.value for item in items
+                 if isinstance(item, ast.Constant) and item.value in names]
+        if len(found) >= 2:
+            yield node.lineno, found
+
+
+def test_no_method_list_is_written_but_the_registry():
+    """``hawk.ode.METHODS`` is the one method list: no module of ``src/`` but
+    ``hawk/ode/methods.py`` writes two method names in one literal (a list, tuple, set or dict:
+    it reads the registry instead), and no test, benchmark, example or doc writes out one of
+    the registry's classes (every method, or every adaptive, implicit, fixed, stochastic or
+    explicit one) in place of reading it; a test may still name the few methods it is about."""
+    import hawk.ode
+
+    methods = hawk.ode.METHODS
+    names = set(methods)
+    classes = {"every method": names,
+               "the adaptive methods": {n for n, m in methods.items() if m.adaptive},
+               "the implicit methods": {n for n, m in methods.items() if m.implicit},
+               "the fixed-step methods": {n for n, m in methods.items() if m.kind == "fixed"},
+               "the stochastic methods": {n for n, m in methods.items() if m.stochastic},
+               "the explicit tableau methods": {n for n, m in methods.items() if m.tableau}}
+    written = []
+    for path in sorted(SRC.rglob("*.py")):
+        name = path.relative_to(SRC).as_posix()
+        if name == "hawk/ode/methods.py":
+            continue
+        written += [f"src/{name}:{line}: {found}"
+                    for line, found in _method_lists(ast.parse(path.read_text()), names)]
+    root = SRC.parent
+    for folder in ("tests", "benchmarks", "examples", "docs"):
+        for path in sorted((root / folder).rglob("*.py")):
+            for line, found in _method_lists(ast.parse(path.read_text()), names):
+                for what, members in classes.items():
+                    if len(members) >= 2 and set(found) == members:
+                        written.append(f"{path.relative_to(root)}:{line}: {what}, {found}")
+    assert not written, ("method lists written outside hawk.ode.METHODS (read the registry: "
+                         f"hawk.ode.METHODS, eagle.ode.ADAPTIVE/IMPLICIT): {written}")

@@ -114,11 +114,11 @@ def test_the_vern9_peer_takes_eagles_steps_and_ends_on_its_bits():
 
     import eagle
     import eagle.ode
-    from hawk.ode import vern9
+    from hawk.ode.tableaus import VERN9
 
     ens = ode_peers.lorenz_ensemble(64, seed=7)
     peer = ode_peers.make_dopri5_numba(ode_peers.lorenz, 3, 3, "lorenz_vern9_test",
-                                       ode_peers.verner_tableau(vern9))
+                                       ode_peers.verner_tableau(VERN9))
     theirs = ode_peers.solve_numba(ens, 2.0, 1e-12, 1e-12, integrator=peer)
     ours = eagle.ode.solve(lorenz, ens.u0, (0.0, 2.0), p=ens.p, rtol=1e-12, atol=1e-12,
                            method="vern9")

@@ -144,7 +144,7 @@ def _no_coupling(u, t, k):
     return hawk.matrix((-k[0], 0.0, 0.0), (0.0, -k[2] * u[2], 0.0), (0.0, 0.0, 0.0))
 
 
-@pytest.mark.parametrize("method", ["rosenbrock23", "rodas5p"])
+@pytest.mark.parametrize("method", eagle.ode.IMPLICIT)  # the registry's
 def test_a_jacobian_the_user_gives_is_used(method):
     """jac=: Robertson's analytic Jacobian gives hawk.jacobian's solution (the same steps, the
     end within 1e-9 relative: only rounding differs); a Jacobian without the coupling terms

@@ -16,21 +16,15 @@ import eagle.ode
 import hawk
 from backends import target  # noqa: F401  (the fixture)
 from differential import adaptive_bindings, assert_adaptive_run_matches_reference
-from hawk.ode import tsit5
+from hawk.ode.tableaus import TSIT5
 from hawk.ode.tsit5 import tsit5_attempt, tsit5_value
 from ode_models import G, bounce, free_fall, height, kepler, lorenz
 
 scipy_integrate = pytest.importorskip("scipy.integrate")
 
-A = np.zeros((7, 7))
-A[1, 0] = tsit5.A21
-A[2, :2] = tsit5.A31, tsit5.A32
-A[3, :3] = tsit5.A41, tsit5.A42, tsit5.A43
-A[4, :4] = tsit5.A51, tsit5.A52, tsit5.A53, tsit5.A54
-A[5, :5] = tsit5.A61, tsit5.A62, tsit5.A63, tsit5.A64, tsit5.A65
-B = np.array([tsit5.B1, tsit5.B2, tsit5.B3, tsit5.B4, tsit5.B5, tsit5.B6, 0.0])
-A[6] = B
-C = np.array([0.0, tsit5.C2, tsit5.C3, tsit5.C4, tsit5.C5, 1.0, 1.0])
+A, C = TSIT5.full()  # stage 7 is f(u_new, t + h): its row is B
+B = np.array((*TSIT5.b, 0.0))
+E = np.array(TSIT5.e)
 
 
 def test_the_coefficients_meet_the_order_conditions():
@@ -41,7 +35,6 @@ def test_the_coefficients_meet_the_order_conditions():
     for q in range(1, 6):  # sum b_i c_i^(q-1) = 1/q
         assert abs(B @ C ** (q - 1) - 1.0 / q) < 1e-14
     assert abs(B @ (A @ C) - 1 / 6) < 1e-14 and abs(B @ (A @ C**2) - 1 / 12) < 1e-14
-    E = np.array([tsit5.E1, tsit5.E2, tsit5.E3, tsit5.E4, tsit5.E5, tsit5.E6, tsit5.E7])
     embedded = B - E
     for q in range(1, 5):
         assert abs(embedded @ C ** (q - 1) - 1.0 / q) < 1e-13

@@ -9,7 +9,6 @@ equals the reference executor."""
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pytest
@@ -20,38 +19,28 @@ import hawk
 from backends import target  # noqa: F401  (the fixture)
 from differential import adaptive_bindings, assert_adaptive_run_matches_reference
 from hawk.ir import OpKind
-from hawk.ode import dopri5, pi_control, vern7, vern9
+from hawk.ode import dopri5, pi_control, verner
+from hawk.ode.control import pi_exponents
+from hawk.ode.tableaus import VERN7, VERN9
 from ode_models import G, bounce, free_fall, height, kepler, lorenz
 
 scipy_integrate = pytest.importorskip("scipy.integrate")
 
-#: each method's module, order and attempt/value funcs
-METHODS = {"vern7": (vern7, 7, vern7.vern7_attempt, vern7.vern7_value),
-           "vern9": (vern9, 9, vern9.vern9_attempt, vern9.vern9_value)}
+#: each method's tableau, order and attempt/value funcs
+METHODS = {"vern7": (VERN7, 7, verner.vern7_attempt, verner.vern7_value),
+           "vern9": (VERN9, 9, verner.vern9_attempt, verner.vern9_value)}
 
 
-def tableau(module, after):
-    """``(A, c, b, e, R)`` of a module, from its constants ``Aij``, ``Ci``, ``Bi``, ``Ei`` and
-    ``Rij`` (stages numbered from 1; ``R[i, j]`` the weight of stage ``i`` at ``theta**j``);
-    stage ``after`` is ``f(u_new, t + h)``: its row is ``b``."""
-    names = vars(module)
-    stages = max(int(n[1:3]) for n in names if re.fullmatch(r"A\d{4}", n))
-    A, c = np.zeros((stages, stages)), np.zeros(stages)
-    b, e = np.zeros(stages), np.zeros(stages)
-    R = np.zeros((stages, 10))
-    for name, value in names.items():
-        if re.fullmatch(r"A\d{4}", name):
-            A[int(name[1:3]) - 1, int(name[3:5]) - 1] = value
-        elif re.fullmatch(r"C\d\d", name):
-            c[int(name[1:]) - 1] = value
-        elif re.fullmatch(r"B\d\d", name):
-            b[int(name[1:]) - 1] = value
-        elif re.fullmatch(r"E\d\d", name):
-            e[int(name[1:]) - 1] = value
-        elif re.fullmatch(r"R\d{3}", name):
-            R[int(name[1:3]) - 1, int(name[3])] = value
-    A[after - 1] = b
-    c[(c == 0.0) & (A.sum(axis=1) != 0.0)] = 1.0  # the stages at t + h have no constant
+def tableau(tab):
+    """``(A, c, b, e, R)`` of a ``ButcherTableau`` over every stage (``f(u_new, t + h)``
+    and the interpolant's extra ones included; ``R[i, j]`` the weight of stage ``i`` at
+    ``theta**j``, ``j`` from 0)."""
+    A, c = tab.full()
+    count = len(c)
+    b, e = np.zeros(count), np.zeros(count)
+    b[:len(tab.b)], e[:len(tab.e)] = tab.b, tab.e
+    R = np.zeros((count, 10))
+    R[:, 1:len(tab.dense) + 1] = np.array(tab.dense).T
     return A, c, b, e, R
 
 
@@ -77,8 +66,8 @@ def test_the_tableaus_meet_the_order_conditions(method):
     conditions and two families of taller trees up to 7 or 9); the embedded weights ``b - e``
     up to one less, and not beyond; the interpolant's weights meet the quadrature conditions
     at every ``theta`` (to the rounding of their large terms) and are ``b`` at ``theta = 1``."""
-    module, order, *_ = METHODS[method]
-    A, c, b, e, R = tableau(module, after=11 if order == 7 else 17)
+    tab, order, *_ = METHODS[method]
+    A, c, b, e, R = tableau(tab)
     scale = np.abs(A).sum(axis=1)  # a row's rounding grows with its coefficients
     assert (np.abs(A.sum(axis=1) - c) <= 1e-15 * np.maximum(scale, 1.0) * 4).all()
     for phi, gamma in trees(A, c, order):
@@ -128,13 +117,13 @@ def test_the_solutions_fall_at_orders_7_and_9():
     small principal error still shows some of its order-10 terms), each within 0.5 of its
     order, the errors from 1e-6 down to 1e-12, well above roundoff."""
     steps = np.array([24, 32, 48, 64, 96])
-    errors = [abs(fixed_steps(vern7.vern7_attempt, growth, 1.0, 8.0, n)
+    errors = [abs(fixed_steps(verner.vern7_attempt, growth, 1.0, 8.0, n)
                   - math.exp(2.0 * math.sin(8.0))) for n in steps]
     assert abs(slope(8.0 / steps, errors) - 7.0) < 0.5, errors
     e = 0.5
     start = np.array([1 - e, 0.0, 0.0, math.sqrt((1 + e) / (1 - e))])
     steps = np.array([32, 48, 64, 96, 128])
-    errors = [np.abs(fixed_steps(vern9.vern9_attempt, kepler_python, start, 2 * math.pi, n)
+    errors = [np.abs(fixed_steps(verner.vern9_attempt, kepler_python, start, 2 * math.pi, n)
                      - start).max() for n in steps]
     assert min(errors) > 1e-13
     assert abs(slope(2 * math.pi / steps, errors) - 9.0) < 0.5, errors
@@ -148,8 +137,8 @@ def test_the_interpolants_are_of_the_methods_order(method):
     measured 8.5 for vern7, 11.2 for vern9, whose order-10 terms still weigh at these steps,
     and whose large weights leave a floor near 1e-12 below them); at theta = 1 it is the
     step's solution (to the rounding of those weights)."""
-    module, order, attempt, value = METHODS[method]
-    weights = np.abs(tableau(module, after=11 if order == 7 else 17)[4]).sum()
+    tab, order, attempt, value = METHODS[method]
+    weights = np.abs(tableau(tab)[4]).sum()
     sizes = np.array([0.8, 0.6, 0.45, 0.3])
     worst = []
     for h in sizes:
@@ -196,9 +185,12 @@ def test_the_controllers_are_dopri5s_with_their_orders_exponents():
     for err, h, c in ((0.3, 0.1, 1e-4), (2.5, 0.1, 0.5), (0.7, 0.2, -0.3), (1e-9, 0.1, 1e-4)):
         assert pi_control(err, h, c, dopri5.EXPO, dopri5.BETA) == \
             dopri5.dopri5_control(err, h, c)
-    assert vern7.EXPO + 0.75 * vern7.BETA == pytest.approx(1 / 7)
-    assert vern9.EXPO + 0.75 * vern9.BETA == pytest.approx(1 / 9)
-    assert vern9.vern9_control(0.5, 0.1, 1e-4)[0] and not vern9.vern9_control(1.5, 0.1, 1e-4)[0]
+    for order in (6, 8):
+        expo, beta = pi_exponents(order)
+        assert expo + 0.75 * beta == pytest.approx(1 / (order + 1))
+    assert verner.vern9_control(0.5, 0.1, 1e-4)[0]
+    assert not verner.vern9_control(1.5, 0.1, 1e-4)[0]
+    assert verner.vern7_control(0.3, 0.1, 1e-4) == pi_control(0.3, 0.1, 1e-4, *pi_exponents(6))
 
 
 def lorenz_python(t, y):

@@ -11,6 +11,6 @@ the user's argument, before anything is allocated or run), ``probes`` types the 
 alone so that a wrong shape is refused in the user's words.
 """
 
-from .solver import ADAPTIVE, METHODS, Solution, solve
+from .solver import ADAPTIVE, IMPLICIT, METHODS, Solution, solve
 
-__all__ = ["solve", "Solution", "METHODS", "ADAPTIVE"]
+__all__ = ["solve", "Solution", "METHODS", "ADAPTIVE", "IMPLICIT"]

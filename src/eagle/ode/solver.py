@@ -24,11 +24,13 @@ from . import probes
 
 __all__ = ["solve", "Solution", "METHODS"]
 
-#: the methods ``solve`` knows: adaptive, fixed-step, and stochastic
-METHODS = ("dopri5", "tsit5", "vern7", "vern9", "rosenbrock23", "rodas5p", "rk4", "euler",
-           "euler_maruyama")
-#: the adaptive methods (``rtol``, ``atol``, ``max_step``; events and stops: the explicit ones)
-ADAPTIVE = ("dopri5", "tsit5", "vern7", "vern9", "rosenbrock23", "rodas5p")
+#: the methods ``solve`` knows (``hawk.ode.METHODS``, the registry): adaptive, fixed-step, and
+#: stochastic
+METHODS = tuple(hawk_ode.METHODS)
+#: the adaptive methods (``rtol``, ``atol``, ``max_step``, events, stops)
+ADAPTIVE = tuple(name for name, m in hawk_ode.METHODS.items() if m.adaptive)
+#: the methods that take a Jacobian (``jac=``)
+IMPLICIT = tuple(name for name, m in hawk_ode.METHODS.items() if m.implicit)
 
 
 @dataclass
@@ -307,11 +309,14 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
             value passed by value), any other array ``(m,)`` (a ``Vector[m]``) or ``(r, c)``
             (a ``Matrix[r, c]``, say a rate matrix); or a sequence of k numbers or arrays
             ``(n,)`` (a ``Vector[k]`` per sample).
-        method: ``"dopri5"`` (default; adaptive Dormand-Prince 5(4)), ``"tsit5"`` (Tsitouras's
+        method: one of ``hawk.ode.METHODS`` (the registry): ``"dopri5"`` (default; adaptive
+            Dormand-Prince 5(4)), ``"tsit5"`` (Tsitouras's
             5(4) pair, usually a little cheaper for the same accuracy; everything ``"dopri5"``
             has), ``"vern7"``, ``"vern9"`` (Verner's 7(6) and 9(8) pairs, with interpolants of
             order 7 and 9: far fewer steps at tight tolerances, about 1e-8 and below, on smooth
-            problems; everything ``"dopri5"`` has), ``"rosenbrock23"``
+            problems; everything ``"dopri5"`` has), ``"rk23"`` and ``"dop853"`` (SciPy's
+            ``RK23``, Bogacki-Shampine 3(2), and ``DOP853``, Hairer's 8(5,3), with SciPy's
+            controller and first step: SciPy's steps), ``"rosenbrock23"``
             (adaptive, linearly implicit and L-stable, for stiff problems: the Jacobian from
             ``hawk.jacobian``; events, stops and ``saveat`` as the others; order 2, for
             moderate tolerances), ``"rodas5p"`` (Steinebach's stiffly accurate Rosenbrock
@@ -415,9 +420,10 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
     if event is not None:
         direction, terminal = _per_component(event, direction, terminal, on_event, state,
                                              params, table_dims)
+    stochastic = hawk_ode.METHODS[method].stochastic
     if backward:  # solved forward in s = -t: du/ds = -f(u, -s, p)
-        if method == "euler_maruyama":
-            raise ValueError("t_span: an SDE (method='euler_maruyama') runs forward in time "
+        if stochastic:
+            raise ValueError(f"t_span: an SDE (method={method!r}) runs forward in time "
                              "only (t_end > t0)")
         t, t_end = -t, -t_end
         f, event, on_event, on_stop, jac = (
@@ -436,9 +442,9 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                                            {**refused, "several events": several})
         state = hawk.Vector[u0.shape[0]]
     adaptive = method in ADAPTIVE
-    if jac is not None and method not in ("rosenbrock23", "rodas5p"):
-        raise ValueError(f"jac is for the Rosenbrock methods ('rosenbrock23', 'rodas5p'), not "
-                         f"method={method!r}")
+    if jac is not None and method not in IMPLICIT:
+        raise ValueError(f"jac is for the Rosenbrock methods "
+                         f"({', '.join(map(repr, IMPLICIT))}), not method={method!r}")
     if not adaptive:
         for name, value in (("event", event), ("on_event", on_event), ("tstops", tstops),
                             ("on_stop", on_stop)):
@@ -456,9 +462,10 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                          "from rtol and atol")
     if (terminal is not None or record_events) and event is None:
         raise ValueError("terminal= and record_events= need an event: pass event=g")
-    if (method == "euler_maruyama") != (noise is not None):
-        raise ValueError("noise (the SDE's diffusion g(u, t, p)) goes with "
-                         "method='euler_maruyama', and that method needs it")
+    if stochastic != (noise is not None):
+        stochastic_names = [name for name, m in hawk_ode.METHODS.items() if m.stochastic]
+        raise ValueError(f"noise (the SDE's diffusion g(u, t, p)) goes with "
+                         f"method={stochastic_names[0]!r}, and that method needs it")
 
     save_first, save_every, save_count = _save_times(saveat)
     saved = args.allocate("saveat", xp, (save_count, *u0.shape), dtype, np.nan)
@@ -489,7 +496,8 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                                        np.nan),
                 which_events=args.allocate("record_events", xp, (record_events, n), np.int64,
                                            -1))
-        prepare = hawk_ode.dopri5_start_kernel(f, state, params, tables=table_dims)
+        prepare = hawk_ode.dopri5_start_kernel(f, state, params, tables=table_dims,
+                                               method=method)
         arrays.update(rtol=rtol, atol=atol, max_step=max_step, k1=xp.empty_like(u),
                       h=xp.zeros(n, dtype=dtype), c=xp.full(n, hawk_ode.C_START, dtype=dtype),
                       accepted=zeros(), rejected=zeros(), status=zeros())
@@ -502,7 +510,7 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         arrays.update(stop_first=stop_first, stop_every=stop_every, events=zeros(),
                       stops=first_stop)
     else:
-        if method == "euler_maruyama":
+        if stochastic:
             kernel = hawk_ode.sde_kernel(f, noise, state, params, saveat=saveat is not None,
                                          tables=table_dims)
         else:

@@ -10,6 +10,10 @@ Two ways to use them:
   ``vern7_attempt`` and ``vern9_attempt`` (other explicit pairs, each with its interpolant;
   Verner's with ``pi_control``'s exponents for their orders); ``rosenbrock23_attempt`` (one
   linearly implicit step for stiff problems, its Jacobian by ``hawk.jacobian``).
+- **Methods as data**: ``METHODS``, the one registry (name -> ``Method``) every layer reads;
+  an explicit method is a ``ButcherTableau`` (``hawk.ode.tableaus``: checked when defined)
+  run by one generic step (``explicit_attempt``) and interpolant (``polynomial_value``), with
+  a controller of ``hawk.ode.control`` (``pi_control``, ``i_control``) for its order.
 - **Ready-made kernels**: ``dopri5_kernel``, ``rosenbrock23_kernel``, ``fixed_step_kernel`` and
   ``sde_kernel`` build the ensemble kernel for a right-hand side; ``eagle.ode.solve`` binds
   one to arrays and runs it.
@@ -18,6 +22,7 @@ The state ``u`` is a number or a vector (``Vec2`` ... ``Vector[64]``); ``p`` is 
 takes.
 """
 
+from .control import controller, i_control, pi_control
 from .dopri5 import (
     BETA,
     C_START,
@@ -34,6 +39,7 @@ from .dopri5 import (
     rms,
 )
 from .events import crossed, first_crossing, locate
+from .explicit import explicit_attempt, explicit_stages, polynomial_value
 from .fixed import euler, euler_maruyama, rk4
 from .kernels import (
     FIXED_METHODS,
@@ -48,7 +54,7 @@ from .kernels import (
     rosenbrock23_kernel,
     sde_kernel,
 )
-from .pi_control import pi_control
+from .methods import METHODS, Method
 from .rodas import rodas5p_attempt, rodas5p_control, rodas5p_value
 from .rosenbrock import (
     automatic_jacobian,
@@ -57,9 +63,16 @@ from .rosenbrock import (
     rosenbrock23_value,
 )
 from .sensitivity import event_correction_kernel, forward_sensitivity
+from .tableau import ButcherTableau
 from .tsit5 import tsit5_attempt, tsit5_value
-from .vern7 import vern7_attempt, vern7_control, vern7_value
-from .vern9 import vern9_attempt, vern9_control, vern9_value
+from .verner import (
+    vern7_attempt,
+    vern7_control,
+    vern7_value,
+    vern9_attempt,
+    vern9_control,
+    vern9_value,
+)
 
 __all__ = [
     "euler", "rk4", "euler_maruyama", "dopri5_step", "dopri5_start", "dopri5_attempt",
@@ -71,7 +84,8 @@ __all__ = [
     "forward_sensitivity",
     "event_correction_kernel", "tsit5_attempt", "tsit5_value",
     "vern7_attempt", "vern7_value", "vern7_control", "vern9_attempt", "vern9_value",
-    "vern9_control", "pi_control",
+    "vern9_control", "pi_control", "i_control", "controller", "METHODS", "Method",
+    "ButcherTableau", "explicit_attempt", "explicit_stages", "polynomial_value",
     "STATUS_RUNNING", "STATUS_DONE", "STATUS_EVENT", "STATUS_FAILED", "FIXED_METHODS",
     "MAX_TABLES", "C_START", "BETA", "SAFE", "FAC_MIN", "FAC_MAX",
 ]  # fmt: skip

@@ -34,12 +34,8 @@ def euler(f, u, t, dt, p):
 def rk4(f, u, t, dt, p):
     """One step of the classic fourth-order Runge-Kutta method of ``u' = f(u, t, p)``.
 
-    Args:
-        f: the right-hand side, a func ``f(u, t, p)`` returning ``du/dt`` shaped as ``u``.
-        u: the state (a number or a vector) at time ``t``.
-        t: the time.
-        dt: the step.
-        p: the model's parameters, passed on to ``f``.
+    The arguments are ``euler``'s: the right-hand side ``f``, a func ``f(u, t, p)``; the
+    state ``u`` at the time ``t``; the step ``dt``; the model's parameters ``p``.
     """
     k1 = f(u, t, p)
     k2 = f(u + (0.5 * dt) * k1, t + 0.5 * dt, p)

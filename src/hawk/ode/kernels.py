@@ -22,26 +22,9 @@ from hawk.annotations import Annotation
 from hawk.inline import Func
 from hawk.ir import Role
 
-from .dopri5 import (
-    dense_coefficients,
-    dense_value,
-    dopri5_attempt,
-    dopri5_control,
-    dopri5_start,
-    error_norm,
-)
 from .events import first_crossing, locate
-from .fixed import euler, euler_maruyama, rk4
-from .rodas import rodas5p_attempt, rodas5p_control, rodas5p_value
-from .rosenbrock import (
-    automatic_jacobian,
-    rosenbrock23_attempt,
-    rosenbrock23_control,
-    rosenbrock23_value,
-)
-from .tsit5 import tsit5_attempt, tsit5_value
-from .vern7 import vern7_attempt, vern7_control, vern7_value
-from .vern9 import vern9_attempt, vern9_control, vern9_value
+from .methods import METHODS
+from .start import initial_step
 
 __all__ = ["dopri5_kernel", "dopri5_start_kernel", "rosenbrock23_kernel", "fixed_step_kernel",
            "sde_kernel",
@@ -50,8 +33,8 @@ __all__ = ["dopri5_kernel", "dopri5_start_kernel", "rosenbrock23_kernel", "fixed
 
 #: ``status`` values of an adaptive run, per sample
 STATUS_RUNNING, STATUS_DONE, STATUS_EVENT, STATUS_FAILED = 0, 1, 2, -1
-#: the fixed-step methods ``fixed_step_kernel`` knows, by name
-FIXED_METHODS = {"euler": euler, "rk4": rk4}
+#: the fixed-step methods ``fixed_step_kernel`` knows, by name (``METHODS``' fixed ones)
+FIXED_METHODS = {name: m.step for name, m in METHODS.items() if m.kind == "fixed"}
 #: a fixed step lands on ``t_end`` when it is this much (relative) short of it or longer
 LANDING_SLACK = 1e-9
 #: the smallest step, relative to ``|t|``, before a sample is given up (Hairer's test)
@@ -63,28 +46,10 @@ MAX_TABLES = 3
 MAX_EVENTS = 16
 
 
-@hawk.func
-def _dopri5(f, u, k1, t, h, p):
-    """Dormand-Prince's step as the adaptive kernel takes a method's: ``(u_new, err, q,
-    k_next)``, ``q`` the interpolant's coefficients."""
-    u_new, err, k2, k3, k4, k5, k6, k7 = dopri5_attempt(f, u, k1, t, h, p)
-    return u_new, err, dense_coefficients(k1, k3, k4, k5, k6, k7), k7
-
-
-@hawk.func
-def _rosenbrock23(f, u, k1, t, h, p, jac=automatic_jacobian):
-    """Rosenbrock23's step as the adaptive kernel takes a method's (``q``: its two stages)."""
-    u_new, err, s1, s2, f_new = rosenbrock23_attempt(f, u, k1, t, h, p, jac)
-    return u_new, err, (s1, s2), f_new
-
-
-@hawk.func
-def _rosenbrock23_value(u, h, q, theta):
-    return rosenbrock23_value(u, h, q[0], q[1], theta)
-
-
+#: the adaptive methods ``dopri5_kernel`` runs (``METHODS``' adaptive ones)
+ADAPTIVE_METHODS = {name: m for name, m in METHODS.items() if m.adaptive}
 #: the methods that take a Jacobian (``dopri5_kernel``'s ``jac=``)
-IMPLICIT_METHODS = ("rosenbrock23", "rodas5p")
+IMPLICIT_METHODS = tuple(name for name, m in METHODS.items() if m.implicit)
 
 
 @functools.cache
@@ -96,19 +61,6 @@ def _given_jacobian(jac: Func, count: int) -> Func:
         return jac(u, t, *args[0:count + 1])
 
     return given
-
-
-#: the adaptive methods ``dopri5_kernel`` runs: each one's step, interpolant and controller
-#: (the two explicit 5(4) pairs share Hairer's PI controller, Verner's pairs have it with their
-#: orders' exponents; every method starts with ``dopri5_start``'s initial step)
-ADAPTIVE_METHODS = {
-    "dopri5": (_dopri5, dense_value, dopri5_control),
-    "tsit5": (tsit5_attempt, tsit5_value, dopri5_control),
-    "rosenbrock23": (_rosenbrock23, _rosenbrock23_value, rosenbrock23_control),
-    "vern7": (vern7_attempt, vern7_value, vern7_control),
-    "vern9": (vern9_attempt, vern9_value, vern9_control),
-    "rodas5p": (rodas5p_attempt, rodas5p_value, rodas5p_control),
-}
 
 
 @hawk.func
@@ -253,11 +205,13 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             implies ``tstops``.
         saveat: record the state at the times ``save_first + k * save_every``, ``k`` from 0 to
             ``save_count - 1``, into the ``Series`` ``saved`` (row ``k``), from the step's
-            interpolant (fourth order; seventh and ninth for ``vern7`` and ``vern9``).
+            interpolant (its order is the method's ``dense_order``: fourth for ``dopri5``,
+            seventh and ninth for ``vern7`` and ``vern9``).
         saves_per_step: at most this many recorded times fall in one step (a step is shortened
             to end at the last of them): each costs an interpolation per step.
-        method: ``"dopri5"``, ``"tsit5"``, ``"vern7"``, ``"vern9"``, ``"rosenbrock23"`` or
-            ``"rodas5p"`` (``ADAPTIVE_METHODS``; the kernel is named after it).
+        method: an adaptive method of ``hawk.ode.METHODS`` (``"dopri5"``, ``"tsit5"``,
+            ``"vern7"``, ``"vern9"``, ``"rk23"``, ``"dop853"``, ``"rosenbrock23"``,
+            ``"rodas5p"``; the kernel is named after it).
         terminal: None (default: the event ends the sample unless ``on_event`` is given), or
             a bool or a tuple of bools, one per component of a vector-valued ``event`` (up
             to ``MAX_EVENTS``; ``direction`` may then be a tuple too): a terminal
@@ -319,7 +273,8 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
     if method not in ADAPTIVE_METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, ADAPTIVE_METHODS))}, "
                          f"got {method!r}")
-    attempt, value, control = ADAPTIVE_METHODS[method]
+    chosen = ADAPTIVE_METHODS[method]
+    attempt, value, control, norm = chosen.attempt, chosen.value, chosen.control, chosen.norm
     _check_func("jac", jac, required=False)
     if jac is not None and method not in IMPLICIT_METHODS:
         raise ValueError(f"jac is for the Rosenbrock methods ({', '.join(IMPLICIT_METHODS)}), "
@@ -374,7 +329,7 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             u_new, err, q, k_next = attempt(model, u, k1, t, h_step, args, given)
         else:
             u_new, err, q, k_next = attempt(model, u, k1, t, h_step, args)
-        ok, h_next, c_next = control(error_norm(err, u, u_new, rtol, atol), h_step, c)
+        ok, h_next, c_next = control(norm(err, u, u_new, rtol, atol), h_step, c)
         if ok and h_step < h:  # a shortened step does not shrink the next one
             h_next = hawk.maximum(h_next, h)
         h_next = hawk.minimum(h_next, max_step)
@@ -508,11 +463,12 @@ def rosenbrock23_kernel(f: Func, state=Vec3, params=Scalar, *, saveat: bool = Fa
 
 
 @functools.cache
-def dopri5_start_kernel(f: Func, state=Vec3, params=Scalar, *,
-                        tables: tuple = ()) -> hawk.Kernel:
+def dopri5_start_kernel(f: Func, state=Vec3, params=Scalar, *, tables: tuple = (),
+                        method: str = "dopri5") -> hawk.Kernel:
     """The kernel that prepares ``dopri5_kernel``'s first step: one step sets ``k1 = f(u, t,
-    p)`` and the initial step size ``h`` (``hawk.ode.dopri5_start``) and ends the sample (bind
-    ``terminated`` to a scratch array, not to the main kernel's flags).
+    p)`` and the initial step size ``h`` (``hawk.ode.start.initial_step``, with the exponent
+    of ``method``'s ``start_order``) and ends the sample (bind ``terminated`` to a scratch
+    array, not to the main kernel's flags).
 
     Args:
         f: the right-hand side, a ``@hawk.func`` ``f(u, t, p)`` shaped as ``u``.
@@ -521,9 +477,14 @@ def dopri5_start_kernel(f: Func, state=Vec3, params=Scalar, *,
         params: how ``p`` is bound: ``hawk.Scalar``, ``hawk.Param`` or a vector type (as for
             ``dopri5_kernel``).
         tables: the dimensions of the tables the model reads (as for ``dopri5_kernel``).
+        method: the adaptive method the first step is for (``METHODS``).
     """
     _check_func("f", f)
     _check_types(state, params)
+    if method not in ADAPTIVE_METHODS:
+        raise ValueError(f"method must be one of {', '.join(map(repr, ADAPTIVE_METHODS))}, "
+                         f"got {method!r}")
+    exponent = 1.0 / (ADAPTIVE_METHODS[method].start_order + 1)
     T0, T1, T2 = _table_types(tables)
     model = _with_tables(f, len(tables))
     State = state
@@ -533,7 +494,7 @@ def dopri5_start_kernel(f: Func, state=Vec3, params=Scalar, *,
                      terminated: Terminated, u: State, t: Scalar, k1: Mutable[State],
                      h: Mutable[Scalar], table0: T0, table1: T1, table2: T2):
         args = (p, table0, table1, table2)
-        k1, h = dopri5_start(model, u, t, t_end, args, rtol, atol)
+        k1, h = initial_step(model, u, t, t_end, args, rtol, atol, exponent)
         terminated = True
 
     return dopri5_prepare
@@ -560,8 +521,8 @@ def _fixed_step(t, dt, t_end, save_first, save_every, save_count, saves, has_sav
 def _fixed_kernel(f, g, method: str, state, params, saveat: bool,
                   tables: tuple) -> hawk.Kernel:
     """A fixed-step kernel: ``method`` ("euler", "rk4" or "euler_maruyama" with noise ``g``)."""
-    stepper = FIXED_METHODS.get(method)
-    stochastic = method == "euler_maruyama"
+    stepper = METHODS[method].step
+    stochastic = METHODS[method].stochastic
     has_saves = bool(saveat)
     T0, T1, T2 = _table_types(tables)
     model = _with_tables(f, len(tables))
@@ -577,7 +538,7 @@ def _fixed_kernel(f, g, method: str, state, params, saveat: bool,
         h_step, t_new, ends, at_save = _fixed_step(t, dt, t_end, save_first, save_every,
                                                    save_count, saves, has_saves)
         if stochastic:
-            u = euler_maruyama(model, noise, u, t, h_step, args)
+            u = stepper(model, noise, u, t, h_step, args)
         else:
             u = stepper(model, u, t, h_step, args)
         if at_save:
@@ -625,17 +586,10 @@ def sde_kernel(f: Func, g: Func, state=Vec3, params=Scalar, *,
                saveat: bool = False, tables: tuple = ()) -> hawk.Kernel:
     """The Euler-Maruyama ensemble kernel of the Ito SDE ``du = f(u, t, p) dt + g(u, t, p) dW``
     (diagonal noise: ``g`` is shaped as ``u``), with fixed steps and ``saveat`` as
-    ``fixed_step_kernel``'s (same parameters). Its draws need a seed.
-
-    Args:
-        f: the right-hand side (the drift), a ``@hawk.func`` ``f(u, t, p)`` shaped as ``u``.
-        g: the diffusion, a ``@hawk.func`` ``g(u, t, p)`` shaped as ``u``.
-        state: ``u``'s type: ``hawk.Scalar`` or a vector type (``hawk.Vec2`` ...
-            ``hawk.Vector[K]``).
-        params: how ``p`` is bound: ``hawk.Scalar``, ``hawk.Param`` or a vector type (as for
-            ``dopri5_kernel``).
-        saveat: land on and record the times ``save_first + k * save_every``.
-        tables: the dimensions of the tables the model reads (as for ``dopri5_kernel``).
+    ``fixed_step_kernel``'s (same parameters). Its draws need a seed. The arguments are
+    ``fixed_step_kernel``'s, the drift ``f`` and the diffusion ``g`` (a ``@hawk.func`` ``g(u, t,
+    p)`` shaped as ``u``) in place of its ``method``: ``state``, ``params``, ``saveat`` and
+    ``tables`` as there.
     """
     _check_func("f", f)
     _check_func("g", g)

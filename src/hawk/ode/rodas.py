@@ -15,15 +15,16 @@ benchmarks within the Julia Differential Equations package*, BIT Numerical Mathe
 ``J = df/du`` and ``T = df/dt`` come from ``hawk.jacobian``, the eight solves from
 ``hawk.solve`` (one elimination: the solves share ``W``). The interpolant is
 ``u(t + s h) = (1 - s) u + s (u_new + (1 - s) (g_1 + s (g_2 + s g_3)))`` with
-``g_j = sum_i H_ji k_i``. Step-size control: an I-controller for the estimate's order 5,
-``h_new = h * clip(SAFE * err**(-1/5), FAC_MIN, FAC_MAX)``, no growth right after a rejection
-(as ``hawk.ode.rosenbrock``'s).
+``g_j = sum_i H_ji k_i``. Step-size control: ``hawk.ode.control.i_control`` for the estimate,
+``h_new = h * clip(0.9 err**(-1/5), 0.2, 6)``, no growth right after a rejection (as
+``hawk.ode.rosenbrock``'s).
 """
 
 from __future__ import annotations
 
 import hawk
 
+from .control import controller
 from .rosenbrock import _solve, _swapped, automatic_jacobian
 
 __all__ = ["rodas5p_attempt", "rodas5p_value", "rodas5p_control", "GAMMA"]
@@ -62,9 +63,10 @@ H = ((25.948786856663858, -2.5579724845846235, 10.433815404888879, -2.3679251022
      (11.419903575922262, 2.8879645146136994, 72.92137995996029, 80.12511834622643,
       -52.072871366152654, -59.78993625266729, -0.15582684282751913, 4.883087185713722))
 STAGES = 8
-SAFE = 0.9
-FAC_MIN = 0.2
+#: the most a step may grow by (``hawk.ode.control.i_control``'s ``fac_max``)
 FAC_MAX = 6.0
+#: the I-controller for the error estimate's order 4 (``err**(-1/5)``)
+rodas5p_control = controller("i", 4, FAC_MAX)
 
 
 @hawk.func
@@ -93,14 +95,10 @@ def rodas5p_attempt(f, u, f0, t, h, p, jac=automatic_jacobian):
     estimate (state-shaped, before scaling), the interpolant's three coefficient vectors and
     ``f(u_new, t + h, p)`` (the next step's ``f0``).
 
-    Args:
-        f: the right-hand side, a func ``f(u, t, p)``.
-        u: the state at ``t`` (a number or a vector).
-        f0: ``f(u, t, p)``.
-        t: the time.
-        h: the step to attempt.
-        p: the model's parameters, passed on to ``f``.
-        jac: a func ``(f, u, t, p) -> df/du`` (``automatic_jacobian`` by default).
+    The arguments are ``rosenbrock23_attempt``'s: the right-hand side ``f``, a func ``f(u, t,
+    p)``; the state ``u`` (a number or a vector) at the time ``t``; ``f0``; the step ``h``;
+    the model's parameters ``p``, passed on to ``f``; and ``jac``, a func ``(f, u, t, p) ->
+    df/du`` (``automatic_jacobian`` by default).
     """
     w = _scaled_identity_minus(jac(f, u, t, p), 1.0 / (h * GAMMA), u)
     dt_term = h * hawk.jacobian(_swapped, t, u, f, p)
@@ -128,22 +126,3 @@ def rodas5p_value(u, h, q, theta):
     u_new, g = q
     rest = 1.0 - theta
     return rest * u + theta * (u_new + rest * (g[0] + theta * (g[1] + theta * g[2])))
-
-
-@hawk.func
-def rodas5p_control(err_norm, h, c):
-    """``(accepted, h_next, c_next)`` after a step of size ``h`` with error norm ``err_norm``;
-    ``c`` is negative after a rejected step (no growth then).
-
-    Args:
-        err_norm: the step's ``error_norm``.
-        h: the step's size.
-        c: the controller's memory (negative after a rejection).
-    """
-    fac = hawk.minimum(FAC_MAX, hawk.maximum(FAC_MIN, SAFE * err_norm ** (-0.2)))
-    accepted = err_norm <= 1.0
-    if c < 0.0:
-        fac = hawk.minimum(fac, 1.0)
-    if accepted:
-        return accepted, h * fac, 1.0
-    return accepted, h * hawk.minimum(fac, 0.9), -1.0

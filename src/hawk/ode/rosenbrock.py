@@ -18,9 +18,8 @@ step's ``F0`` (first same as last). Values inside a step come from the method's 
 interpolant, ``u(t + s h) = u + h (s (1 - s) k1 + s (s - 2 d) k2) / (1 - 2 d)``.
 
 Error norm: ``hawk.ode.error_norm`` (the RMS of ``err / (atol + rtol max(|u|, |u_new|))``).
-Step-size control: an I-controller for the error's order 3, ``h_new = h * clip(SAFE *
-err**(-1/3), FAC_MIN, FAC_MAX)`` with ``SAFE = 0.9``, ``FAC_MIN = 0.2``, ``FAC_MAX = 5``, and
-no growth right after a rejected step.
+Step-size control: ``hawk.ode.control.i_control`` for the error's order, ``h_new = h *
+clip(0.9 err**(-1/3), 0.2, 5)``, and no growth right after a rejected step.
 """
 
 from __future__ import annotations
@@ -29,14 +28,18 @@ import math
 
 import hawk
 
+from .control import controller
+
 __all__ = ["automatic_jacobian", "rosenbrock23_attempt", "rosenbrock23_control",
-           "rosenbrock23_value", "D", "E32"]
+           "rosenbrock23_value", "rosenbrock23_method_attempt", "rosenbrock23_method_value", "D",
+           "E32"]
 
 D = 1.0 / (2.0 + math.sqrt(2.0))
 E32 = 6.0 + math.sqrt(2.0)
-SAFE = 0.9
-FAC_MIN = 0.2
+#: the most a step may grow by (``hawk.ode.control.i_control``'s ``fac_max``)
 FAC_MAX = 5.0
+#: the I-controller for the error estimate's order 2 (``err**(-1/3)``)
+rosenbrock23_control = controller("i", 2, FAC_MAX)
 
 
 @hawk.func
@@ -105,25 +108,6 @@ def rosenbrock23_attempt(f, u, f0, t, h, p, jac=automatic_jacobian):
 
 
 @hawk.func
-def rosenbrock23_control(err_norm, h, c):
-    """``(accepted, h_next, c_next)`` after a step of size ``h`` with error norm ``err_norm``;
-    ``c`` is negative after a rejected step (no growth then), as ``dopri5_control``'s memory.
-
-    Args:
-        err_norm: the step's ``error_norm``.
-        h: the step's size.
-        c: the controller's memory (negative after a rejection).
-    """
-    fac = hawk.minimum(FAC_MAX, hawk.maximum(FAC_MIN, SAFE * err_norm ** (-1.0 / 3.0)))
-    accepted = err_norm <= 1.0
-    if c < 0.0:
-        fac = hawk.minimum(fac, 1.0)
-    if accepted:
-        return accepted, h * fac, 1.0
-    return accepted, h * hawk.minimum(fac, 0.9), -1.0
-
-
-@hawk.func
 def rosenbrock23_value(u, h, k1, k2, theta):
     """The interpolant at ``t + theta h`` (``theta`` in ``[0, 1]``).
 
@@ -135,3 +119,19 @@ def rosenbrock23_value(u, h, k1, k2, theta):
     """
     scale = (h * theta) / (1.0 - 2.0 * D)
     return u + scale * ((1.0 - theta) * k1 + (theta - 2.0 * D) * k2)
+
+
+@hawk.func
+def rosenbrock23_method_attempt(f, u, k1, t, h, p, jac=automatic_jacobian):
+    """``rosenbrock23_attempt`` (the same arguments, ``k1`` its ``f0``) as the adaptive
+    kernel takes a method's step: ``(u_new, err, q, f_new)``, ``q`` its two stages for
+    ``rosenbrock23_method_value``."""
+    u_new, err, s1, s2, f_new = rosenbrock23_attempt(f, u, k1, t, h, p, jac)
+    return u_new, err, (s1, s2), f_new
+
+
+@hawk.func
+def rosenbrock23_method_value(u, h, q, theta):
+    """``rosenbrock23_value(u, h, q[0], q[1], theta)``: the interpolant with the stages as
+    one ``q``, as the adaptive kernel calls a method's."""
+    return rosenbrock23_value(u, h, q[0], q[1], theta)
