@@ -2,8 +2,8 @@
 of the simple ones: ``math`` functions, ``min``/``max``/``abs``/``float``, hawk's vector helpers
 (``vec3``, ``dot``, ``length``, ``cross``, ``normalize``) and elementwise helpers (``maximum``,
 ``minimum``, ``total``, ``width``). The others' lowerings live with their functions: matrices in
-``matrix_calls``, derivatives in ``derivatives``, random draws in ``draws``, tables in
-``tables``; the table names each.
+``matrix_calls``, derivatives in ``derivatives`` (forward) and ``adjoints`` (reverse), random
+draws in ``draws``, tables in ``tables``; the table names each.
 
 Every place that needs to know the built-ins reads this table: name resolution (which Python
 objects and which ``math.``/``hawk.`` attributes name a built-in: ``OBJECTS``, ``ATTRIBUTES``),
@@ -20,8 +20,8 @@ import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from . import adjoints, derivatives, draws, matrices, matrix_calls, tables
 from . import annotations as hawk_annotations
-from . import derivatives, draws, matrices, matrix_calls, tables
 from .ir import MATH_FUNCTIONS, MAX_WIDTH, DType, OpKind
 from .values import Lit, V, describe
 
@@ -219,6 +219,8 @@ def _table() -> dict[str, Builtin]:
                 for name in matrices.__all__]
     entries += [_hawk(name, derivatives.lower_call, derivatives, tuples=True)
                 for name in derivatives.FUNCTIONS]
+    entries += [_hawk(name, adjoints.lower_call, adjoints, tuples=True)
+                for name in adjoints.FUNCTIONS]
     entries += [_hawk(name, draws.lower_call, draws) for name in draws.FUNCTIONS]
     entries += [_hawk(name, tables.lower_call, tables) for name in tables.FUNCTIONS]
     by_name = {e.name: e for e in entries}

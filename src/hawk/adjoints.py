@@ -1,0 +1,152 @@
+"""Reverse-mode derivatives in a kernel body: ``hawk.vjp(f, x, ct, *rest)`` and
+``hawk.grad(f, x, *rest)``, for a ``@hawk.func`` ``f`` differentiated in its first argument.
+
+Like ``hawk.derivatives`` (forward mode), a pass over the IR the call lowers: ``f(x, *rest)``
+is inlined once (the primal), then its ops are walked backwards from the result, each op's
+cotangent handed to its operands. The rules are not written a second time: every forward rule
+in ``derivatives.RULES`` and ``CALL_RULES`` is linear in the operands' tangents, so the
+cotangent an op gives its operand ``i`` is that rule applied with the op's cotangent as operand
+``i``'s tangent and no tangent for the others (the transpose of a linear map, column by
+column). What the forward rules define (``select``, ``min``, ``max`` and ``abs`` piecewise,
+``floor`` and comparisons without a derivative, ``interp``'s one-sided slope) holds here too,
+and ``<vjp(ct), dx> == <ct, jvp(dx)>`` to rounding by construction.
+
+Only the ops that depend on ``x`` are walked (a forward sweep marks them first), so what does
+not depend on ``x`` costs nothing: structural zeros stay out, as in forward mode. One reverse
+sweep gives the whole gradient, where ``hawk.jacobian`` needs one forward sweep per input: the
+way to differentiate a scalar of many inputs.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .derivatives import _CONSTANT, CALL_RULES, RULES, _components, _float_input, _Tangents
+from .ir import OpKind
+from .values import S, V
+
+__all__ = ["vjp", "grad", "FUNCTIONS", "lower_call", "cotangents"]
+
+#: the calls this module lowers, with their argument counts
+FUNCTIONS = {"vjp": "3 or more", "grad": "2 or more"}
+
+
+def vjp(f, x, ct, *rest):
+    """``(f(x, *rest), x_bar)``: the value of the ``@hawk.func`` ``f`` and the cotangent of its
+    first argument for the cotangent ``ct`` of its result (reverse mode: ``x_bar = ct^T df/dx``,
+    shaped as ``x``), in a kernel body.
+
+    Args:
+        f: a ``@hawk.func``; its first argument is the one differentiated.
+        x: a float number, vector or matrix: where.
+        ct: the cotangent of ``f``'s result, shaped as it.
+        rest: ``f``'s other arguments, held constant.
+    """
+    raise TypeError("hawk.vjp() is understood inside a @hawk.kernel body (or a @hawk.func) "
+                    "only: it differentiates the ops the call lowers")
+
+
+def grad(f, x, *rest):
+    """The gradient of the ``@hawk.func`` ``f`` (returning a number) in its first argument,
+    shaped as ``x``, by one reverse sweep, in a kernel body.
+
+    Args:
+        f: a ``@hawk.func`` returning a float number; its first argument is differentiated.
+        x: a float number, vector or matrix: where.
+        rest: ``f``'s other arguments, held constant.
+    """
+    raise TypeError("hawk.grad() is understood inside a @hawk.kernel body (or a @hawk.func) "
+                    "only: it differentiates the ops the call lowers")
+
+
+def _active(lowering, start: int, end: int, inputs: set[int]) -> set[int]:
+    """The ops of ``start .. end - 1`` whose value depends on ``inputs`` through float ops."""
+    active = set(inputs)
+    for index in range(start, end):
+        op = lowering.ops[index]
+        if op.kind in _CONSTANT or not op.dtype.is_float:
+            continue
+        if any(i in active for i in op.args):
+            active.add(index)
+    return active
+
+
+def cotangents(lowering, start: int, end: int, inputs: set[int],
+               seeds: dict[int, S]) -> dict[int, S]:
+    """The cotangents of the ops of ``start .. end - 1`` that depend on ``inputs``, given the
+    cotangents ``seeds`` of some of them (op index -> value), emitted after them; an op left
+    out has none (a structural zero)."""
+    active = _active(lowering, start, end, inputs)
+    out = {i: c for i, c in seeds.items() if i in active}
+    for index in reversed(range(start, end)):
+        if index not in out or index in inputs:
+            continue
+        op = lowering.ops[index]
+        bar = out[index]
+        T = _Tangents(lowering, op.dtype)
+        operands = [S(i, lowering.ops[i].dtype) for i in op.args]
+        result = S(index, op.dtype)
+        for position, arg in enumerate(op.args):
+            if arg not in active:
+                continue
+            unit = [bar if k == position else None for k in range(len(op.args))]
+            if op.kind is OpKind.CALL:
+                share = CALL_RULES[op.attr](T, operands, unit, result)
+            else:
+                share = RULES[op.kind](T, op, operands, unit, result)
+            if share is None:
+                continue
+            dtype = lowering.ops[arg].dtype
+            if dtype is not op.dtype:  # a cast between float widths: back to the operand's
+                share = lowering.emit(OpKind.CAST, dtype, (share.id,))
+            out[arg] = share if arg not in out else _Tangents(lowering, dtype).add(out[arg],
+                                                                                     share)
+    return out
+
+
+def lower_call(lowering, name: str, args: list, node: ast.AST):
+    """Lower ``hawk.vjp(f, x, ct, *rest)`` (the tuple ``(f(x, *rest), x_bar)``) or
+    ``hawk.grad(f, x, *rest)`` (``x_bar`` for ``ct = 1``, ``f`` returning a number)."""
+    least = 3 if name == "vjp" else 2
+    if len(args) < least:
+        raise lowering.error(f"hawk.{name}() takes {FUNCTIONS[name]} arguments (f, x"
+                             f"{', ct' if name == 'vjp' else ''}, then f's other arguments), "
+                             f"got {len(args)}", node)
+    f = args[0]
+    if not hasattr(f, "func"):
+        raise lowering.error(f"hawk.{name}() takes a @hawk.func as its first argument, not "
+                             f"{lowering.describe(f)}", node)
+    rest = args[3:] if name == "vjp" else args[2:]
+    start = len(lowering.ops)
+    fresh, x_value = _float_input(lowering, args[1], name, node)
+    x = x_value if x_value is not None else fresh[0]
+    result = lowering.inline_values(f.func, [x, *rest], node)
+    if not isinstance(result, S | V) or not lowering.dtype_of(
+            _components(result)[0][0]).is_float:
+        raise lowering.error(f"hawk.{name}(): f returns {lowering.describe(result)}; only a "
+                             "float number, vector or matrix has a derivative", node)
+    end = len(lowering.ops)
+    outputs, shape = _components(result)
+    dtype = lowering.dtype_of(outputs[0])
+    if name == "grad":
+        if len(outputs) != 1:
+            raise lowering.error(f"hawk.grad(): f returns {lowering.describe(result)}; grad "
+                                 "takes an f returning a number (hawk.vjp takes any shape)",
+                                 node)
+        given = [lowering.const(1.0, dtype)]
+    else:
+        given, ct_shape = _components(args[2])
+        if len(given) != len(outputs) or ct_shape != shape:
+            raise lowering.error(f"hawk.vjp(): ct is {lowering.describe(args[2])}, not shaped "
+                                 f"as f's result ({lowering.describe(result)})", node)
+        given = [lowering.cast(lowering.number(c, "hawk.vjp()", node), dtype) for c in given]
+    seeds: dict[int, S] = {}
+    for out, c in zip(outputs, given, strict=True):
+        if isinstance(out, S):
+            seeds[out.id] = c if out.id not in seeds else \
+                _Tangents(lowering, dtype).add(seeds[out.id], c)
+    bars = cotangents(lowering, start, end, {v.id for v in fresh}, seeds)
+    zero = lowering.const(0.0, lowering.dtype_of(fresh[0]))
+    x_bar = [bars.get(v.id, zero) for v in fresh]
+    x_bar_value = V(tuple(x_bar), x_value.shape) if x_value is not None else x_bar[0]
+    return (result, x_bar_value) if name == "vjp" else x_bar_value
