@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 
-from .derivatives import _CONSTANT, CALL_RULES, RULES, _components, _float_input, _Tangents
+from .derivatives import _CONSTANT, CALL_RULES, RULES, _components, _Tangents, primal
 from .ir import OpKind
 from .values import S, V
 
@@ -107,26 +107,9 @@ def cotangents(lowering, start: int, end: int, inputs: set[int],
 def lower_call(lowering, name: str, args: list, node: ast.AST):
     """Lower ``hawk.vjp(f, x, ct, *rest)`` (the tuple ``(f(x, *rest), x_bar)``) or
     ``hawk.grad(f, x, *rest)`` (``x_bar`` for ``ct = 1``, ``f`` returning a number)."""
-    least = 3 if name == "vjp" else 2
-    if len(args) < least:
-        raise lowering.error(f"hawk.{name}() takes {FUNCTIONS[name]} arguments (f, x"
-                             f"{', ct' if name == 'vjp' else ''}, then f's other arguments), "
-                             f"got {len(args)}", node)
-    f = args[0]
-    if not hasattr(f, "func"):
-        raise lowering.error(f"hawk.{name}() takes a @hawk.func as its first argument, not "
-                             f"{lowering.describe(f)}", node)
-    rest = args[3:] if name == "vjp" else args[2:]
-    start = len(lowering.ops)
-    fresh, x_value = _float_input(lowering, args[1], name, node)
-    x = x_value if x_value is not None else fresh[0]
-    result = lowering.inline_values(f.func, [x, *rest], node)
-    if not isinstance(result, S | V) or not lowering.dtype_of(
-            _components(result)[0][0]).is_float:
-        raise lowering.error(f"hawk.{name}(): f returns {lowering.describe(result)}; only a "
-                             "float number, vector or matrix has a derivative", node)
-    end = len(lowering.ops)
-    outputs, shape = _components(result)
+    fresh, x_value, result, outputs, start, end = primal(
+        lowering, name, args, node, "ct" if name == "vjp" else None, FUNCTIONS[name])
+    shape = result.shape if isinstance(result, V) else None
     dtype = lowering.dtype_of(outputs[0])
     if name == "grad":
         if len(outputs) != 1:

@@ -27,7 +27,8 @@ import math
 from .ir import DType, OpKind
 from .values import Lit, S, V
 
-__all__ = ["jvp", "jacobian", "RULES", "CALL_RULES", "FUNCTIONS", "lower_call", "tangents"]
+__all__ = ["jvp", "jacobian", "RULES", "CALL_RULES", "FUNCTIONS", "lower_call", "tangents",
+           "primal"]
 
 #: the calls this module lowers, with their argument counts
 FUNCTIONS = {"jvp": "3 or more", "jacobian": "2 or more"}
@@ -289,26 +290,35 @@ def _float_output(lowering, value, name: str, node: ast.AST) -> list:
     return comps
 
 
-def lower_call(lowering, name: str, args: list, node: ast.AST):
-    """Lower ``hawk.jvp(f, x, dx, *rest)`` (the tuple ``(f(x, *rest), df)``) or
-    ``hawk.jacobian(f, x, *rest)`` (``df/dx``: a number, a vector of the input's or the
-    output's width, or a ``Matrix[M, K]`` of output M by input K)."""
-    least = 3 if name == "jvp" else 2
+def primal(lowering, name: str, args: list, node: ast.AST, given: str | None, counts: str):
+    """``f(x, *rest)`` of a derivative call ``hawk.<name>(f, x, [given,] *rest)`` inlined on a
+    fresh copy of ``x``: ``(fresh components of x, x as a value or None for a number, the
+    result, its float components, the first and one-past-last op of the primal)``; a
+    ``CompileError`` for the wrong count (``counts``), an ``f`` that is not a func, or a result
+    that has no derivative."""
+    least = 3 if given else 2
     if len(args) < least:
-        raise lowering.error(f"hawk.{name}() takes {FUNCTIONS[name]} arguments (f, x"
-                             f"{', dx' if name == 'jvp' else ''}, then f's other arguments), "
+        raise lowering.error(f"hawk.{name}() takes {counts} arguments (f, x"
+                             f"{', ' + given if given else ''}, then f's other arguments), "
                              f"got {len(args)}", node)
     f = args[0]
     if not hasattr(f, "func"):
         raise lowering.error(f"hawk.{name}() takes a @hawk.func as its first argument, not "
                              f"{lowering.describe(f)}", node)
-    rest = args[3:] if name == "jvp" else args[2:]
     start = len(lowering.ops)
     fresh, x_value = _float_input(lowering, args[1], name, node)
     x = x_value if x_value is not None else fresh[0]
-    result = lowering.inline_values(f.func, [x, *rest], node)
+    result = lowering.inline_values(f.func, [x, *args[least:]], node)
     outputs = _float_output(lowering, result, name, node)
-    end = len(lowering.ops)
+    return fresh, x_value, result, outputs, start, len(lowering.ops)
+
+
+def lower_call(lowering, name: str, args: list, node: ast.AST):
+    """Lower ``hawk.jvp(f, x, dx, *rest)`` (the tuple ``(f(x, *rest), df)``) or
+    ``hawk.jacobian(f, x, *rest)`` (``df/dx``: a number, a vector of the input's or the
+    output's width, or a ``Matrix[M, K]`` of output M by input K)."""
+    fresh, x_value, result, outputs, start, end = primal(
+        lowering, name, args, node, "dx" if name == "jvp" else None, FUNCTIONS[name])
     dtype = lowering.dtype_of(outputs[0])
     if name == "jvp":
         directions, shape = _components(args[2])
