@@ -1,0 +1,256 @@
+// LoadedVector (an artifact on a device), WhileLoop and RunLoop (until_done with no Python).
+#include <algorithm>
+#include <cstring>
+
+#include "internal.hpp"
+
+namespace eagle::cuda {
+
+namespace {
+
+std::size_t itemsize(const std::string& dtype) {
+    if (dtype == "float64" || dtype == "int64" || dtype == "uint64") return 8;
+    if (dtype == "float32" || dtype == "int32" || dtype == "uint32") return 4;
+    if (dtype == "bool") return 1;
+    throw ArgumentError("unknown dtype '" + dtype + "'");
+}
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+    std::string s = "(";
+    for (std::size_t k = 0; k < shape.size(); ++k) s += std::to_string(shape[k]) + (shape.size() == 1 ? "," : k + 1 < shape.size() ? ", " : "");
+    return s + ")";
+}
+
+// The PTX ISA a driver's JIT reads at most (the PTX ISA release notes' table): 12.4 reads 8.4,
+// 12.5 and 12.6 read 8.5, 12.8 reads 8.7, 12.9 reads 8.8, 13.x reads 9.x.
+int readable_isa(int driver) {
+    const int major = driver / 1000, minor = driver % 1000 / 10;
+    if (major >= 13) return 90 + minor;
+    static const int twelve[] = {80, 81, 82, 83, 84, 85, 85, 85, 87, 88};
+    return twelve[std::min(minor, 9)];
+}
+
+int isa_number(const std::string& isa) {
+    const std::size_t dot = isa.find('.');
+    if (dot == std::string::npos) return -1;
+    return std::atoi(isa.substr(0, dot).c_str()) * 10 + std::atoi(isa.substr(dot + 1).c_str());
+}
+
+std::string ptx_version_line(const std::string& data) {
+    const std::string head = data.substr(0, 4096);
+    std::size_t at = 0;
+    while (at < head.size()) {
+        std::size_t end = head.find('\n', at);
+        if (end == std::string::npos) end = head.size();
+        std::string line = head.substr(at, end - at);
+        const std::size_t first = line.find_first_not_of(" \t");
+        if (first != std::string::npos && line.compare(first, 8, ".version") == 0) {
+            std::string rest = line.substr(first + 8);
+            const std::size_t a = rest.find_first_not_of(" \t");
+            if (a == std::string::npos) return "";
+            const std::size_t b = rest.find_first_of(" \t\r", a);
+            return rest.substr(a, b == std::string::npos ? std::string::npos : b - a);
+        }
+        at = end + 1;
+    }
+    return "";
+}
+
+const std::size_t kControlFields = 15;  // eagle's CONTROL_FIELDS today
+
+std::size_t field_index(const Artifact& a, const char* name) {
+    const auto& f = a.control_fields();
+    const auto it = std::find(f.begin(), f.end(), name);
+    if (it == f.end()) throw ArtifactError(a.path() + ": the control block has no field '" + name + "'");
+    return static_cast<std::size_t>(it - f.begin());
+}
+
+}  // namespace
+
+LoadedVector::LoadedVector(const std::string& path, const Device& device)
+    : artifact_(Artifact::read(path)),
+      device_(device),
+      module_([&] {
+          if (artifact_.target() == "ptx") {
+              const std::string isa = ptx_version_line(artifact_.data());
+              if (isa.empty() || isa != artifact_.ptx_isa())
+                  throw ArtifactError(path + " declares PTX ISA " + (isa.empty() ? "None" : isa) +
+                                      " but its sidecar says " + artifact_.ptx_isa() + "; regenerate the pair");
+              const int driver = driver_version();
+              const int readable = readable_isa(driver);
+              if (isa_number(isa) > readable)
+                  throw ArtifactError(
+                      path + " is PTX ISA " + isa + ", but this machine's CUDA driver " + std::to_string(driver / 1000) +
+                      "." + std::to_string(driver % 1000 / 10) + " reads PTX ISA " + std::to_string(readable / 10) + "." +
+                      std::to_string(readable % 10) + " at most. PTX is portable to newer GPUs, not to older "
+                      "toolchains. Rebuild the artifact with --ptx-isa, ship a cubin, or upgrade the driver");
+          }
+          return Module::load(device, artifact_.data().data(), artifact_.data().size());
+      }()),
+      entry_(module_.function(artifact_.entry())),
+      decide_(module_.function(artifact_.decide())) {
+    std::vector<std::int64_t> control(std::max(artifact_.control_fields().size(), kControlFields), 0);
+    control[field_index(artifact_, "nsteps")] = 1;  // one step per launch; no lists: thread i, sample i
+    control_ = std::make_shared<DeviceBuffer>(device, control.size() * 8);
+    control_->upload(control.data(), control.size() * 8);
+}
+
+std::int64_t LoadedVector::samples(const Bindings& bindings) const {
+    std::int64_t n = -1;
+    for (const auto& p : artifact_.params()) {
+        auto it = bindings.find(p.name);
+        if (!p.per_sample() || it == bindings.end() || !it->second.is_array || it->second.array.shape.empty()) continue;
+        const std::int64_t last = it->second.array.shape.back();
+        if (n >= 0 && last != n)
+            throw ArgumentError(artifact_.kernel() + ": '" + p.name + "' has " + std::to_string(last) +
+                                " samples but an earlier array has " + std::to_string(n));
+        n = last;
+    }
+    if (n < 0) throw ArgumentError(artifact_.kernel() + ": no per-sample array is bound, so the sample count is unknown");
+    return n;
+}
+
+KernelArgs LoadedVector::pack(const Bindings& bindings, std::uint64_t control, std::uint64_t flags_fallback,
+                              std::int64_t* n_out) const {
+    const Artifact& a = artifact_;
+    const std::string who = a.kernel() + ": ";
+    for (const auto& [name, binding] : bindings) {
+        (void)binding;
+        if (!a.param(name)) {
+            std::string known;
+            for (const auto& p : a.params()) known += (known.empty() ? "" : ", ") + p.name;
+            throw ArgumentError(who + "unknown parameter '" + name + "'; the kernel takes " + known);
+        }
+    }
+    const std::int64_t n = samples(bindings);
+    std::uint64_t flags = flags_fallback;
+    for (const auto& p : a.params()) {
+        auto it = bindings.find(p.name);
+        if (p.role == "Series" || p.role == "Table")
+            throw ArgumentError(who + "'" + p.name + "' is a " + p.role + "; the native layer does not bind " +
+                                p.role + " parameters yet");
+        if (it == bindings.end()) {
+            if (p.role == "Terminated" && flags_fallback) continue;
+            throw ArgumentError(who + "missing binding for '" + p.name + "' (" + p.role + ")");
+        }
+        const Binding& b = it->second;
+        if (p.role == "Param") {
+            if (b.is_array)
+                throw ArgumentError(who + "'" + p.name + "' is a Param: bind its value, not an array");
+            const std::size_t count = b.values.empty() ? b.ints.size() : b.values.size();
+            if (count != static_cast<std::size_t>(p.width))
+                throw ArgumentError(who + "'" + p.name + "' takes " + std::to_string(p.width) + " value(s), got " +
+                                    std::to_string(count));
+            continue;
+        }
+        if (!b.is_array) throw ArgumentError(who + "'" + p.name + "' is per-sample (" + p.role + "): bind an array");
+        if (b.array.dtype != p.dtype)
+            throw ArgumentError(who + "'" + p.name + "' must be " + p.dtype + ", got " + b.array.dtype);
+        std::int64_t leading = 1;
+        for (std::size_t k = 0; k + 1 < b.array.shape.size(); ++k) leading *= b.array.shape[k];
+        const bool vector = p.width > 1;
+        if (leading != p.width || (vector && b.array.shape.size() < 2) || (!vector && b.array.shape.size() != 1))
+            throw ArgumentError(who + "'" + p.name + "' must have shape " +
+                                (vector ? "(" + std::to_string(p.width) + ", n)" : std::string("(n,)")) + ", got " +
+                                shape_text(b.array.shape));
+        if (!b.array.ptr) throw ArgumentError(who + "'" + p.name + "' has a null device pointer");
+        if (p.role == "Terminated") flags = b.array.ptr;
+    }
+    if (!flags) throw ArgumentError(who + "bind the Terminated flags (a bool array of n samples)");
+    std::vector<ArgType> types;
+    std::vector<Value> values;
+    for (const auto& arg : a.arguments()) {
+        types.push_back(arg_type_of_ctype(arg.ctype));
+        if (arg.kind == "count") { values.emplace_back(static_cast<long long>(n)); continue; }
+        if (arg.kind == "control") { values.push_back(Value::pointer(control)); continue; }
+        if (arg.kind == "terminated") { values.push_back(Value::pointer(flags)); continue; }
+        const ParamInfo* p = a.param(arg.parameter);
+        if (!p) throw ArtifactError(a.path() + ": argument '" + arg.name + "' names no parameter");
+        const Binding& b = bindings.at(p->name);
+        const std::size_t k = arg.component < 0 ? 0 : static_cast<std::size_t>(arg.component);
+        if (p->role == "Param") {
+            if (!b.ints.empty()) values.emplace_back(static_cast<long long>(b.ints[k]));
+            else if (p->dtype == "float64" || p->dtype == "float32") values.emplace_back(b.values[k]);
+            else values.emplace_back(static_cast<long long>(b.values[k]));
+        } else {
+            values.push_back(Value::pointer(b.array.ptr + k * static_cast<std::uint64_t>(n) * itemsize(p->dtype)));
+        }
+    }
+    if (n_out) *n_out = n;
+    return KernelArgs(types, values);
+}
+
+void LoadedVector::launch(const Bindings& bindings, const Stream* stream) {
+    std::int64_t n = 0;
+    auto args = std::make_shared<KernelArgs>(pack(bindings, control_->ptr(), 0, &n));
+    const unsigned block = artifact_.block_size();
+    launch_packed(static_cast<unsigned>((n + block - 1) / block), *args, stream);
+}
+
+void LoadedVector::launch_packed(unsigned grid, KernelArgs& args, const Stream* stream) {
+    Launcher(entry_, args.types(), artifact_.block_size()).launch_packed(grid, args, stream);
+}
+
+WhileLoop::WhileLoop(const Device& device, unsigned default_value, bool assign_default)
+    : device_(device), graph_(), node_{0, 0, Graph::view(0)} {
+    const std::uint64_t handle = graph_.conditional_handle(device, default_value, assign_default);
+    node_ = graph_.add_while(device, handle);
+}
+
+RunLoop::RunLoop(LoadedVector& loaded, const Bindings& bindings, RunOptions options)
+    : loaded_(loaded), bindings_(bindings), options_(options) {
+    if (options_.steps_per_launch < 1) throw ArgumentError("steps_per_launch must be at least 1");
+    if (options_.max_steps < 0) throw ArgumentError("max_steps must be 0 or more");
+    n_ = loaded.samples(bindings_);
+    const Device& dev = loaded.device();
+    const std::size_t fields = std::max(loaded.artifact().control_fields().size(), kControlFields);
+    control_ = DeviceBuffer(dev, fields * 8);
+    lists_ = DeviceBuffer(dev, static_cast<std::size_t>(2 * n_ * 8));
+    bool has_flags = false;
+    for (const auto& p : loaded.artifact().params())
+        if (p.role == "Terminated" && bindings_.count(p.name)) has_flags = true;
+    if (!has_flags) {
+        flags_ = std::make_shared<DeviceBuffer>(dev, static_cast<std::size_t>(n_));
+        flags_->zero();
+    }
+}
+
+void RunLoop::build() {
+    const Device& dev = loaded_.device();
+    const unsigned block = loaded_.artifact().block_size();
+    const unsigned grid = static_cast<unsigned>((n_ + block - 1) / block);
+    step_args_ = loaded_.pack(bindings_, control_.ptr(), flags_ ? flags_->ptr() : 0, nullptr);
+    loop_ = std::make_shared<WhileLoop>(dev, 1, true);
+    const Node step = loop_->body().add_kernel(loaded_.entry(), grid, block, step_args_);
+    decide_args_ = KernelArgs({ArgType::Ptr, ArgType::U64, ArgType::I32},
+                              {Value::pointer(control_.ptr()), Value(static_cast<unsigned long long>(loop_->handle())), 1});
+    loop_->body().add_kernel(loaded_.decide(), 1, 1, decide_args_, {step});
+    exec_ = std::make_shared<GraphExec>(loop_->instantiate());
+}
+
+RunResult RunLoop::run(const Stream* stream) {
+    if (!exec_) build();
+    const Artifact& a = loaded_.artifact();
+    const Stream s = stream ? *stream : Stream::current(loaded_.device().ordinal());
+    std::vector<std::int64_t> c(control_.size() / 8, 0);
+    auto set = [&](const char* field, std::int64_t v) { c[field_index(a, field)] = v; };
+    set("nsteps", std::min(options_.steps_per_launch, options_.max_steps - steps_));
+    set("steps", steps_);
+    set("max_steps", options_.max_steps);
+    set("steps_per_launch", options_.steps_per_launch);
+    set("last_live", -1);
+    set("grow_until", 0);  // the fixed schedule: every launch takes steps_per_launch steps
+    if (options_.compact) set("lists", static_cast<std::int64_t>(lists_.ptr()));
+    control_.upload_async(c.data(), control_.size(), s);
+    exec_->launch(s);
+    control_.download_async(c.data(), control_.size(), s);
+    s.synchronize();
+    RunResult r;
+    r.launches = c[field_index(a, "launches")];
+    r.steps = c[field_index(a, "steps")] - steps_;
+    r.live = c[field_index(a, "last_live")];
+    steps_ = c[field_index(a, "steps")];
+    return r;
+}
+
+}  // namespace eagle::cuda
