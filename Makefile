@@ -33,6 +33,7 @@ test-all: venv
 	$(PY) -m ruff check src tests benchmarks examples docs
 	$(PY) -m pytest -q
 	$(MAKE) test-cuda13.0
+	$(MAKE) native-example
 
 # The GPU path's plumbing, defect and emulated-GPU tests once more, and the NVRTC compiles of
 # the wide-vector, matrix, table, derivative and ODE-method kernels, with the GPU machine's CUDA
@@ -79,27 +80,29 @@ fuzz: venv
 # with find_package(eagle_cuda), as a native consumer would.
 NATIVE := build/native
 NATIVE_HEADERS := $(NATIVE)/cuda-headers
-NATIVE_GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
+# cmake, ctest and ninja: the machine's, else the venv's (the test extra installs them from PyPI).
+NATIVE_PATH = PATH="$(abspath $(VENV)/bin):$$PATH"
+NATIVE_GENERATOR = $(shell $(NATIVE_PATH) command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 NATIVE_ENV = EAGLE_LIBCUDA=$(abspath $(NATIVE)/install/lib/libfakecuda.so) \
 	FAKECUDA_HOST_MODULES=$(abspath $(NATIVE)/artifacts)
 
 $(NATIVE_HEADERS)/cudaTypedefs.h: scripts/native_headers.py
 	$(PYTHON) scripts/native_headers.py $(NATIVE_HEADERS)
 
-native: venv $(NATIVE_HEADERS)/cudaTypedefs.h
-	cmake -S native -B $(NATIVE)/lib $(NATIVE_GENERATOR) -DCMAKE_BUILD_TYPE=Release \
+native: $(NATIVE_HEADERS)/cudaTypedefs.h
+	$(NATIVE_PATH) cmake -S native -B $(NATIVE)/lib $(NATIVE_GENERATOR) -DCMAKE_BUILD_TYPE=Release \
 		-DCMAKE_INSTALL_LIBDIR=lib -DEAGLE_CUDA_INCLUDE_DIR=$(abspath $(NATIVE_HEADERS)) > /dev/null
-	cmake --build $(NATIVE)/lib -j2
-	ctest --test-dir $(NATIVE)/lib --output-on-failure
-	cmake --install $(NATIVE)/lib --prefix $(abspath $(NATIVE)/install) > /dev/null
-	cmake -S examples/native -B $(NATIVE)/examples $(NATIVE_GENERATOR) \
+	$(NATIVE_PATH) cmake --build $(NATIVE)/lib -j2
+	$(NATIVE_PATH) ctest --test-dir $(NATIVE)/lib --output-on-failure
+	$(NATIVE_PATH) cmake --install $(NATIVE)/lib --prefix $(abspath $(NATIVE)/install) > /dev/null
+	$(NATIVE_PATH) cmake -S examples/native -B $(NATIVE)/examples $(NATIVE_GENERATOR) \
 		-DCMAKE_PREFIX_PATH=$(abspath $(NATIVE)/install) > /dev/null
-	cmake --build $(NATIVE)/examples -j2
+	$(NATIVE_PATH) cmake --build $(NATIVE)/examples -j2
 
 # Both native examples against the stand-in libcuda: the spec's low-level cell in C++ (gravity
 # captured once, replayed 5 times) and eagle-run-artifact running the seed oscillator to done
 # in one WHILE graph; their kernels run from host builds of the generated CUDA.
-native-example: native
+native-example: venv native
 	mkdir -p $(NATIVE)/artifacts
 	$(PY) -m eagle compile docs/guide/_fixtures/gravity.py:gravity --target ptx --arch sm_80 \
 		--host-build -o $(NATIVE)/artifacts/gravity.ptx

@@ -154,6 +154,7 @@ int eagle_buffer_upload(eagle_buffer* buffer, const void* host, size_t bytes) {
 int eagle_buffer_download(eagle_buffer* buffer, void* host, size_t bytes) {
     return guard([&] { buffer->b.download(host, bytes); });
 }
+int eagle_artifact_check(const char* path) { return guard([&] { Artifact::read(path); }); }
 int eagle_loaded_open(const char* path, int ordinal, eagle_loaded** out) {
     return guard([&] {
         auto l = std::make_unique<eagle_loaded>();

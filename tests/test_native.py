@@ -1,0 +1,210 @@
+"""The native layer (native/, eagle::cuda) against the stand-in libcuda, with no GPU.
+
+``make native`` builds libeagle_cuda, the stand-in and the self-test (ctest runs it) and the
+examples against an installed copy; the first test here runs it (incremental after the first
+time). Then: ``eagle-run-artifact`` on artifacts compiled from hawk kernels with
+``--host-build`` must end BIT-IDENTICAL to ``eagle.until_done`` on the CPU backend for the same
+bindings (arrays, flags, at max_steps or at done); the spec's gravity cell in C++ gives 5x the
+one-launch answer; and the C++ sidecar reader refuses every tampered artifact with the message
+Python's ``read_artifact`` gives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import eagle
+from eagle.cuda.artifact import ArtifactError, read_artifact, write_artifact
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kernels import accumulate_force, bouncing, falling, oscillator  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+NATIVE = ROOT / "build" / "native"
+LIBRARY = NATIVE / "install" / "lib" / "libeagle_cuda.so"
+STANDIN = NATIVE / "install" / "lib" / "libfakecuda.so"
+RUN_ARTIFACT = NATIVE / "examples" / "eagle-run-artifact"
+GRAVITY = NATIVE / "examples" / "gravity-replay"
+
+_VENV_BIN = Path(sys.executable).parent
+pytestmark = [
+    pytest.mark.slow,  # the first make native builds for about 30 s on 2 cores
+    pytest.mark.skipif((shutil.which("cmake") is None and not (_VENV_BIN / "cmake").exists())
+                       or shutil.which("g++") is None,
+                       reason="the native layer needs cmake and g++"),
+]
+
+
+@pytest.fixture(scope="module")
+def native():
+    """``make native`` (headers, library, stand-in, self-test under ctest, examples)."""
+    done = subprocess.run(["make", "-s", "native", f"PYTHON={sys.executable}"], cwd=ROOT,
+                          capture_output=True, text=True,
+                          env={**os.environ, "PATH": f"{_VENV_BIN}:{os.environ['PATH']}"})
+    if done.returncode != 0:
+        if "native_headers" in done.stderr and "pip" in done.stderr:
+            pytest.skip(f"no CUDA headers (no network?): {done.stderr[-400:]}")
+        raise AssertionError(f"make native failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    assert "selftest" in done.stdout and "100% tests passed" in done.stdout, done.stdout
+    return NATIVE
+
+
+def _compile(kernel_spec: str, folder: Path) -> Path:
+    pytest.importorskip("cuda.bindings.nvrtc", reason="compiling PTX needs NVRTC ([cuda] extra)")
+    name = kernel_spec.split(":")[1]
+    path = folder / f"{name}.ptx"
+    done = subprocess.run([sys.executable, "-m", "eagle", "compile", kernel_spec, "--target",
+                           "ptx", "--host-build", "-o", str(path)], cwd=ROOT,
+                          capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert done.returncode == 0, done.stderr
+    assert path.with_suffix(".host.so").exists()
+    return path
+
+
+def _env(folder: Path) -> dict:
+    return {**os.environ, "EAGLE_LIBCUDA": str(STANDIN), "FAKECUDA_HOST_MODULES": str(folder)}
+
+
+def _oscillator(n):
+    return (dict(omega=np.linspace(1.0, 3.0, n), x=np.ones(n), v=np.zeros(n), t=np.zeros(n)),
+            dict(t_end=1.0, dt=1e-3))
+
+
+def _falling(n):
+    rng = np.random.default_rng(5)
+    position = np.vstack([rng.uniform(6.6e3, 9e3, n), rng.uniform(-1e3, 1e3, n),
+                          rng.uniform(-1e3, 1e3, n)])
+    return (dict(position=position, velocity=np.zeros((3, n))),
+            dict(mu=3.986004418e5, dt=0.5, r_min=6.4e3))
+
+
+def _bouncing(n):
+    return (dict(y=np.linspace(1.0, 90.0, n), vy=np.zeros(n), bounces=np.zeros(n)),
+            dict(g=9.81, dt=1e-2, restitution=0.8))
+
+
+CASES = {"oscillator": (oscillator, _oscillator), "falling": (falling, _falling),
+         "bouncing": (bouncing, _bouncing)}
+
+
+@pytest.mark.filterwarnings("ignore:.*still running at max_steps")
+@pytest.mark.parametrize("name, max_steps, per_launch", [
+    ("oscillator", 10_000, 16), ("oscillator", 500, 7), ("falling", 3_000, 16),
+    ("bouncing", 20_000, 32)])
+def test_run_artifact_is_bit_identical_to_the_cpu_backend(native, tmp_path, name, max_steps,
+                                                          per_launch):
+    kernel, make = CASES[name]
+    artifact = _compile(f"tests/kernels.py:{name}", tmp_path)
+    n = 2_000
+    arrays, params = make(n)
+    data = tmp_path / "data"
+    data.mkdir()
+    for key, value in arrays.items():
+        np.save(data / f"{key}.npy", value)
+    (data / "params.json").write_text(json.dumps(params))
+    done = subprocess.run([str(RUN_ARTIFACT), str(artifact), "--data", str(data), "--max-steps",
+                           str(max_steps), "--steps-per-launch", str(per_launch)],
+                          capture_output=True, text=True, env=_env(tmp_path))
+    assert done.returncode == 0, done.stderr
+
+    expected = {key: value.copy() for key, value in arrays.items()}
+    expected["terminated"] = np.zeros(n, dtype=bool)
+    runner = eagle.until_done(eagle.deploy(kernel, device="cpu"), max_steps=max_steps,
+                              **expected, **params)
+    report = runner.run()
+    for key, value in expected.items():
+        got = np.load(data / f"{key}.npy")
+        assert got.dtype == value.dtype and got.shape == value.shape, key
+        assert got.tobytes() == value.tobytes(), f"{key} differs from the CPU backend's bits"
+    finished = int(expected["terminated"].sum())
+    assert f"done {finished}/{n}, steps {report.steps}," in done.stdout, (done.stdout, report)
+
+
+def test_gravity_cell_in_cpp(native, tmp_path):
+    artifact = _compile("docs/guide/_fixtures/gravity.py:gravity", tmp_path)
+    done = subprocess.run([str(GRAVITY), str(artifact)], capture_output=True, text=True,
+                          env=_env(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    line = done.stdout.strip()
+    assert line.startswith("5 replays vs 5x the single-launch answer: max rel err = ")
+    assert float(line.rsplit("= ", 1)[1]) <= 1e-12
+
+
+def _facade(code: str, env: dict | None = None) -> str:
+    """Run ``code`` in a fresh Python with ``lib`` (the C facade by ctypes) and ``E`` (its error
+    record); the library is loaded once per process, so each check gets its own."""
+    prelude = (f"import ctypes; lib = ctypes.CDLL({str(LIBRARY)!r})\n"
+               "class E(ctypes.Structure): _fields_ = [('kind', ctypes.c_int), "
+               "('cu', ctypes.c_int), ('name', ctypes.c_char_p), ('call', ctypes.c_char_p), "
+               "('message', ctypes.c_char_p)]\n"
+               "lib.eagle_last_error.restype = ctypes.POINTER(E)\n")
+    done = subprocess.run([sys.executable, "-c", prelude + code], capture_output=True, text=True,
+                          env=env)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_facade_says_why_no_gpu_is_usable(native, tmp_path):
+    code = ("out = ctypes.create_string_buffer(512)\n"
+            "print(lib.eagle_cuda_abi_version(), lib.eagle_unavailable_reason(out, 512), "
+            "out.value.decode())")
+    missing = {**os.environ, "EAGLE_LIBCUDA": str(tmp_path / "libcuda.so.1")}
+    assert _facade(code, missing).startswith("1 0 no NVIDIA driver found (")
+    assert _facade(code, _env(tmp_path)) == "1 0"  # the stand-in: a usable device
+
+
+def _check(path: Path) -> str:
+    """The C++ sidecar reader's verdict on ``path``: "0", or "4 <ArtifactError message>"."""
+    return _facade(f"rc = lib.eagle_artifact_check({str(path).encode()!r})\n"
+                   "print(rc, lib.eagle_last_error().contents.message.decode() if rc else '')")
+
+
+def _python(path: Path) -> str:
+    try:
+        read_artifact(path)
+    except ArtifactError as exc:
+        return f"4 {exc}"
+    return "0"
+
+
+@pytest.mark.parametrize("change", [
+    None,
+    lambda m: m.update(format="eagle-artifact/99"),
+    lambda m: m.pop("parameters"),
+    lambda m: (m.pop("launch"), m.pop("sha256")),
+    lambda m: m["parameters"][0].update(role="Sometimes"),
+    lambda m: m["parameters"][0].update(dtype="complex"),
+    lambda m: m["arguments"].pop(),
+    lambda m: m.update(target="cubin"),
+    lambda m: m.update(sha256="0" * 64),
+    "garbled", "not utf-8", "no sidecar", "ptx flipped", "a list"])
+def test_cpp_reader_refuses_what_read_artifact_refuses(native, tmp_path, change):
+    pytest.importorskip("cuda.bindings.nvrtc", reason="writing PTX needs NVRTC ([cuda] extra)")
+    path, sidecar = write_artifact(accumulate_force.specialize({}), "ptx",
+                                   tmp_path / "force.ptx", "sm_80")
+    meta = json.loads(sidecar.read_text())
+    if callable(change):
+        change(meta)
+        sidecar.write_text(json.dumps(meta))
+    elif change == "garbled":
+        sidecar.write_text("{not json")
+    elif change == "not utf-8":
+        sidecar.write_bytes(b'{"format": "\xff\xfe"}')
+    elif change == "no sidecar":
+        sidecar.unlink()
+    elif change == "ptx flipped":
+        data = bytearray(path.read_bytes())
+        data[len(data) // 2] ^= 1
+        path.write_bytes(bytes(data))
+    elif change == "a list":
+        sidecar.write_text("[1, 2]")
+    assert _check(path) == _python(path)
