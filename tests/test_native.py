@@ -11,8 +11,10 @@ Python's ``read_artifact`` gives.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,6 +24,7 @@ import numpy as np
 import pytest
 
 import eagle
+from eagle.cuda._native import PROTOTYPES
 from eagle.cuda.artifact import ArtifactError, read_artifact, write_artifact
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -35,17 +38,33 @@ RUN_ARTIFACT = NATIVE / "examples" / "eagle-run-artifact"
 GRAVITY = NATIVE / "examples" / "gravity-replay"
 
 _VENV_BIN = Path(sys.executable).parent
-pytestmark = [
-    pytest.mark.slow,  # the first make native builds for about 30 s on 2 cores
-    pytest.mark.skipif((shutil.which("cmake") is None and not (_VENV_BIN / "cmake").exists())
-                       or shutil.which("g++") is None,
-                       reason="the native layer needs cmake and g++"),
-]
+# The tests that build (the first make native takes about 30 s on 2 cores) are the slow tier.
+
+
+def test_ctypes_declarations_match_c_api_h():
+    """Every facade function in c_api.h is declared in _native.PROTOTYPES, in order, with the
+    same number of arguments and the same kind of result."""
+    header = (ROOT / "native" / "include" / "eagle" / "cuda" / "c_api.h").read_text()
+    found = re.findall(r"^EAGLE_CUDA_C (.+?)\b(eagle_\w+)\((.*)\);$", header, re.M)
+    assert [name for _, name, _ in found] == list(PROTOTYPES)
+    for result, name, args in found:
+        restype, argtypes = PROTOTYPES[name]
+        count = 0 if args.strip() == "void" else len(args.split(","))
+        assert len(argtypes) == count, name
+        kind = ("void" if result.strip() == "void" else "pointer" if "*" in result
+                else result.strip())
+        assert {"void": restype is None, "int": restype is ctypes.c_int,
+                "uint64_t": restype is ctypes.c_uint64,
+                "pointer": restype is not None and (restype is ctypes.c_char_p
+                                                    or hasattr(restype, "contents"))}[kind], name
 
 
 @pytest.fixture(scope="module")
 def native():
     """``make native`` (headers, library, stand-in, self-test under ctest, examples)."""
+    if (shutil.which("cmake") is None and not (_VENV_BIN / "cmake").exists()) \
+            or shutil.which("g++") is None:
+        pytest.skip("the native layer needs cmake and g++")
     done = subprocess.run(["make", "-s", "native", f"PYTHON={sys.executable}"], cwd=ROOT,
                           capture_output=True, text=True,
                           env={**os.environ, "PATH": f"{_VENV_BIN}:{os.environ['PATH']}"})
@@ -96,6 +115,7 @@ CASES = {"oscillator": (oscillator, _oscillator), "falling": (falling, _falling)
          "bouncing": (bouncing, _bouncing)}
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:.*still running at max_steps")
 @pytest.mark.parametrize("name, max_steps, per_launch", [
     ("oscillator", 10_000, 16), ("oscillator", 500, 7), ("falling", 3_000, 16),
@@ -129,6 +149,7 @@ def test_run_artifact_is_bit_identical_to_the_cpu_backend(native, tmp_path, name
     assert f"done {finished}/{n}, steps {report.steps}," in done.stdout, (done.stdout, report)
 
 
+@pytest.mark.slow
 def test_gravity_cell_in_cpp(native, tmp_path):
     artifact = _compile("docs/guide/_fixtures/gravity.py:gravity", tmp_path)
     done = subprocess.run([str(GRAVITY), str(artifact)], capture_output=True, text=True,
@@ -153,6 +174,7 @@ def _facade(code: str, env: dict | None = None) -> str:
     return done.stdout.strip()
 
 
+@pytest.mark.slow
 def test_facade_says_why_no_gpu_is_usable(native, tmp_path):
     code = ("out = ctypes.create_string_buffer(512)\n"
             "print(lib.eagle_cuda_abi_version(), lib.eagle_unavailable_reason(out, 512), "
@@ -160,6 +182,10 @@ def test_facade_says_why_no_gpu_is_usable(native, tmp_path):
     missing = {**os.environ, "EAGLE_LIBCUDA": str(tmp_path / "libcuda.so.1")}
     assert _facade(code, missing).startswith("1 0 no NVIDIA driver found (")
     assert _facade(code, _env(tmp_path)) == "1 0"  # the stand-in: a usable device
+    info = subprocess.run([sys.executable, "-m", "eagle", "info"], capture_output=True, text=True,
+                          env={**missing, "EAGLE_CUDA_LIBRARY": str(LIBRARY)})
+    assert f"native layer: libeagle_cuda 0.1.0 (ABI 1) at {LIBRARY}" in info.stdout
+    assert "through it, GPU: none usable (no NVIDIA driver found (" in info.stdout
 
 
 def _check(path: Path) -> str:
@@ -176,6 +202,7 @@ def _python(path: Path) -> str:
     return "0"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change", [
     None,
     lambda m: m.update(format="eagle-artifact/99"),

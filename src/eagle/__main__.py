@@ -45,6 +45,10 @@ def info() -> int:
     for backend in backends():
         for line in backend.describe():
             print(line)
+    from .cuda._native import describe
+
+    for line in describe():
+        print(line)
     folder = cache.cache_dir()
     print(f"cache: {folder} ({_size(folder) / 2**20:.1f} MiB)")
     return 0
