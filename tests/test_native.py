@@ -186,6 +186,11 @@ def test_facade_says_why_no_gpu_is_usable(native, tmp_path):
                           env={**missing, "EAGLE_CUDA_LIBRARY": str(LIBRARY)})
     assert f"native layer: libeagle_cuda 0.1.0 (ABI 1) at {LIBRARY}" in info.stdout
     assert "through it, GPU: none usable (no NVIDIA driver found (" in info.stdout
+    old = {**_env(tmp_path), "EAGLE_CUDA_LIBRARY": str(LIBRARY), "FAKECUDA_DRIVER_VERSION": "11080"}
+    info = subprocess.run([sys.executable, "-m", "eagle", "info"], capture_output=True, text=True,
+                          env=old)
+    assert ("GPU: none usable (the CUDA driver is too old (11.8, cuGraphAddKernelNode missing); "
+            "eagle needs 12.4 or newer)") in info.stdout
 
 
 def _check(path: Path) -> str:

@@ -75,7 +75,10 @@ Loaded load() {
 #include "driver_symbols.inc"
 #undef EAGLE_CU
     if (!missing.empty()) {
-        out.reason = "the CUDA driver is too old: " + missing + " missing";
+        int version = 0;
+        if (out.table.pfn_cuDriverGetVersion) out.table.pfn_cuDriverGetVersion(&version);
+        out.reason = "the CUDA driver is too old (" + std::to_string(version / 1000) + "." +
+                     std::to_string(version % 1000 / 10) + ", " + missing + " missing); eagle needs 12.4 or newer";
         return out;
     }
     CUresult r = out.table.pfn_cuInit(0);

@@ -38,11 +38,16 @@ std::string throws(F&& f) {
     return "";
 }
 
-long long counter(const char* name) {
+// The stand-in's own control functions, when it is the driver loaded (null on a real one).
+void* standin() {
     const char* lib = std::getenv("EAGLE_LIBCUDA");
     void* h = lib ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : nullptr;
-    auto fn = h ? reinterpret_cast<long long (*)(const char*)>(dlsym(h, "fakecuda_counter")) : nullptr;
-    return fn ? fn(name) : -1;
+    return h && dlsym(h, "fakecuda_counter") ? h : nullptr;
+}
+
+long long counter(const char* name) {
+    void* h = standin();
+    return h ? reinterpret_cast<long long (*)(const char*)>(dlsym(h, "fakecuda_counter"))(name) : -1;
 }
 
 }  // namespace
@@ -60,6 +65,18 @@ int main(int argc, char** argv) {
     std::printf("     device 0: %s, %s, %d SMs, driver %d, WHILE nodes: %s\n", info.name.c_str(), info.arch.c_str(),
                 info.multiprocessors, info.driver_version, info.supports_while_nodes ? "yes" : "no");
     expect(counter("refused versions") <= 0, "every entry point resolved at the version of its typedef");
+    if (void* h = standin()) {
+        // The stand-in refuses an entry point asked at another version than it implements.
+        using Gpa = int (*)(const char*, void**, int, unsigned long long, int*);
+        auto gpa = reinterpret_cast<Gpa>(dlsym(h, "cuGetProcAddress_v2"));
+        void* fn = nullptr;
+        int status = 0;
+        const int rc = gpa("cuGraphAddNode", &fn, 12020, 0, &status);
+        expect(rc == 1 && fn == nullptr && status == 2, "the stand-in refuses cuGraphAddNode asked at 12020");
+        const char* log = reinterpret_cast<const char* (*)()>(dlsym(h, "fakecuda_log"))();
+        expect(std::strstr(log, "cuGetProcAddress(cuGraphAddNode@12020) -> CUDA_ERROR_INVALID_VALUE") != nullptr,
+               "its call log says so");
+    }
     expect(ec::sha256_hex("abc", 3) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
            "SHA-256 of 'abc'");
 
@@ -98,12 +115,13 @@ int main(int argc, char** argv) {
 
     // capture one launch, replay 5 times
     out.zero();
+    const long long ran = counter("kernels run");
     ec::GraphExec exec = [&] {
         ec::StreamCapturer capture(stream);
         capture.step([&] { launcher.launch(grid, args(1.5)); }, "scale_add step");
         return capture.end().instantiate();
     }();
-    expect(counter("kernels run") >= 0, "nothing ran while capturing");
+    expect(counter("kernels run") == ran, "nothing runs while capturing");
     ec::Stream replay = ec::Stream::create(0);
     exec.upload(replay);
     exec.launch(replay, 5);
