@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test test-all test-cuda13.0 docs lint bench fuzz clean native native-example
+.PHONY: venv demo test test-all test-cuda13.0 docs lint bench fuzz clean native native-example native-device-bundle
 
 venv: $(STAMP)
 
@@ -112,6 +112,11 @@ native-example: venv native
 	$(PY) examples/native/oscillator_data.py $(NATIVE)/oscillator-data 10000
 	$(NATIVE_ENV) $(NATIVE)/examples/eagle-run-artifact $(NATIVE)/artifacts/oscillator.ptx \
 		--data $(NATIVE)/oscillator-data --max-steps 10000 --steps-per-launch 16
+
+# Everything scripts/native-device-check needs on a GPU machine, prepared here (no GPU):
+# build/native (carry it) and .devrun/native (PTX, data, the CPU backend's results).
+native-device-bundle: venv native
+	$(PY) scripts/native_device_bundle.py .devrun/native 100000
 
 clean:
 	rm -rf $(VENV) $(CUDA13_0) build *.egg-info .pytest_cache .ruff_cache .hypothesis docs/_build .eagle-test-cache

@@ -2,13 +2,18 @@
 // host-module kernels of tests/fakecuda/test_kernels.cpp. Prints one line per check and exits
 // 0 when every check passed.
 //
-//   selftest [--kernels PATH_TO_HOST_MODULE]   (default: $EAGLE_TEST_KERNELS)
+//   selftest [--kernels HOST_MODULE.so | test_kernels.ptx]   (default: $EAGLE_TEST_KERNELS)
+//
+// On a real GPU (EAGLE_LIBCUDA unset) pass the PTX of tests/test_kernels.cu: the same checks
+// then run on the device (the stand-in's own checks are skipped).
 #include <dlfcn.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -94,7 +99,15 @@ int main(int argc, char** argv) {
         std::printf("     no --kernels host module: the launch checks are skipped\n");
         return failures ? 1 : 0;
     }
-    const std::string image = "EAGLE-HOST-MODULE\n" + kernels;
+    // A .ptx file (test_kernels.cu through NVRTC, for a real GPU), else a host module for the
+    // stand-in (tests/fakecuda/test_kernels.cpp).
+    std::string image = "EAGLE-HOST-MODULE\n" + kernels;
+    if (kernels.size() > 4 && kernels.compare(kernels.size() - 4, 4, ".ptx") == 0) {
+        std::ifstream in(kernels, std::ios::binary);
+        std::stringstream text;
+        text << in.rdbuf();
+        image = text.str();
+    }
     ec::Module module = ec::Module::load(dev, image.c_str(), image.size() + 1);
     ec::Function scale_add = module.function("scale_add");
     ec::Launcher launcher(scale_add, {ec::ArgType::Ptr, ec::ArgType::Ptr, ec::ArgType::F64, ec::ArgType::I64}, 256);
@@ -149,12 +162,14 @@ int main(int argc, char** argv) {
     launcher.launch(grid, args(0.0), &stream);
     stream.synchronize();
 
-    // a launch with the wrong argument count
-    why = throws<ec::CudaError>([&] {
+    // a launch with the wrong argument count (the stand-in's check: a real driver reads the
+    // kernel's count of pointers and would dereference eagle's null terminator)
+    if (standin()) why = throws<ec::CudaError>([&] {
         ec::Launcher wrong(scale_add, {ec::ArgType::Ptr, ec::ArgType::Ptr, ec::ArgType::F64}, 256);
         wrong.launch(grid, {ec::Value::pointer(out.ptr()), ec::Value::pointer(in.ptr()), 1.0}, &stream);
     });
-    expect(why.find("cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE") == 0, "a launch missing an argument: " + why);
+    if (standin())
+        expect(why.find("cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE") == 0, "a launch missing an argument: " + why);
 
     // a WHILE loop: countdown from 10, then from 3 (the default condition 1 at each launch)
     if (info.supports_while_nodes) {
@@ -180,10 +195,14 @@ int main(int argc, char** argv) {
         expect(value == 0 && counter("kernels run") - before == 13, "a second launch from 3: 3 iterations");
 
         // CUDA refuses a conditional node inside a child graph
-        ec::Graph outer;
-        outer.add_child(loop.graph());
-        why = throws<ec::CudaError>([&] { outer.instantiate(); });
-        expect(why.find("cuGraphInstantiateWithFlags failed") == 0, "a WHILE inside a child graph is refused: " + why);
+        // (at instantiation on the stand-in; the device says where the driver refuses it)
+        why = throws<ec::CudaError>([&] {
+            ec::Graph outer;
+            outer.add_child(loop.graph());
+            outer.instantiate();
+        });
+        expect(why.find("cuGraphInstantiateWithFlags failed") == 0 || why.find("cuGraphAddChildGraphNode failed") == 0,
+               "a WHILE inside a child graph is refused: " + why);
     }
 
     // release from another thread
