@@ -240,3 +240,28 @@ def test_cpp_reader_refuses_what_read_artifact_refuses(native, tmp_path, change)
     elif change == "a list":
         sidecar.write_text("[1, 2]")
     assert _check(path) == _python(path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("change, words", [
+    (lambda d: np.save(d / "x.npy", np.ones(50, dtype=np.float32)),
+     "oscillator: 'x' must be float64, got float32"),
+    (lambda d: np.save(d / "v.npy", np.zeros(49)),
+     "oscillator: 'v' has 49 samples but an earlier array has 50"),
+    (lambda d: (d / "omega.npy").unlink(), "omega.npy for Scalar parameter 'omega'"),
+    (lambda d: (d / "params.json").write_text('{"t_end": 1.0}'),
+     "no value for Param 'dt'"),
+])
+def test_run_artifact_refuses_bad_bindings(native, tmp_path, change, words):
+    artifact = _compile("tests/kernels.py:oscillator", tmp_path)
+    arrays, params = _oscillator(50)
+    data = tmp_path / "data"
+    data.mkdir()
+    for key, value in arrays.items():
+        np.save(data / f"{key}.npy", value)
+    (data / "params.json").write_text(json.dumps(params))
+    change(data)
+    done = subprocess.run([str(RUN_ARTIFACT), str(artifact), "--data", str(data)],
+                          capture_output=True, text=True, env=_env(tmp_path))
+    assert done.returncode == 1 and done.stderr.startswith("eagle-run-artifact: ")
+    assert words in done.stderr, done.stderr

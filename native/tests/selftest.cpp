@@ -146,6 +146,36 @@ int main(int argc, char** argv) {
     std::snprintf(line, sizeof line, "5 replays of a captured launch = 5x one launch (max rel err %.3e)", worst);
     expect(worst <= 1e-12, line);
 
+    // a fork and a join inside one capture (GraphComposer's shape): a second stream joins the
+    // capture by waiting on an event recorded in it, and rejoins before the end
+    {
+        ec::Stream side = ec::Stream::create(0, true);
+        ec::DeviceBuffer out2(dev, n * 8);
+        ec::Event fork = ec::Event::create(0), join = ec::Event::create(0);
+        out.zero();
+        out2.zero();
+        ec::GraphExec forked = [&] {
+            ec::StreamCapturer capture(stream);
+            fork.record(stream);
+            side.wait(fork);
+            launcher.launch(grid, args(1.0), &stream);
+            launcher.launch(grid, {ec::Value::pointer(out2.ptr()), ec::Value::pointer(in.ptr()), 2.0, n}, &side);
+            join.record(side);
+            stream.wait(join);
+            ec::Graph g = capture.end();
+            expect(g.node_count() == 2, "the forked capture holds both launches");
+            return g.instantiate();
+        }();
+        forked.launch(replay);
+        replay.synchronize();
+        std::vector<double> back2(n);
+        out.download(back.data(), n * 8);
+        out2.download(back2.data(), n * 8);
+        bool both = true;
+        for (long long i = 0; i < n; ++i) both &= back[i] == host[i] && back2[i] == 2.0 * host[i];
+        expect(both, "one replay runs both branches of the fork");
+    }
+
     // capture rules
     std::string why = throws<ec::CaptureError>([&] {
         ec::StreamCapturer capture(stream);
