@@ -132,7 +132,7 @@ def test_run_artifact_is_bit_identical_to_the_cpu_backend(native, tmp_path, name
         np.save(data / f"{key}.npy", value)
     (data / "params.json").write_text(json.dumps(params))
     done = subprocess.run([str(RUN_ARTIFACT), str(artifact), "--data", str(data), "--max-steps",
-                           str(max_steps), "--steps-per-launch", str(per_launch)],
+                           str(max_steps), "--steps-per-launch", str(per_launch), "--again"],
                           capture_output=True, text=True, env=_env(tmp_path))
     assert done.returncode == 0, done.stderr
 
@@ -147,6 +147,9 @@ def test_run_artifact_is_bit_identical_to_the_cpu_backend(native, tmp_path, name
         assert got.tobytes() == value.tobytes(), f"{key} differs from the CPU backend's bits"
     finished = int(expected["terminated"].sum())
     assert f"done {finished}/{n}, steps {report.steps}," in done.stdout, (done.stdout, report)
+    again = runner.run()  # the spec's "Try this": a finished runner launches nothing
+    assert f"run() again without reset: launches {again.launches}, steps {again.steps}" \
+        in done.stdout, (done.stdout, again)
 
 
 @pytest.mark.slow

@@ -1,12 +1,13 @@
 // eagle-run-artifact: run a compiled eagle artifact to done, with no Python.
 //
-//   eagle-run-artifact ARTIFACT --data DIR [--max-steps N] [--steps-per-launch K]
+//   eagle-run-artifact ARTIFACT --data DIR [--max-steps N] [--steps-per-launch K] [--again]
 //
 // Reads each array binding from DIR/NAME.npy (per-sample parameters: (n,) or (width, n)) and
 // the Param values from DIR/params.json ({"dt": 0.001, "g": [0, 0, -9.81]}), runs the artifact
 // to done (or N steps) in one graph launch, WHILE { eagle_step; eagle_decide }, writes every
 // Mutable, Out and Terminated array back to DIR/NAME.npy (a missing Out or Terminated array
-// starts at zero), and prints the run's done/n, steps and launches.
+// starts at zero), and prints the run's done/n, steps and launches. --again: run() once more
+// without reset (the spec's "Try this": it launches nothing when every sample is done).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -66,7 +67,7 @@ std::map<std::string, std::vector<std::string>> read_params(const std::string& p
 bool integral(const std::string& text) { return text.find_first_of(".eE") == std::string::npos && text != "true" && text != "false"; }
 
 int usage() {
-    std::fprintf(stderr, "usage: eagle-run-artifact ARTIFACT --data DIR [--max-steps N] [--steps-per-launch K]\n");
+    std::fprintf(stderr, "usage: eagle-run-artifact ARTIFACT --data DIR [--max-steps N] [--steps-per-launch K] [--again]\n");
     return 2;
 }
 
@@ -74,6 +75,7 @@ int usage() {
 
 int main(int argc, char** argv) {
     std::string artifact, dir;
+    bool again = false;
     ec::RunOptions options;
     options.max_steps = 10000;
     options.steps_per_launch = 16;
@@ -82,6 +84,7 @@ int main(int argc, char** argv) {
         if (a == "--data" && k + 1 < argc) dir = argv[++k];
         else if (a == "--max-steps" && k + 1 < argc) options.max_steps = std::atoll(argv[++k]);
         else if (a == "--steps-per-launch" && k + 1 < argc) options.steps_per_launch = std::atoll(argv[++k]);
+        else if (a == "--again") again = true;
         else if (a.rfind("--", 0) == 0 || !artifact.empty()) return usage();
         else artifact = a;
     }
@@ -139,6 +142,7 @@ int main(int argc, char** argv) {
         ec::RunLoop loop(loaded, bindings, options);
         loop.build();
         const ec::RunResult r = loop.run();
+        const ec::RunResult second = again ? loop.run() : ec::RunResult{};
 
         for (const auto& p : loaded.artifact().params()) {
             if (p.role != "Mutable" && p.role != "Out" && p.role != "Terminated") continue;
@@ -154,6 +158,9 @@ int main(int argc, char** argv) {
             }
         std::printf("%s: done %lld/%lld, steps %lld, launches %lld\n", loaded.artifact().kernel().c_str(), done,
                     static_cast<long long>(n), static_cast<long long>(r.steps), static_cast<long long>(r.launches));
+        if (again)
+            std::printf("run() again without reset: launches %lld, steps %lld\n", static_cast<long long>(second.launches),
+                        static_cast<long long>(second.steps));
         return 0;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "eagle-run-artifact: %s\n", e.what());

@@ -230,6 +230,7 @@ void RunLoop::build() {
 
 RunResult RunLoop::run(const Stream* stream) {
     if (!exec_) build();
+    if (live_ == 0 || steps_ >= options_.max_steps) return RunResult{0, 0, live_};
     const Artifact& a = loaded_.artifact();
     const Stream s = stream ? *stream : Stream::current(loaded_.device().ordinal());
     std::vector<std::int64_t> c(control_.size() / 8, 0);
@@ -250,6 +251,7 @@ RunResult RunLoop::run(const Stream* stream) {
     r.steps = c[field_index(a, "steps")] - steps_;
     r.live = c[field_index(a, "last_live")];
     steps_ = c[field_index(a, "steps")];
+    live_ = r.live;
     return r;
 }
 

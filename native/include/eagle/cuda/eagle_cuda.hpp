@@ -490,15 +490,18 @@ class EAGLE_CUDA_API RunLoop {
 public:
     RunLoop(LoadedVector& loaded, const Bindings& bindings, RunOptions options = {});
     void build();
+    // Run until every sample is done or max_steps: one graph launch. Like eagle's Runner.run,
+    // a run after one that finished (no live sample, or max_steps reached) launches nothing
+    // until reset().
     RunResult run(const Stream* stream = nullptr);
-    void reset() { steps_ = 0; }
+    void reset() { steps_ = 0; live_ = -1; }
     std::int64_t samples() const { return n_; }
 
 private:
     LoadedVector& loaded_;
     Bindings bindings_;
     RunOptions options_;
-    std::int64_t n_ = 0, steps_ = 0;
+    std::int64_t n_ = 0, steps_ = 0, live_ = -1;
     DeviceBuffer control_, lists_;
     std::shared_ptr<DeviceBuffer> flags_;
     KernelArgs step_args_, decide_args_;
