@@ -66,7 +66,7 @@ Loaded load() {
     {                                                                                            \
         void* fn = nullptr;                                                                      \
         CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;             \
-        if (gpa(#name, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &found) != CUDA_SUCCESS ||     \
+        if (gpa(#name, &fn, version, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &found) != CUDA_SUCCESS || \
             found != CU_GET_PROC_ADDRESS_SUCCESS)                                                \
             fn = nullptr;                                                                        \
         out.table.pfn_##name = reinterpret_cast<PFN_##name##_v##version>(fn);                    \

@@ -406,7 +406,7 @@ Node Graph::add_kernel(const Function& function, unsigned grid, unsigned block, 
                        const std::vector<Node>& dependencies) {
     activate(function.module().device());
     state_->device = function.module().device();
-    CUDA_KERNEL_NODE_PARAMS params;
+    CUDA_KERNEL_NODE_PARAMS_v2 params;  // the struct PFN_cuGraphAddKernelNode_v12000 takes
     std::memset(&params, 0, sizeof params);
     params.func = reinterpret_cast<CUfunction>(function.handle());
     params.gridDimX = grid;
