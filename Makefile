@@ -86,8 +86,9 @@ NATIVE_GENERATOR = $(shell $(NATIVE_PATH) command -v ninja >/dev/null 2>&1 && ec
 NATIVE_ENV = EAGLE_LIBCUDA=$(abspath $(NATIVE)/install/lib/libfakecuda.so) \
 	FAKECUDA_HOST_MODULES=$(abspath $(NATIVE)/artifacts)
 
+# (pip download with the venv's Python where there is one)
 $(NATIVE_HEADERS)/cudaTypedefs.h: scripts/native_headers.py
-	$(PYTHON) scripts/native_headers.py $(NATIVE_HEADERS)
+	$(if $(wildcard $(PY)),$(PY),$(PYTHON)) scripts/native_headers.py $(NATIVE_HEADERS)
 
 native: $(NATIVE_HEADERS)/cudaTypedefs.h
 	$(NATIVE_PATH) cmake -S native -B $(NATIVE)/lib $(NATIVE_GENERATOR) -DCMAKE_BUILD_TYPE=Release \
@@ -119,4 +120,5 @@ native-device-bundle: venv native
 	$(PY) scripts/native_device_bundle.py .devrun/native 100000
 
 clean:
-	rm -rf $(VENV) $(CUDA13_0) build *.egg-info .pytest_cache .ruff_cache .hypothesis docs/_build .eagle-test-cache
+	rm -rf $(VENV) $(CUDA13_0) build *.egg-info .pytest_cache .ruff_cache .hypothesis docs/_build .eagle-test-cache \
+		.devrun native/build native-device-out
