@@ -162,6 +162,16 @@ int eagle_loaded_open(const char* path, int ordinal, eagle_loaded** out) {
         *out = l.release();
     });
 }
+uint64_t eagle_loaded_control(eagle_loaded* loaded) { return loaded->v->control(); }
+int eagle_loaded_launch_values(eagle_loaded* loaded, unsigned grid, const eagle_value* values, size_t count,
+                               eagle_stream* stream) {
+    return guard([&] {
+        std::vector<Value> v;
+        for (size_t k = 0; k < count; ++k)
+            v.push_back(values[k].is_float ? Value(values[k].f64) : Value(static_cast<long long>(values[k].i64)));
+        loaded->v->launch_values(grid, v, stream ? &stream->s : nullptr);
+    });
+}
 int eagle_loaded_run(eagle_loaded* loaded, const char* const* names, const uint64_t* pointers, const int64_t* shapes,
                      const int* ndims, size_t arrays, const char* const* param_names, const double* params,
                      size_t nparams, int64_t max_steps, int64_t steps_per_launch, int64_t* launches, int64_t* steps,

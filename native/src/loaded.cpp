@@ -191,6 +191,13 @@ void LoadedVector::launch_packed(unsigned grid, KernelArgs& args, const Stream* 
     Launcher(entry_, args.types(), artifact_.block_size()).launch_packed(grid, args, stream);
 }
 
+void LoadedVector::launch_values(unsigned grid, const std::vector<Value>& values, const Stream* stream) {
+    std::vector<ArgType> types;
+    for (const auto& arg : artifact_.arguments()) types.push_back(arg_type_of_ctype(arg.ctype));
+    KernelArgs args(types, values);
+    launch_packed(grid, args, stream);
+}
+
 WhileLoop::WhileLoop(const Device& device, unsigned default_value, bool assign_default)
     : device_(device), graph_(), node_{0, 0, Graph::view(0)} {
     const std::uint64_t handle = graph_.conditional_handle(device, default_value, assign_default);

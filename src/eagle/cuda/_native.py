@@ -7,9 +7,14 @@ a checkout's ``build/native/install`` (``make native``). ``check(rc)`` turns a f
 into the exception the Python layer raises today (``CudaError`` with the ``CUresult`` name and
 the call, ``BackendUnavailable``, ``CaptureError``, ``ArtifactError``, ``BindingTypeError``).
 
-The Python GPU path does not run over this layer yet: it stays on NVIDIA's ``cuda.bindings``
-until a device run has passed with the native layer (``docs/native.md``). What uses it today:
-``python -m eagle info`` (which library, and why the GPU is or is not usable through it).
+The switch: with ``EAGLE_CUDA_NATIVE=1`` (read when a ``GraphPipeline`` is built or a
+``LoadedVector`` made), ``GraphPipeline`` captures and replays through the C++
+``StreamCapturer``/``Graph``/``GraphExec`` and ``LoadedVector`` loads and launches through the
+C++ ``LoadedVector`` (its bindings still checked by Python's ``bind``): the spec's low-level
+door over the C++ classes. The rest of the GPU path (``until_done`` on a GPU, ``repeat_while``,
+``GraphComposer``) stays on NVIDIA's ``cuda.bindings``, and so does the default, until a device
+run has passed with the native layer (``docs/native.md``). ``python -m eagle info`` names the
+library and why the GPU is or is not usable through it.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from pathlib import Path
 
 from ..errors import ArtifactError, BackendUnavailable, BindingTypeError, CaptureError, CudaError
 
-__all__ = ["ABI_VERSION", "PROTOTYPES", "library_path", "library", "check", "describe"]
+__all__ = ["ABI_VERSION", "PROTOTYPES", "library_path", "library", "check", "describe",
+           "enabled", "Stream", "StreamCapturer", "Graph", "GraphExec", "Loaded", "Buffer"]
 
 ABI_VERSION = 1
 
@@ -73,6 +79,8 @@ PROTOTYPES = {
     "eagle_buffer_download": (_i, [_p, _p, _sz]),
     "eagle_artifact_check": (_i, [_str]),
     "eagle_loaded_open": (_i, [_str, _i, _pp]),
+    "eagle_loaded_control": (_u64, [_p]),
+    "eagle_loaded_launch_values": (_i, [_p, ctypes.c_uint, ctypes.POINTER(Value), _sz, _p]),
     "eagle_loaded_run": (_i, [_p, _strs, ctypes.POINTER(_u64), ctypes.POINTER(_i64), _ip, _sz,
                               _strs, ctypes.POINTER(ctypes.c_double), _sz, _i64, _i64,
                               ctypes.POINTER(_i64), ctypes.POINTER(_i64),
@@ -147,3 +155,160 @@ def describe() -> list[str]:
     check(lib.eagle_driver_version(ctypes.byref(version)))
     return [head, f"  through it, GPU: usable ({driver}, driver {version.value // 1000}."
                   f"{version.value % 1000 // 10}; the Python GPU path does not use it yet)"]
+
+
+def enabled() -> bool:
+    """Whether ``EAGLE_CUDA_NATIVE=1`` asks for the native layer (see the module docstring)."""
+    return os.environ.get("EAGLE_CUDA_NATIVE") == "1"
+
+
+class _Handle:
+    """One facade object, released (from any thread) when the Python object goes."""
+
+    _ptr = None
+
+    def __del__(self):
+        if self._ptr:
+            library().eagle_release(self._ptr)
+            self._ptr = None
+
+
+def _out() -> ctypes.c_void_p:
+    return ctypes.c_void_p()
+
+
+class Stream(_Handle):
+    """``eagle::cuda::Stream``: a new stream on device ``ordinal`` (blocking unless asked)."""
+
+    def __init__(self, ordinal: int = 0, non_blocking: bool = False):
+        out = _out()
+        check(library().eagle_stream_create(ordinal, int(non_blocking), ctypes.byref(out)))
+        self._ptr, self.ordinal, self.non_blocking = out, ordinal, non_blocking
+
+    @property
+    def handle(self) -> int:
+        return library().eagle_stream_handle(self._ptr)
+
+    def synchronize(self) -> None:
+        check(library().eagle_stream_synchronize(self._ptr))
+
+
+class GraphExec(_Handle):
+    def __init__(self, ptr, graph):
+        self._ptr, self._graph = ptr, graph
+
+    def upload(self, stream: Stream) -> None:
+        check(library().eagle_exec_upload(self._ptr, stream._ptr))
+
+    def launch(self, stream: Stream, times: int = 1) -> None:
+        check(library().eagle_exec_launch(self._ptr, stream._ptr, times))
+
+
+class Graph(_Handle):
+    def __init__(self, ptr):
+        self._ptr = ptr
+
+    def node_count(self) -> int:
+        count = ctypes.c_size_t()
+        check(library().eagle_graph_node_count(self._ptr, ctypes.byref(count)))
+        return count.value
+
+    def instantiate(self, ordinal: int = 0) -> GraphExec:
+        out = _out()
+        check(library().eagle_graph_instantiate(self._ptr, ctypes.byref(out)))
+        return GraphExec(out, self)
+
+
+class StreamCapturer(_Handle):
+    """``eagle::cuda::StreamCapturer`` with ``eagle.cuda.stream.StreamCapturer``'s face: the
+    ``with`` block records the work issued on ``stream`` (made the current stream, in C++, for
+    the block); ``graph`` holds the ``Graph`` after a clean exit; a block that raised, or a
+    capture that was invalidated, leaves no graph and a usable stream."""
+
+    def __init__(self, stream: Stream):
+        self.stream = stream
+        self.graph = None
+
+    def __enter__(self) -> StreamCapturer:
+        out = _out()
+        check(library().eagle_capture_begin(self.stream._ptr, 1, ctypes.byref(out)))  # thread-local
+        self._ptr = out
+        return self
+
+    def _status(self) -> tuple[int, int]:
+        status, nodes = ctypes.c_int(), ctypes.c_size_t()
+        check(library().eagle_capture_status(self._ptr, ctypes.byref(status),
+                                             ctypes.byref(nodes)))
+        return status.value, nodes.value
+
+    def status(self) -> str:
+        """``"active"``, ``"invalidated"`` or ``"none"``."""
+        return {0: "none", 1: "active", 2: "invalidated"}[self._status()[0]]
+
+    def node_count(self) -> int:
+        """How many operations the capture has recorded so far (-1 once it is not active)."""
+        status, nodes = self._status()
+        return nodes if status == 1 else -1
+
+    def __exit__(self, kind, error, traceback) -> bool:
+        if kind is not None:  # the C++ destructor ends the capture and drops the graph
+            library().eagle_release(self._ptr)
+            self._ptr = None
+            return False
+        invalidated = self.status() == "invalidated"
+        out = _out()
+        rc = library().eagle_capture_end(self._ptr, ctypes.byref(out))
+        library().eagle_release(self._ptr)
+        self._ptr = None
+        if invalidated:
+            raise CaptureError("the capture was invalidated: nothing inside a captured step may "
+                               "allocate device memory or synchronise")
+        check(rc)
+        self.graph = Graph(out)
+        return False
+
+
+def _value(ctype: str, value) -> Value:
+    if ctype in ("double", "float"):
+        return Value(1, float(value), 0)
+    value = int(value)
+    return Value(0, 0.0, value - (1 << 64) if value >= 1 << 63 else value)
+
+
+class Loaded(_Handle):
+    """``eagle::cuda::LoadedVector``: the artifact at ``path`` loaded on device ``ordinal``
+    (the C++ reader's checks, the driver's JIT for PTX)."""
+
+    def __init__(self, path, ordinal: int = 0):
+        out = _out()
+        check(library().eagle_loaded_open(str(path).encode(), ordinal, ctypes.byref(out)))
+        self._ptr = out
+
+    @property
+    def control(self) -> int:
+        """The device address of the control block its launches pass."""
+        return library().eagle_loaded_control(self._ptr)
+
+    def launch(self, grid: int, types: list[str], values: list) -> None:
+        """One launch of ``values`` (in the sidecar's argument order) on the current stream."""
+        array = (Value * len(values))(*[_value(t, v) for t, v in zip(types, values, strict=True)])
+        check(library().eagle_loaded_launch_values(self._ptr, grid, array, len(values), None))
+
+
+class Buffer(_Handle):
+    """``eagle::cuda::DeviceBuffer`` of ``nbytes``; ``ptr`` is its device address."""
+
+    def __init__(self, nbytes: int, ordinal: int = 0):
+        out = _out()
+        check(library().eagle_buffer_alloc(ordinal, nbytes, ctypes.byref(out)))
+        self._ptr, self.nbytes = out, nbytes
+
+    @property
+    def ptr(self) -> int:
+        return library().eagle_buffer_ptr(self._ptr)
+
+    def upload(self, host) -> None:
+        check(library().eagle_buffer_upload(self._ptr, host.ctypes.data, host.nbytes))
+
+    def download(self, host) -> None:
+        check(library().eagle_buffer_download(self._ptr, host.ctypes.data, host.nbytes))

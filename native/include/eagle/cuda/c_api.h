@@ -62,6 +62,8 @@ EAGLE_CUDA_C int eagle_buffer_upload(eagle_buffer* buffer, const void* host, siz
 EAGLE_CUDA_C int eagle_buffer_download(eagle_buffer* buffer, void* host, size_t bytes);
 EAGLE_CUDA_C int eagle_artifact_check(const char* path);
 EAGLE_CUDA_C int eagle_loaded_open(const char* path, int ordinal, eagle_loaded** out);
+EAGLE_CUDA_C uint64_t eagle_loaded_control(eagle_loaded* loaded);
+EAGLE_CUDA_C int eagle_loaded_launch_values(eagle_loaded* loaded, unsigned grid, const eagle_value* values, size_t count, eagle_stream* stream);
 EAGLE_CUDA_C int eagle_loaded_run(eagle_loaded* loaded, const char* const* names, const uint64_t* pointers, const int64_t* shapes, const int* ndims, size_t arrays, const char* const* param_names, const double* params, size_t nparams, int64_t max_steps, int64_t steps_per_launch, int64_t* launches, int64_t* steps, int64_t* live);
 EAGLE_CUDA_C void eagle_release(void* object);
 

@@ -449,6 +449,11 @@ public:
     std::int64_t samples(const Bindings& bindings) const;
     void launch(const Bindings& bindings, const Stream* stream = nullptr);
     void launch_packed(unsigned grid, KernelArgs& args, const Stream* stream = nullptr);
+    // One launch of already-bound values in the sidecar's argument order (their types from the
+    // sidecar): Python's path, after its own bind().
+    void launch_values(unsigned grid, const std::vector<Value>& values, const Stream* stream = nullptr);
+    // The control block launch() passes (nsteps = 1, no lists).
+    std::uint64_t control() const { return control_->ptr(); }
 
 private:
     Artifact artifact_;
