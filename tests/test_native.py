@@ -272,8 +272,8 @@ def test_run_artifact_refuses_bad_bindings(native, tmp_path, change, words):
 
 _CELL = """
 import numpy as np
-from eagle.cuda._native import Buffer
-from eagle.errors import CaptureError
+from eagle.cuda._native import Buffer, current_stream
+from eagle.errors import BindingTypeError, CaptureError
 from eagle.loaded import LoadedVector
 from eagle.pipeline import GraphPipeline
 
@@ -312,7 +312,19 @@ try:
     bad.build()
 except CaptureError as exc:
     print("CaptureError:", exc)
-pipe.launch(n=1)  # the stream is usable after the failed capture
+step = lambda: force.launch(out=out, position=position, mu=MU, terminated=terminated)  # noqa
+for steps in ([step, lambda: current_stream().synchronize()], [lambda: (step(), step())],
+              [lambda: None]):
+    try:
+        GraphPipeline().add(steps[0]).add(steps[-1]).build() if len(steps) > 1 else \
+            GraphPipeline().add(steps[0]).build()
+    except CaptureError as exc:
+        print("CaptureError:", exc)
+try:
+    force.launch(out=out, position=position)
+except BindingTypeError as exc:
+    print("BindingTypeError:", exc)
+pipe.launch(n=1)  # the stream is usable after every failed capture
 pipe.synchronize()
 print("sixth:", np.allclose(out.get(), 6 * expected_once, rtol=1e-12))
 """
@@ -333,4 +345,9 @@ def test_the_spec_cell_in_python_over_the_cpp_classes(native, tmp_path):
     assert float(lines[0].rsplit("= ", 1)[1]) <= 1e-12
     assert lines[1].startswith("CaptureError: step 0 (") and "failed while being captured" in \
         lines[1] and "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED" in lines[1], lines[1]
-    assert lines[2] == "sixth: True"
+    assert lines[2].startswith("CaptureError: step 1 (") and "synchronise" in lines[2] \
+        and "cuStreamSynchronize failed" in lines[2], lines[2]
+    assert lines[3].startswith("CaptureError: step 0 (") and "issued 2 operations" in lines[3]
+    assert lines[4].startswith("CaptureError: step 0 (") and "issued 0 operations" in lines[4]
+    assert lines[5].startswith("BindingTypeError: ") and "missing a binding for 'mu'" in lines[5]
+    assert lines[6] == "sixth: True"

@@ -27,7 +27,8 @@ from pathlib import Path
 from ..errors import ArtifactError, BackendUnavailable, BindingTypeError, CaptureError, CudaError
 
 __all__ = ["ABI_VERSION", "PROTOTYPES", "library_path", "library", "check", "describe",
-           "enabled", "Stream", "StreamCapturer", "Graph", "GraphExec", "Loaded", "Buffer"]
+           "enabled", "Stream", "current_stream", "StreamCapturer", "Graph", "GraphExec", "Loaded",
+           "Buffer"]
 
 ABI_VERSION = 1
 
@@ -191,6 +192,15 @@ class Stream(_Handle):
 
     def synchronize(self) -> None:
         check(library().eagle_stream_synchronize(self._ptr))
+
+
+def current_stream(ordinal: int = 0) -> Stream:
+    """This thread's current stream in the C++ layer (a capture's stream while one is open)."""
+    out = _out()
+    check(library().eagle_stream_current(ordinal, ctypes.byref(out)))
+    stream = Stream.__new__(Stream)
+    stream._ptr, stream.ordinal, stream.non_blocking = out, ordinal, None
+    return stream
 
 
 class GraphExec(_Handle):
