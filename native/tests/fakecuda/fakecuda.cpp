@@ -91,6 +91,7 @@ struct Node {
     std::vector<std::vector<unsigned char>> params;  // copied when the node is made
     Graph* graph = nullptr;                         // a child's copy or a WHILE body (owned)
     CUgraphConditionalHandle handle = 0;
+    CUgraph body_out[1] = {nullptr};  // a WHILE node's phGraph_out
     CUdeviceptr dst = 0, src = 0;
     std::size_t bytes = 0;
     unsigned char value = 0;
@@ -102,7 +103,10 @@ struct Graph {
     bool is_child = false;
 };
 
-struct Exec { Graph* graph; };
+struct Exec {
+    Graph* graph;   // the snapshot it runs
+    Graph* source;  // the graph it was made from: the owner of its conditional handles
+};
 
 struct Condition {
     Graph* owner;
@@ -1121,9 +1125,8 @@ CUresult f_cuGraphAddNode(CUgraphNode* out, CUgraph h, const CUgraphNode* deps, 
     Node* n = add_node(g, Node::While, deps, count);
     n->handle = p->conditional.handle;
     n->graph = new_graph(g);
-    static thread_local CUgraph body_out[1];  // CUDA-owned array, valid for the node's lifetime
-    body_out[0] = reinterpret_cast<CUgraph>(n->graph);
-    p->conditional.phGraph_out = body_out;
+    n->body_out[0] = reinterpret_cast<CUgraph>(n->graph);  // CUDA-owned, valid for the node's lifetime
+    p->conditional.phGraph_out = n->body_out;
     *out = reinterpret_cast<CUgraphNode>(n);
     call.note("WHILE handle=%llu", static_cast<unsigned long long>(n->handle));
     return call.done(CUDA_SUCCESS);
@@ -1147,7 +1150,7 @@ CUresult f_cuGraphInstantiateWithFlags(CUgraphExec* out, CUgraph h, unsigned lon
     if (CUresult r = check_graph(call, g, false)) return r;
     // [API: Graph Management, cuGraphInstantiate] the executable is a snapshot: later changes
     // to the graph do not reach it.
-    auto* e = new Exec{clone(g, nullptr)};
+    auto* e = new Exec{clone(g, nullptr), g};
     S().execs.insert(e);
     *out = reinterpret_cast<CUgraphExec>(e);
     call.note("nodes=%zu", g->nodes.size());
@@ -1160,12 +1163,11 @@ CUresult f_cuGraphUpload(CUgraphExec h, CUstream hs) {
         return call.done(CUDA_ERROR_INVALID_VALUE);
     return call.done(CUDA_SUCCESS);
 }
-void apply_defaults(Graph* g) {
+void apply_defaults(Graph* source) {
     for (auto& [id, c] : S().conditions) {
         (void)id;
-        if (c.flags & CU_GRAPH_COND_ASSIGN_DEFAULT) c.value = c.def;
+        if (c.owner == source && (c.flags & CU_GRAPH_COND_ASSIGN_DEFAULT)) c.value = c.def;
     }
-    (void)g;
 }
 CUresult f_cuGraphLaunch(CUgraphExec h, CUstream hs) {
     ENTER("cuGraphLaunch");
@@ -1178,7 +1180,7 @@ CUresult f_cuGraphLaunch(CUgraphExec h, CUstream hs) {
     if (!s) if (CUresult r = legacy_use(call)) return r;
     // [API: cuGraphConditionalHandleCreate] with CU_GRAPH_COND_ASSIGN_DEFAULT the default value
     // is applied at the beginning of each execution of the graph.
-    apply_defaults(e->graph);
+    apply_defaults(e->source);
     if (CUresult r = run_graph(call, e->graph)) return r;
     return call.done(CUDA_SUCCESS);
 }
