@@ -170,7 +170,10 @@ class _Handle:
 
     def __del__(self):
         if self._ptr:
-            library().eagle_release(self._ptr)
+            try:
+                library().eagle_release(self._ptr)
+            except Exception:  # noqa: BLE001 (interpreter shutdown: the library may be gone)
+                pass
             self._ptr = None
 
 
