@@ -59,6 +59,21 @@ def test_ctypes_declarations_match_c_api_h():
                                                     or hasattr(restype, "contents"))}[kind], name
 
 
+def test_the_embedded_condition_kernels_are_loop_pys():
+    """native/src/condition_ptx.inc is CONDITION_SOURCE through NVRTC: the same kernels with the
+    same parameters as NVRTC writes today (the instructions may differ between NVRTC versions:
+    scripts/native_condition_ptx.py rewrites the file)."""
+    pytest.importorskip("cuda.bindings.nvrtc", reason="needs NVRTC ([cuda] extra)")
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from native_condition_ptx import OUT, text
+
+    def signatures(source):
+        return re.findall(r"\.visible \.entry (\w+)\(([^)]*)\)", source)
+
+    assert signatures(OUT.read_text()) == signatures(text())
+    assert len(signatures(text())) == 7
+
+
 @pytest.fixture(scope="module")
 def native():
     """``make native`` (headers, library, stand-in, self-test under ctest, examples)."""

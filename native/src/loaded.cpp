@@ -1,6 +1,8 @@
 // LoadedVector (an artifact on a device), WhileLoop and RunLoop (until_done with no Python).
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include "internal.hpp"
 
@@ -202,6 +204,51 @@ WhileLoop::WhileLoop(const Device& device, unsigned default_value, bool assign_d
     : device_(device), graph_(), node_{0, 0, Graph::view(0)} {
     const std::uint64_t handle = graph_.conditional_handle(device, default_value, assign_default);
     node_ = graph_.add_while(device, handle);
+}
+
+namespace {
+#include "condition_ptx.inc"
+
+// The condition kernels, loaded once per device (outside any capture).
+Module condition_module(const Device& device) {
+    static std::mutex lock;
+    static std::map<int, Module>* modules = new std::map<int, Module>();
+    std::lock_guard<std::mutex> hold(lock);
+    auto it = modules->find(device.ordinal());
+    if (it == modules->end())
+        it = modules->emplace(device.ordinal(), Module::load(device, kConditionPtx, sizeof kConditionPtx)).first;
+    return it->second;
+}
+
+const char* condition_kernel(const std::string& dtype) {
+    static const std::map<std::string, const char*> names = {
+        {"bool", "eagle_set_condition_b1"}, {"int8", "eagle_set_condition_i1"},
+        {"uint8", "eagle_set_condition_u1"}, {"int32", "eagle_set_condition_i4"},
+        {"uint32", "eagle_set_condition_u4"}, {"int64", "eagle_set_condition_i8"},
+        {"uint64", "eagle_set_condition_u8"}};
+    auto it = names.find(dtype);
+    if (it == names.end())
+        throw ArgumentError("repeat_while: the flag must be a bool or integer of 1, 4 or 8 bytes, not " + dtype);
+    return it->second;
+}
+}  // namespace
+
+GraphExec repeat_while(const Device& device, const Graph& body, std::uint64_t flag, const std::string& flag_dtype,
+                       std::uint64_t counter, long long limit) {
+    const Function condition = condition_module(device).function(condition_kernel(flag_dtype));
+    const std::vector<ArgType> types = {ArgType::U64, ArgType::Ptr, ArgType::Ptr, ArgType::I64, ArgType::I32};
+    Graph graph;
+    const std::uint64_t handle = graph.conditional_handle(device, 0, true);
+    auto values = [&](int counts) {
+        return std::vector<Value>{Value(static_cast<unsigned long long>(handle)), Value::pointer(flag),
+                                  Value::pointer(counter), Value(limit), Value(counts)};
+    };
+    KernelArgs first(types, values(0)), again(types, values(1));
+    const Node start = graph.add_kernel(condition, 1, 1, first);
+    WhileNode loop = graph.add_while(device, handle, {start});
+    const Node child = loop.body.add_child(body);
+    loop.body.add_kernel(condition, 1, 1, again, {child});
+    return graph.instantiate();
 }
 
 RunLoop::RunLoop(LoadedVector& loaded, const Bindings& bindings, RunOptions options)

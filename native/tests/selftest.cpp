@@ -224,6 +224,31 @@ int main(int argc, char** argv) {
         flag.download(&value, 8);
         expect(value == 0 && counter("kernels run") - before == 13, "a second launch from 3: 3 iterations");
 
+        // repeat_while: a captured body (flag -= 1) repeated while the flag is nonzero, the
+        // iterations counted by the embedded condition kernels; then again with a limit
+        ec::Function decrement = module.function("decrement");
+        ec::Launcher dec(decrement, {ec::ArgType::Ptr}, 1);
+        ec::DeviceBuffer counter(dev, 8);
+        ec::Graph body = [&] {
+            ec::StreamCapturer capture(stream);
+            capture.step([&] { dec.launch(1, {ec::Value::pointer(flag.ptr())}); }, "decrement");
+            return capture.end();
+        }();
+        for (long long limit : {-1LL, 3LL}) {
+            ec::GraphExec repeat = ec::repeat_while(dev, body, flag.ptr(), "int64", counter.ptr(), limit);
+            long long start = 7, zero = 0, iterations = 0;
+            flag.upload(&start, 8);
+            counter.upload(&zero, 8);
+            repeat.launch(replay);
+            replay.synchronize();
+            flag.download(&value, 8);
+            counter.download(&iterations, 8);
+            const long long expected = limit < 0 ? 7 : limit;
+            expect(iterations == expected && value == 7 - expected,
+                   "repeat_while from 7, limit " + std::to_string(limit) + ": " + std::to_string(iterations) +
+                       " iterations, flag " + std::to_string(value));
+        }
+
         // CUDA refuses a conditional node inside a child graph
         // (at instantiation on the stand-in; the device says where the driver refuses it)
         why = throws<ec::CudaError>([&] {

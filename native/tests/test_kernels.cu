@@ -1,4 +1,4 @@
-// The self-test's two kernels as CUDA, for a real GPU (NVRTC compiles this to PTX:
+// The self-test's three kernels as CUDA, for a real GPU (NVRTC compiles this to PTX:
 // scripts/native_device_bundle.py); tests/fakecuda/test_kernels.cpp is the same pair in the
 // host-module form the stand-in runs.
 typedef unsigned long long cudaGraphConditionalHandle;
@@ -16,3 +16,6 @@ extern "C" __global__ void countdown(long long* flag, cudaGraphConditionalHandle
     *flag -= 1;
     cudaGraphSetConditional(handle, *flag > 0 ? 1u : 0u);
 }
+
+// *flag -= 1 (a repeat_while body)
+extern "C" __global__ void decrement(long long* flag) { *flag -= 1; }

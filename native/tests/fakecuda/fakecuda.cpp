@@ -373,6 +373,38 @@ void set_condition(unsigned long long handle, unsigned int value) {
     if (it != S().conditions.end()) it->second.value = value;
 }
 
+// The stand-in's own host versions of repeat_while's condition kernels (eagle/cuda/loop.py's
+// CONDITION_SOURCE, which the native layer loads as PTX): a module whose entries are these
+// runs them with no host build.
+template <typename T>
+void set_condition_kernel(void** p, long long threads) {
+    for (long long g = 0; g < threads; ++g) {
+        const auto handle = *static_cast<unsigned long long*>(p[0]);
+        const T* condition = *static_cast<const T**>(p[1]);
+        long long* iterations = *static_cast<long long**>(p[2]);
+        const long long limit = *static_cast<long long*>(p[3]);
+        const int counts = *static_cast<int*>(p[4]);
+        if (counts) *iterations += 1;
+        const bool again = condition[0] != 0 && (limit < 0 || *iterations < limit);
+        set_condition(handle, again ? 1u : 0u);
+    }
+}
+
+void attach_builtins(Module* m) {
+    static const std::map<std::string, void (*)(void**, long long)> builtins = {
+        {"eagle_set_condition_b1", set_condition_kernel<bool>},
+        {"eagle_set_condition_i1", set_condition_kernel<signed char>},
+        {"eagle_set_condition_u1", set_condition_kernel<unsigned char>},
+        {"eagle_set_condition_i4", set_condition_kernel<int>},
+        {"eagle_set_condition_u4", set_condition_kernel<unsigned int>},
+        {"eagle_set_condition_i8", set_condition_kernel<long long>},
+        {"eagle_set_condition_u8", set_condition_kernel<unsigned long long>}};
+    for (auto& [name, f] : m->functions) {
+        auto it = builtins.find(name);
+        if (it != builtins.end()) f->host = it->second;
+    }
+}
+
 // [API: Execution Control, cuLaunchKernel] kernelParams holds one pointer per parameter; the
 // driver reads exactly the kernel's count. Stand-in rule (eagle's own contract, not the
 // driver's): eagle::cuda ends the array with a null pointer, so a wrong count is caught here.
@@ -404,8 +436,11 @@ CUresult run_kernel(Call& call, Function* f, std::vector<std::vector<unsigned ch
                                                        ": compile the artifact with --host-build and list it in FAKECUDA_HOST_MODULES");
     std::vector<void*> pointers;
     for (auto& p : params) pointers.push_back(p.data());
-    auto hook = reinterpret_cast<void (**)(unsigned long long, unsigned int)>(dlsym(f->module->lib, "eagle_condition_hook"));
-    if (hook) *hook = set_condition;
+    if (f->module && f->module->lib) {
+        auto hook = reinterpret_cast<void (**)(unsigned long long, unsigned int)>(
+            dlsym(f->module->lib, "eagle_condition_hook"));
+        if (hook) *hook = set_condition;
+    }
     ++S().counters["kernels run"];
     f->host(pointers.data(), static_cast<long long>(threads));
     return CUDA_SUCCESS;
@@ -960,8 +995,12 @@ CUresult load_module(Call& call, CUmodule* out, const void* image) {
         }
         const std::string digest = eagle::cuda::detail::sha256(ptx.data(), ptx.size());
         m->lib = find_host_build(digest);
-        if (m->lib) read_kernels(m);
-        else read_ptx_entries(m, ptx);
+        if (m->lib) {
+            read_kernels(m);
+        } else {
+            read_ptx_entries(m, ptx);
+            attach_builtins(m);
+        }
         call.note("ptx sha256=%.12s host build=%s", digest.c_str(), m->lib ? "yes" : "no");
     }
     S().modules.insert(m);

@@ -480,6 +480,16 @@ private:
     WhileNode node_;
 };
 
+// repeat_while with no Python: `[start] -> WHILE { body (a child graph) ; condition }`, where
+// the condition kernel (eagle/cuda/loop.py's CONDITION_SOURCE, embedded as PTX) reads flag[0]
+// (device memory of `flag_dtype`: bool, int8, uint8, int32, uint32, int64, uint64), counts the
+// iteration into the int64 at `counter` and goes on while the flag is nonzero and fewer than
+// `limit` iterations ran (limit < 0: no limit). One launch of the result runs the whole loop;
+// the caller zeroes the counter before it. `body` is copied (a captured graph, say).
+EAGLE_CUDA_API GraphExec repeat_while(const Device& device, const Graph& body, std::uint64_t flag,
+                                      const std::string& flag_dtype, std::uint64_t counter,
+                                      long long limit = -1);
+
 struct RunOptions {
     std::int64_t max_steps = 10000;
     std::int64_t steps_per_launch = 16;  // fixed: every launch takes this many steps
