@@ -91,12 +91,13 @@ def native():
     return NATIVE
 
 
-def _compile(kernel_spec: str, folder: Path) -> Path:
+def _compile(kernel_spec: str, folder: Path, *dtypes: str) -> Path:
     pytest.importorskip("cuda.bindings.nvrtc", reason="compiling PTX needs NVRTC ([cuda] extra)")
-    name = kernel_spec.split(":")[1]
+    name = kernel_spec.rsplit(":", 1)[1]
     path = folder / f"{name}.ptx"
-    done = subprocess.run([sys.executable, "-m", "eagle", "compile", kernel_spec, "--target",
-                           "ptx", "--host-build", "-o", str(path)], cwd=ROOT,
+    options = [option for dtype in dtypes for option in ("--dtype", dtype)]
+    done = subprocess.run([sys.executable, "-m", "eagle", "compile", kernel_spec, *options,
+                           "--target", "ptx", "--host-build", "-o", str(path)], cwd=ROOT,
                           capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert done.returncode == 0, done.stderr
@@ -342,17 +343,40 @@ except BindingTypeError as exc:
 pipe.launch(n=1)  # the stream is usable after every failed capture
 pipe.synchronize()
 print("sixth:", np.allclose(out.get(), 6 * expected_once, rtol=1e-12))
+
+import eagle  # noqa: E402
+
+count = LoadedVector(COUNTDOWN)
+for limit in (None, 3):
+    left, done = Array(np.array([7], dtype=np.int64)), Array(np.zeros(1, dtype=np.bool_))
+    loops = eagle.repeat_while(left, lambda: count.launch(left=left, terminated=done),
+                               max_iterations=limit)
+    print(f"repeat_while: {loops} iterations, left {int(left.get()[0])}")
+"""
+
+_COUNTDOWN = """
+import hawk
+from hawk import Mutable, Scalar, Terminated
+
+
+@hawk.kernel
+def countdown(terminated: Terminated, left: Mutable[Scalar]):
+    left = left - 1
+    terminated = left <= 0
 """
 
 
 @pytest.mark.slow
 def test_the_spec_cell_in_python_over_the_cpp_classes(native, tmp_path):
-    """EAGLE_CUDA_NATIVE=1: GraphPipeline and LoadedVector run over eagle::cuda (the stand-in
-    here), with the spec's cell unchanged but for its arrays."""
+    """EAGLE_CUDA_NATIVE=1: GraphPipeline, LoadedVector and repeat_while run over eagle::cuda
+    (the stand-in here), with the spec's cell unchanged but for its arrays."""
     artifact = _compile("docs/guide/_fixtures/gravity.py:gravity", tmp_path)
+    (tmp_path / "countdown.py").write_text(_COUNTDOWN)
+    countdown = _compile(f"{tmp_path / 'countdown.py'}:countdown", tmp_path, "left=int64")
     env = {**_env(tmp_path), "EAGLE_CUDA_NATIVE": "1", "EAGLE_CUDA_LIBRARY": str(LIBRARY),
            "PYTHONPATH": str(ROOT / "src")}
-    done = subprocess.run([sys.executable, "-c", f"GRAVITY = {str(artifact)!r}\n" + _CELL],
+    done = subprocess.run([sys.executable, "-c", f"GRAVITY = {str(artifact)!r}\n"
+                           f"COUNTDOWN = {str(countdown)!r}\n" + _CELL],
                           capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
@@ -366,3 +390,4 @@ def test_the_spec_cell_in_python_over_the_cpp_classes(native, tmp_path):
     assert lines[4].startswith("CaptureError: step 0 (") and "issued 0 operations" in lines[4]
     assert lines[5].startswith("BindingTypeError: ") and "missing a binding for 'mu'" in lines[5]
     assert lines[6] == "sixth: True"
+    assert lines[7:] == ["repeat_while: 7 iterations, left 0", "repeat_while: 3 iterations, left 4"]

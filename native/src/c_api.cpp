@@ -120,6 +120,10 @@ int eagle_exec_upload(eagle_exec* exec, eagle_stream* stream) { return guard([&]
 int eagle_exec_launch(eagle_exec* exec, eagle_stream* stream, uint64_t times) {
     return guard([&] { exec->e.launch(stream->s, times); });
 }
+int eagle_repeat_while(int ordinal, eagle_graph* body, uint64_t flag, const char* dtype, uint64_t counter,
+                       int64_t limit, eagle_exec** out) {
+    return guard([&] { *out = new eagle_exec(repeat_while(Device::get(ordinal), body->g, flag, dtype, counter, limit)); });
+}
 int eagle_module_load(int ordinal, const void* image, size_t size, eagle_module** out) {
     return guard([&] { *out = new eagle_module(Module::load(Device::get(ordinal), image, size)); });
 }

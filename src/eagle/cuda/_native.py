@@ -9,10 +9,11 @@ the call, ``BackendUnavailable``, ``CaptureError``, ``ArtifactError``, ``Binding
 
 The switch: with ``EAGLE_CUDA_NATIVE=1`` (read when a ``GraphPipeline`` is built or a
 ``LoadedVector`` made), ``GraphPipeline`` captures and replays through the C++
-``StreamCapturer``/``Graph``/``GraphExec`` and ``LoadedVector`` loads and launches through the
-C++ ``LoadedVector`` (its bindings still checked by Python's ``bind``): the spec's low-level
-door over the C++ classes. The rest of the GPU path (``until_done`` on a GPU, ``repeat_while``,
-``GraphComposer``) stays on NVIDIA's ``cuda.bindings``, and so does the default, until a device
+``StreamCapturer``/``Graph``/``GraphExec``, ``LoadedVector`` loads and launches through the
+C++ ``LoadedVector`` (its bindings still checked by Python's ``bind``) and ``repeat_while`` on a
+GPU array records its body and runs the C++ ``repeat_while``: the spec's low-level door over
+the C++ classes. The rest of the GPU path (``until_done`` on a GPU, ``GraphComposer``) stays on
+NVIDIA's ``cuda.bindings``, and so does the default, until a device
 run has passed with the native layer (``docs/native.md``). ``python -m eagle info`` names the
 library and why the GPU is or is not usable through it.
 """
@@ -28,7 +29,7 @@ from ..errors import ArtifactError, BackendUnavailable, BindingTypeError, Captur
 
 __all__ = ["ABI_VERSION", "PROTOTYPES", "library_path", "library", "check", "describe",
            "enabled", "Stream", "current_stream", "StreamCapturer", "Graph", "GraphExec", "Loaded",
-           "Buffer"]
+           "Buffer", "repeat_while"]
 
 ABI_VERSION = 1
 
@@ -71,6 +72,7 @@ PROTOTYPES = {
     "eagle_graph_instantiate": (_i, [_p, _pp]),
     "eagle_exec_upload": (_i, [_p, _p]),
     "eagle_exec_launch": (_i, [_p, _p, _u64]),
+    "eagle_repeat_while": (_i, [_i, _p, _u64, _str, _u64, _i64, _pp]),
     "eagle_module_load": (_i, [_i, _p, _sz, _pp]),
     "eagle_launcher_create": (_i, [_p, _str, _ip, _sz, ctypes.c_uint, _pp]),
     "eagle_launcher_launch": (_i, [_p, ctypes.c_uint, ctypes.POINTER(Value), _sz, _p]),
@@ -325,3 +327,44 @@ class Buffer(_Handle):
 
     def download(self, host) -> None:
         check(library().eagle_buffer_download(self._ptr, host.ctypes.data, host.nbytes))
+
+
+_FLAG_TYPES = {("b", 1): "bool", ("i", 1): "int8", ("u", 1): "uint8", ("i", 4): "int32",
+               ("u", 4): "uint32", ("i", 8): "int64", ("u", 8): "uint64"}
+
+
+def repeat_while(condition, body, max_iterations: int | None, device: str) -> int:
+    """``eagle.repeat_while`` on a GPU array over the C++ layer: ``body`` recorded once on a
+    non-blocking stream, then ``eagle::cuda::repeat_while``'s graph launched once on a blocking
+    one; the iterations read back at the end."""
+    import numpy as np
+
+    from .driver import ordinal_of
+    from .memory import as_device_array
+
+    ordinal = ordinal_of(device)
+    flag = as_device_array(condition, device)
+    key = (flag.dtype.kind, flag.dtype.itemsize)
+    if flag.shape not in ((1,), ()) or key not in _FLAG_TYPES:
+        raise TypeError("repeat_while(condition, body): condition must be a one-element integer "
+                        f"or bool array, got shape {flag.shape} dtype {flag.dtype}")
+    with StreamCapturer(Stream(ordinal, non_blocking=True)) as capture:
+        try:
+            body()
+        except Exception as exc:
+            raise CaptureError(f"repeat_while's body failed while being recorded: "
+                               f"{type(exc).__name__}: {exc}") from exc
+    counter = Buffer(8, ordinal)
+    iterations = np.zeros(1, np.int64)
+    counter.upload(iterations)
+    out = _out()
+    check(library().eagle_repeat_while(ordinal, capture.graph._ptr, flag.ptr,
+                                       _FLAG_TYPES[key].encode(), counter.ptr,
+                                       -1 if max_iterations is None else max_iterations,
+                                       ctypes.byref(out)))
+    executable = GraphExec(out, capture.graph)
+    stream = Stream(ordinal)  # blocking: ordered with the user's default-stream work
+    executable.launch(stream)
+    stream.synchronize()
+    counter.download(iterations)
+    return int(iterations[0])

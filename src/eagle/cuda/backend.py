@@ -473,8 +473,12 @@ class CudaBackend:
                         steps_per_launch, eager)
 
     def repeat_while(self, condition, body, max_iterations: int | None, device: str) -> int:
+        from . import _native
         from .driver import ordinal_of
         from .loop import condition_module, repeat_while_on_gpu
+
+        if _native.enabled():  # EAGLE_CUDA_NATIVE=1: the C++ repeat_while (_native.py)
+            return _native.repeat_while(condition, body, max_iterations, device)
 
         ordinal = ordinal_of(device)
         with _lock:

@@ -53,6 +53,7 @@ EAGLE_CUDA_C int eagle_graph_node_count(eagle_graph* graph, size_t* out);
 EAGLE_CUDA_C int eagle_graph_instantiate(eagle_graph* graph, eagle_exec** out);
 EAGLE_CUDA_C int eagle_exec_upload(eagle_exec* exec, eagle_stream* stream);
 EAGLE_CUDA_C int eagle_exec_launch(eagle_exec* exec, eagle_stream* stream, uint64_t times);
+EAGLE_CUDA_C int eagle_repeat_while(int ordinal, eagle_graph* body, uint64_t flag, const char* dtype, uint64_t counter, int64_t limit, eagle_exec** out);
 EAGLE_CUDA_C int eagle_module_load(int ordinal, const void* image, size_t size, eagle_module** out);
 EAGLE_CUDA_C int eagle_launcher_create(eagle_module* module, const char* name, const int* types, size_t count, unsigned block, eagle_launcher** out);
 EAGLE_CUDA_C int eagle_launcher_launch(eagle_launcher* launcher, unsigned grid, const eagle_value* values, size_t count, eagle_stream* stream);
