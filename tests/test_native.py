@@ -391,3 +391,34 @@ def test_the_spec_cell_in_python_over_the_cpp_classes(native, tmp_path):
     assert lines[5].startswith("BindingTypeError: ") and "missing a binding for 'mu'" in lines[5]
     assert lines[6] == "sixth: True"
     assert lines[7:] == ["repeat_while: 7 iterations, left 0", "repeat_while: 3 iterations, left 4"]
+
+
+@pytest.mark.slow
+def test_cpp_json_reader_accepts_whatever_json_python_writes(native, tmp_path):
+    """Any JSON value Python writes (nested, escaped, non-ASCII, big numbers), as an extra field
+    of a valid sidecar, is read by the C++ reader (Artifact::read needs no driver: in process)."""
+    hypothesis = pytest.importorskip("hypothesis")
+    from hypothesis import strategies as st
+
+    pytest.importorskip("cuda.bindings.nvrtc", reason="writing PTX needs NVRTC ([cuda] extra)")
+    path, sidecar = write_artifact(accumulate_force.specialize({}), "ptx",
+                                   tmp_path / "force.ptx", "sm_80")
+    meta = json.loads(sidecar.read_text())
+    lib = ctypes.CDLL(str(LIBRARY))
+    lib.eagle_artifact_check.argtypes = [ctypes.c_char_p]
+    values = st.recursive(
+        st.none() | st.booleans() | st.integers(-2**70, 2**70)
+        | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner,
+                                                                    max_size=4),
+        max_leaves=12)
+
+    @hypothesis.settings(max_examples=150, deadline=None)
+    @hypothesis.given(extra=values, indent=st.sampled_from([None, 0, 2]),
+                      ascii_only=st.booleans())
+    def check(extra, indent, ascii_only):
+        sidecar.write_text(json.dumps({**meta, "extra": extra}, indent=indent,
+                                      ensure_ascii=ascii_only), encoding="utf-8")
+        assert lib.eagle_artifact_check(str(path).encode()) == 0
+
+    check()
