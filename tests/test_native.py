@@ -344,6 +344,22 @@ pipe.launch(n=1)  # the stream is usable after every failed capture
 pipe.synchronize()
 print("sixth:", np.allclose(out.get(), 6 * expected_once, rtol=1e-12))
 
+from eagle.compose import GraphComposer  # noqa: E402
+
+a, b = Array(np.zeros((3, N))), Array(np.zeros((3, N)))
+pieces = [GraphPipeline().add(lambda: force.launch(out=a, position=position, mu=MU,
+                                                   terminated=terminated)),
+          GraphPipeline().add(lambda: force.launch(out=b, position=position, mu=2 * MU,
+                                                   terminated=terminated))]
+composer = GraphComposer()
+for piece in pieces:
+    composer.add(piece)
+composer.build()
+composer.launch(n=3)
+composer.synchronize()
+print("composed:", np.allclose(a.get(), 3 * expected_once, rtol=1e-12),
+      np.allclose(b.get(), 6 * expected_once, rtol=1e-12))
+
 import eagle  # noqa: E402
 
 count = LoadedVector(COUNTDOWN)
@@ -368,8 +384,9 @@ def countdown(terminated: Terminated, left: Mutable[Scalar]):
 
 @pytest.mark.slow
 def test_the_spec_cell_in_python_over_the_cpp_classes(native, tmp_path):
-    """EAGLE_CUDA_NATIVE=1: GraphPipeline, LoadedVector and repeat_while run over eagle::cuda
-    (the stand-in here), with the spec's cell unchanged but for its arrays."""
+    """EAGLE_CUDA_NATIVE=1: GraphPipeline, LoadedVector, GraphComposer (two pipelines forked and
+    joined) and repeat_while run over eagle::cuda (the stand-in here), with the spec's cell
+    unchanged but for its arrays."""
     artifact = _compile("docs/guide/_fixtures/gravity.py:gravity", tmp_path)
     (tmp_path / "countdown.py").write_text(_COUNTDOWN)
     countdown = _compile(f"{tmp_path / 'countdown.py'}:countdown", tmp_path, "left=int64")
@@ -390,7 +407,8 @@ def test_the_spec_cell_in_python_over_the_cpp_classes(native, tmp_path):
     assert lines[4].startswith("CaptureError: step 0 (") and "issued 0 operations" in lines[4]
     assert lines[5].startswith("BindingTypeError: ") and "missing a binding for 'mu'" in lines[5]
     assert lines[6] == "sixth: True"
-    assert lines[7:] == ["repeat_while: 7 iterations, left 0", "repeat_while: 3 iterations, left 4"]
+    assert lines[7] == "composed: True True"
+    assert lines[8:] == ["repeat_while: 7 iterations, left 0", "repeat_while: 3 iterations, left 4"]
 
 
 @pytest.mark.slow

@@ -53,6 +53,7 @@ int guard(F&& body) {
 }  // namespace
 
 struct eagle_stream : Object { Stream s; explicit eagle_stream(Stream x) : s(std::move(x)) {} };
+struct eagle_event : Object { Event e; explicit eagle_event(Event x) : e(std::move(x)) {} };
 struct eagle_capture : Object { std::unique_ptr<StreamCapturer> c; };
 struct eagle_graph : Object { Graph g; explicit eagle_graph(Graph x) : g(std::move(x)) {} };
 struct eagle_exec : Object { GraphExec e; explicit eagle_exec(GraphExec x) : e(std::move(x)) {} };
@@ -96,6 +97,13 @@ uint64_t eagle_stream_handle(eagle_stream* stream) { return stream->s.handle(); 
 int eagle_stream_synchronize(eagle_stream* stream) { return guard([&] { stream->s.synchronize(); }); }
 int eagle_stream_push_current(eagle_stream* stream) { return guard([&] { push_current_stream(stream->s); }); }
 int eagle_stream_pop_current(int ordinal) { return guard([&] { pop_current_stream(ordinal); }); }
+int eagle_stream_wait(eagle_stream* stream, eagle_event* event) { return guard([&] { stream->s.wait(event->e); }); }
+int eagle_event_create(int ordinal, eagle_event** out) {
+    return guard([&] { *out = new eagle_event(Event::create(ordinal)); });
+}
+int eagle_event_record(eagle_event* event, eagle_stream* stream) {
+    return guard([&] { event->e.record(stream->s); });
+}
 int eagle_capture_begin(eagle_stream* stream, int mode, eagle_capture** out) {
     return guard([&] {
         auto c = std::make_unique<eagle_capture>();

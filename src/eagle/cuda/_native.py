@@ -11,15 +11,17 @@ The switch: with ``EAGLE_CUDA_NATIVE=1`` (read when a ``GraphPipeline`` is built
 ``LoadedVector`` made), ``GraphPipeline`` captures and replays through the C++
 ``StreamCapturer``/``Graph``/``GraphExec``, ``LoadedVector`` loads and launches through the
 C++ ``LoadedVector`` (its bindings still checked by Python's ``bind``) and ``repeat_while`` on a
-GPU array records its body and runs the C++ ``repeat_while``: the spec's low-level door over
-the C++ classes. The rest of the GPU path (``until_done`` on a GPU, ``GraphComposer``) stays on
-NVIDIA's ``cuda.bindings``, and so does the default, until a device
+GPU array records its body and runs the C++ ``repeat_while``, and ``GraphComposer`` forks and
+joins its pipelines' streams through C++ events: the spec's low-level door over the C++
+classes. The rest of the GPU path (``until_done`` on a GPU, so a runner as a composer's piece)
+stays on NVIDIA's ``cuda.bindings``, and so does the default, until a device
 run has passed with the native layer (``docs/native.md``). ``python -m eagle info`` names the
 library and why the GPU is or is not usable through it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import os
@@ -28,8 +30,8 @@ from pathlib import Path
 from ..errors import ArtifactError, BackendUnavailable, BindingTypeError, CaptureError, CudaError
 
 __all__ = ["ABI_VERSION", "PROTOTYPES", "library_path", "library", "check", "describe",
-           "enabled", "Stream", "current_stream", "StreamCapturer", "Graph", "GraphExec", "Loaded",
-           "Buffer", "repeat_while"]
+           "enabled", "Stream", "Event", "current_stream", "StreamCapturer", "Graph", "GraphExec",
+           "Loaded", "Buffer", "repeat_while"]
 
 ABI_VERSION = 1
 
@@ -65,6 +67,9 @@ PROTOTYPES = {
     "eagle_stream_synchronize": (_i, [_p]),
     "eagle_stream_push_current": (_i, [_p]),
     "eagle_stream_pop_current": (_i, [_i]),
+    "eagle_stream_wait": (_i, [_p, _p]),
+    "eagle_event_create": (_i, [_i, _pp]),
+    "eagle_event_record": (_i, [_p, _p]),
     "eagle_capture_begin": (_i, [_p, _i, _pp]),
     "eagle_capture_status": (_i, [_p, _ip, ctypes.POINTER(_sz)]),
     "eagle_capture_end": (_i, [_p, _pp]),
@@ -197,6 +202,32 @@ class Stream(_Handle):
 
     def synchronize(self) -> None:
         check(library().eagle_stream_synchronize(self._ptr))
+
+    def wait(self, event: Event) -> None:
+        """Later work on this stream waits for ``event`` (inside a capture: a fork or a join)."""
+        check(library().eagle_stream_wait(self._ptr, event._ptr))
+
+    @contextlib.contextmanager
+    def as_current(self):
+        """This stream is the C++ layer's current stream on this thread inside the block."""
+        check(library().eagle_stream_push_current(self._ptr))
+        try:
+            yield self
+        finally:
+            check(library().eagle_stream_pop_current(self.ordinal))
+
+
+class Event(_Handle):
+    """``eagle::cuda::Event`` (no timing): ``record(stream)``, then ``stream.wait(event)``."""
+
+    def __init__(self, ordinal: int = 0):
+        out = _out()
+        check(library().eagle_event_create(ordinal, ctypes.byref(out)))
+        self._ptr = out
+
+    def record(self, stream: Stream) -> Event:
+        check(library().eagle_event_record(self._ptr, stream._ptr))
+        return self
 
 
 def current_stream(ordinal: int = 0) -> Stream:

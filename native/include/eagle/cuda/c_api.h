@@ -23,6 +23,7 @@ typedef struct { int kind; int cu_result; const char* name; const char* call; co
 typedef struct { int is_float; double f64; int64_t i64; } eagle_value;
 
 typedef struct eagle_stream eagle_stream;
+typedef struct eagle_event eagle_event;
 typedef struct eagle_capture eagle_capture;
 typedef struct eagle_graph eagle_graph;
 typedef struct eagle_exec eagle_exec;
@@ -46,6 +47,9 @@ EAGLE_CUDA_C uint64_t eagle_stream_handle(eagle_stream* stream);
 EAGLE_CUDA_C int eagle_stream_synchronize(eagle_stream* stream);
 EAGLE_CUDA_C int eagle_stream_push_current(eagle_stream* stream);
 EAGLE_CUDA_C int eagle_stream_pop_current(int ordinal);
+EAGLE_CUDA_C int eagle_stream_wait(eagle_stream* stream, eagle_event* event);
+EAGLE_CUDA_C int eagle_event_create(int ordinal, eagle_event** out);
+EAGLE_CUDA_C int eagle_event_record(eagle_event* event, eagle_stream* stream);
 EAGLE_CUDA_C int eagle_capture_begin(eagle_stream* stream, int mode, eagle_capture** out);
 EAGLE_CUDA_C int eagle_capture_status(eagle_capture* capture, int* status, size_t* nodes);
 EAGLE_CUDA_C int eagle_capture_end(eagle_capture* capture, eagle_graph** out);
