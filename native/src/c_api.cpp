@@ -61,6 +61,7 @@ struct eagle_module : Object { Module m; explicit eagle_module(Module x) : m(std
 struct eagle_launcher : Object { Launcher l; explicit eagle_launcher(Launcher x) : l(std::move(x)) {} };
 struct eagle_buffer : Object { DeviceBuffer b; };
 struct eagle_loaded : Object { std::unique_ptr<LoadedVector> v; };
+struct eagle_loop : Object { std::unique_ptr<RunLoop> l; };
 
 int eagle_cuda_abi_version(void) { return kAbiVersion; }
 const char* eagle_cuda_version(void) { return kVersion; }
@@ -134,6 +135,49 @@ int eagle_repeat_while(int ordinal, eagle_graph* body, uint64_t flag, const char
 }
 int eagle_module_load(int ordinal, const void* image, size_t size, eagle_module** out) {
     return guard([&] { *out = new eagle_module(Module::load(Device::get(ordinal), image, size)); });
+}
+namespace {
+std::vector<Value> values_of(const eagle_value* values, size_t count) {
+    std::vector<Value> v;
+    for (size_t k = 0; k < count; ++k)
+        v.push_back(values[k].is_float ? Value(values[k].f64) : Value(static_cast<long long>(values[k].i64)));
+    return v;
+}
+}  // namespace
+
+int eagle_module_max_blocks(eagle_module* module, const char* name, unsigned block, int* out) {
+    return guard([&] { *out = module->m.function(name).max_blocks_per_sm(block); });
+}
+int eagle_loop_create(eagle_module* module, const char* step, const char* decide, int64_t n, unsigned block,
+                      int64_t steps_per_launch, int64_t grow_until, int64_t full, int64_t spread, eagle_loop** out) {
+    return guard([&] {
+        RunOptions options;
+        options.steps_per_launch = steps_per_launch;
+        options.grow_until = grow_until;
+        options.full = full;
+        options.spread = spread;
+        auto l = std::make_unique<eagle_loop>();
+        l->l = std::make_unique<RunLoop>(module->m.function(step), module->m.function(decide), n, block, options);
+        *out = l.release();
+    });
+}
+uint64_t eagle_loop_control(eagle_loop* loop) { return loop->l->control(); }
+int eagle_loop_set_args(eagle_loop* loop, const int* types, const eagle_value* values, size_t count) {
+    return guard([&] {
+        std::vector<ArgType> t;
+        for (size_t k = 0; k < count; ++k) t.push_back(static_cast<ArgType>(types[k]));
+        loop->l->set_step_args(KernelArgs(t, values_of(values, count)));
+    });
+}
+int eagle_loop_run(eagle_loop* loop, int64_t steps, int64_t max_steps, eagle_stream* stream, int64_t* launches,
+                   int64_t* taken, int64_t* live, int64_t* steps_per_launch) {
+    return guard([&] {
+        RunResult r = loop->l->run_from(steps, max_steps, stream ? &stream->s : nullptr);
+        *launches = r.launches;
+        *taken = r.steps;
+        *live = r.live;
+        *steps_per_launch = r.steps_per_launch;
+    });
 }
 int eagle_launcher_create(eagle_module* module, const char* name, const int* types, size_t count, unsigned block,
                           eagle_launcher** out) {

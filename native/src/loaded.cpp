@@ -251,60 +251,98 @@ GraphExec repeat_while(const Device& device, const Graph& body, std::uint64_t fl
     return graph.instantiate();
 }
 
+namespace {
+// eagle's CONTROL_FIELDS (eagle/cuda/emit.py), the layout of a compiled program's control block.
+const std::vector<std::string> kEagleControlFields = {
+    "nsteps", "live", "taken", "steps", "launches", "max_steps", "steps_per_launch", "last_live",
+    "grow_until", "full", "spread", "progress", "count", "lists", "list_in"};
+
+std::size_t index_of(const std::vector<std::string>& fields, const char* name) {
+    const auto it = std::find(fields.begin(), fields.end(), name);
+    if (it == fields.end()) throw ArtifactError(std::string("the control block has no field '") + name + "'");
+    return static_cast<std::size_t>(it - fields.begin());
+}
+}  // namespace
+
 RunLoop::RunLoop(LoadedVector& loaded, const Bindings& bindings, RunOptions options)
-    : loaded_(loaded), bindings_(bindings), options_(options) {
-    if (options_.steps_per_launch < 1) throw ArgumentError("steps_per_launch must be at least 1");
-    if (options_.max_steps < 0) throw ArgumentError("max_steps must be 0 or more");
-    n_ = loaded.samples(bindings_);
-    const Device& dev = loaded.device();
-    const std::size_t fields = std::max(loaded.artifact().control_fields().size(), kControlFields);
-    control_ = DeviceBuffer(dev, fields * 8);
-    lists_ = DeviceBuffer(dev, static_cast<std::size_t>(2 * n_ * 8));
+    : device_(loaded.device()),
+      step_(std::make_shared<Function>(loaded.entry())),
+      decide_(std::make_shared<Function>(loaded.decide())),
+      block_(loaded.artifact().block_size()),
+      fields_(loaded.artifact().control_fields()),
+      options_(options) {
+    n_ = loaded.samples(bindings);
+    allocate();
     bool has_flags = false;
     for (const auto& p : loaded.artifact().params())
-        if (p.role == "Terminated" && bindings_.count(p.name)) has_flags = true;
+        if (p.role == "Terminated" && bindings.count(p.name)) has_flags = true;
     if (!has_flags) {
-        flags_ = std::make_shared<DeviceBuffer>(dev, static_cast<std::size_t>(n_));
+        flags_ = std::make_shared<DeviceBuffer>(device_, static_cast<std::size_t>(n_));
         flags_->zero();
     }
+    step_args_ = loaded.pack(bindings, control_.ptr(), flags_ ? flags_->ptr() : 0, nullptr);
+}
+
+RunLoop::RunLoop(const Function& step, const Function& decide, std::int64_t n, unsigned block, RunOptions options)
+    : device_(Device::get(step.module().device())),
+      step_(std::make_shared<Function>(step)),
+      decide_(std::make_shared<Function>(decide)),
+      block_(block),
+      fields_(kEagleControlFields),
+      options_(options),
+      n_(n) {
+    allocate();
+}
+
+void RunLoop::allocate() {
+    if (options_.steps_per_launch < 1) throw ArgumentError("steps_per_launch must be at least 1");
+    if (options_.max_steps < 0) throw ArgumentError("max_steps must be 0 or more");
+    if (n_ < 1) throw ArgumentError("a loop needs at least one sample");
+    const std::size_t fields = std::max(fields_.size(), kControlFields);
+    control_ = DeviceBuffer(device_, fields * 8);
+    lists_ = DeviceBuffer(device_, static_cast<std::size_t>(2 * n_ * 8));
 }
 
 void RunLoop::build() {
-    const Device& dev = loaded_.device();
-    const unsigned block = loaded_.artifact().block_size();
-    const unsigned grid = static_cast<unsigned>((n_ + block - 1) / block);
-    step_args_ = loaded_.pack(bindings_, control_.ptr(), flags_ ? flags_->ptr() : 0, nullptr);
-    loop_ = std::make_shared<WhileLoop>(dev, 1, true);
-    const Node step = loop_->body().add_kernel(loaded_.entry(), grid, block, step_args_);
+    const unsigned grid = static_cast<unsigned>((n_ + block_ - 1) / block_);
+    if (step_args_.size() == 0) throw ArgumentError("RunLoop::build: set the step's arguments first");
+    loop_ = std::make_shared<WhileLoop>(device_, 1, true);
+    const Node step = loop_->body().add_kernel(*step_, grid, block_, step_args_);
     decide_args_ = KernelArgs({ArgType::Ptr, ArgType::U64, ArgType::I32},
                               {Value::pointer(control_.ptr()), Value(static_cast<unsigned long long>(loop_->handle())), 1});
-    loop_->body().add_kernel(loaded_.decide(), 1, 1, decide_args_, {step});
+    loop_->body().add_kernel(*decide_, 1, 1, decide_args_, {step});
     exec_ = std::make_shared<GraphExec>(loop_->instantiate());
 }
 
 RunResult RunLoop::run(const Stream* stream) {
+    if (live_ == 0 || steps_ >= options_.max_steps) return RunResult{0, 0, live_, options_.steps_per_launch};
+    return run_from(steps_, options_.max_steps, stream);
+}
+
+RunResult RunLoop::run_from(std::int64_t steps, std::int64_t max_steps, const Stream* stream) {
     if (!exec_) build();
-    if (live_ == 0 || steps_ >= options_.max_steps) return RunResult{0, 0, live_};
-    const Artifact& a = loaded_.artifact();
-    const Stream s = stream ? *stream : Stream::current(loaded_.device().ordinal());
+    const Stream s = stream ? *stream : Stream::current(device_.ordinal());
     std::vector<std::int64_t> c(control_.size() / 8, 0);
-    auto set = [&](const char* field, std::int64_t v) { c[field_index(a, field)] = v; };
-    set("nsteps", std::min(options_.steps_per_launch, options_.max_steps - steps_));
-    set("steps", steps_);
-    set("max_steps", options_.max_steps);
-    set("steps_per_launch", options_.steps_per_launch);
-    set("last_live", -1);
-    set("grow_until", 0);  // the fixed schedule: every launch takes steps_per_launch steps
-    if (options_.compact) set("lists", static_cast<std::int64_t>(lists_.ptr()));
+    auto at = [&](const char* field) -> std::int64_t& { return c[index_of(fields_, field)]; };
+    at("nsteps") = std::min(options_.steps_per_launch, max_steps - steps);
+    at("steps") = steps;
+    at("max_steps") = max_steps;
+    at("steps_per_launch") = options_.steps_per_launch;
+    at("last_live") = -1;
+    at("grow_until") = options_.grow_until;
+    at("full") = options_.full;
+    at("spread") = options_.spread;
+    if (options_.compact) at("lists") = static_cast<std::int64_t>(lists_.ptr());
     control_.upload_async(c.data(), control_.size(), s);
     exec_->launch(s);
     control_.download_async(c.data(), control_.size(), s);
     s.synchronize();
     RunResult r;
-    r.launches = c[field_index(a, "launches")];
-    r.steps = c[field_index(a, "steps")] - steps_;
-    r.live = c[field_index(a, "last_live")];
-    steps_ = c[field_index(a, "steps")];
+    r.launches = at("launches");
+    r.steps = at("steps") - steps;
+    r.live = at("last_live");
+    r.steps_per_launch = at("steps_per_launch");
+    steps_ = at("steps");
     live_ = r.live;
     return r;
 }

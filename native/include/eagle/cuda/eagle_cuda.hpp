@@ -492,29 +492,47 @@ EAGLE_CUDA_API GraphExec repeat_while(const Device& device, const Graph& body, s
 
 struct RunOptions {
     std::int64_t max_steps = 10000;
-    std::int64_t steps_per_launch = 16;  // fixed: every launch takes this many steps
+    std::int64_t steps_per_launch = 16;  // the first launch's steps (every launch's when fixed)
     bool compact = true;                 // the live-sample lists eagle's GPU loop uses
+    // eagle's adaptive schedule (docs/artifacts.md, eagle_decide): grow_until > 0 doubles the
+    // launch size up to it while live >= full or live <= spread; 0 keeps it fixed.
+    std::int64_t grow_until = 0, full = 0, spread = 0;
 };
 struct RunResult {
     std::int64_t launches = 0, steps = 0, live = 0;
+    std::int64_t steps_per_launch = 0;  // the size the schedule ended at
 };
 
-// until_done for an artifact with no Python: WHILE { eagle_step(grid) -> eagle_decide(1) } in
-// one graph; run() is one graph launch, the control block read back once.
+// until_done with no Python: WHILE { eagle_step(grid) -> eagle_decide(1) } in one graph;
+// run() is one graph launch, the control block read back once.
 class EAGLE_CUDA_API RunLoop {
 public:
+    // An artifact's loop, its step's arguments packed from `bindings`.
     RunLoop(LoadedVector& loaded, const Bindings& bindings, RunOptions options = {});
+    // eagle's own loop for a compiled program (`step` and `decide` from its module) over `n`
+    // samples: the step's arguments are given with set_step_args, their control block pointer
+    // being control() (Python's GPU runner over this layer).
+    RunLoop(const Function& step, const Function& decide, std::int64_t n, unsigned block,
+            RunOptions options = {});
+    std::uint64_t control() const { return control_.ptr(); }
+    void set_step_args(const KernelArgs& args) { step_args_ = args; exec_.reset(); }
     void build();
     // Run until every sample is done or max_steps: one graph launch. Like eagle's Runner.run,
     // a run after one that finished (no live sample, or max_steps reached) launches nothing
     // until reset().
     RunResult run(const Stream* stream = nullptr);
+    // One run from `steps` already taken up to `max_steps` (the caller decides whether it is
+    // finished): one graph launch.
+    RunResult run_from(std::int64_t steps, std::int64_t max_steps, const Stream* stream = nullptr);
     void reset() { steps_ = 0; live_ = -1; }
     std::int64_t samples() const { return n_; }
 
 private:
-    LoadedVector& loaded_;
-    Bindings bindings_;
+    void allocate();
+    Device device_;
+    std::shared_ptr<Function> step_, decide_;
+    unsigned block_ = 256;
+    std::vector<std::string> fields_;
     RunOptions options_;
     std::int64_t n_ = 0, steps_ = 0, live_ = -1;
     DeviceBuffer control_, lists_;
