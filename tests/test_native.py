@@ -440,3 +440,72 @@ def test_cpp_json_reader_accepts_whatever_json_python_writes(native, tmp_path):
         assert lib.eagle_artifact_check(str(path).encode()) == 0
 
     check()
+
+
+_UNTIL_DONE = """
+import sys
+
+import numpy as np
+
+import eagle
+from eagle.backend import registered
+from eagle.cuda._native import Buffer
+from eagle.cuda.backend import CudaBackend
+from eagle.cuda.hostbuild import host_module_compiler
+
+sys.path.insert(0, TESTS)
+import kernels  # noqa: E402
+from test_native import CASES  # noqa: E402
+
+
+class Array:  # device memory of the native layer, exported as CuPy exports an array
+    def __init__(self, host):
+        self.host = np.ascontiguousarray(host)
+        self.buffer = Buffer(self.host.nbytes)
+        self.buffer.upload(self.host)
+        self.__cuda_array_interface__ = dict(data=(self.buffer.ptr, False), shape=host.shape,
+                                             typestr=host.dtype.str, strides=None, version=3)
+
+    def get(self):
+        self.buffer.download(self.host)
+        return self.host
+
+
+kernel, make = CASES[NAME]
+arrays, params = make(3000)
+with registered(CudaBackend(host_module_compiler(FOLDER))):
+    cpu = {k: v.copy() for k, v in arrays.items()}
+    cpu["terminated"] = np.zeros(3000, dtype=bool)
+    gpu = {k: Array(v) for k, v in cpu.items()}
+    runner = eagle.until_done(eagle.deploy(kernel, device="cuda:0"), max_steps=MAX_STEPS,
+                              steps_per_launch=PER_LAUNCH, **gpu, **params)
+    report, again = runner.run(), runner.run()
+    ref = eagle.until_done(eagle.deploy(kernel, device="cpu"), max_steps=MAX_STEPS, **cpu,
+                           **params).run()
+    print(report.mode, report.launches, report.steps == ref.steps, report.done == ref.done,
+          again.launches, all(gpu[k].get().tobytes() == cpu[k].tobytes() for k in cpu))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, max_steps, per_launch", [
+    ("oscillator", 10_000, None), ("oscillator", 500, 7), ("falling", 3_000, None),
+    ("bouncing", 20_000, 32)])
+def test_until_done_on_the_gpu_over_the_cpp_run_loop(native, tmp_path, name, max_steps,
+                                                     per_launch):
+    """EAGLE_CUDA_NATIVE=1: until_done on cuda:0 records WHILE { step ; decide } as the C++
+    RunLoop (the kernel compiled for the host here, run by the stand-in) and ends bit-identical
+    to the CPU backend, in one graph launch per run; a finished runner launches nothing."""
+    env = {**_env(tmp_path), "EAGLE_CUDA_NATIVE": "1", "EAGLE_CUDA_LIBRARY": str(LIBRARY),
+           "PYTHONPATH": str(ROOT / "src")}
+    code = (f"TESTS, FOLDER, NAME = {str(ROOT / 'tests')!r}, {str(tmp_path)!r}, {name!r}\n"
+            f"MAX_STEPS, PER_LAUNCH = {max_steps}, {per_launch}\n" + _UNTIL_DONE)
+    done = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True,
+                          text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    mode, launches, same_steps, same_done, again, same_bits = done.stdout.split()
+    assert mode == "graph-while" and int(launches) >= 1
+    assert same_steps == same_done == same_bits == "True", done.stdout
+    assert again == "0"
+    if name == "oscillator" and per_launch is None:
+        assert launches == "6"  # 16, 32, ..., 512: the adaptive schedule on a full device

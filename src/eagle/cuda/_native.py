@@ -11,10 +11,12 @@ The switch: with ``EAGLE_CUDA_NATIVE=1`` (read when a ``GraphPipeline`` is built
 ``LoadedVector`` made), ``GraphPipeline`` captures and replays through the C++
 ``StreamCapturer``/``Graph``/``GraphExec``, ``LoadedVector`` loads and launches through the
 C++ ``LoadedVector`` (its bindings still checked by Python's ``bind``) and ``repeat_while`` on a
-GPU array records its body and runs the C++ ``repeat_while``, and ``GraphComposer`` forks and
-joins its pipelines' streams through C++ events: the spec's low-level door over the C++
-classes. The rest of the GPU path (``until_done`` on a GPU, so a runner as a composer's piece)
-stays on NVIDIA's ``cuda.bindings``, and so does the default, until a device
+GPU array records its body and runs the C++ ``repeat_while``, ``GraphComposer`` forks and
+joins its pipelines' streams through C++ events, and ``until_done`` on a GPU runs its graph
+loop as the C++ ``RunLoop`` (``Kernel`` and ``Loop`` below: the kernel compiled as before, loaded
+and run by the C++ layer; the graph loop only, not ``loop="host"``, ``stream=``, progress bars
+or a runner inside a composer yet). NVRTC stays in Python. The default stays on NVIDIA's
+``cuda.bindings``, and so does the default, until a device
 run has passed with the native layer (``docs/native.md``). ``python -m eagle info`` names the
 library and why the GPU is or is not usable through it.
 """
@@ -31,7 +33,7 @@ from ..errors import ArtifactError, BackendUnavailable, BindingTypeError, Captur
 
 __all__ = ["ABI_VERSION", "PROTOTYPES", "library_path", "library", "check", "describe",
            "enabled", "Stream", "Event", "current_stream", "StreamCapturer", "Graph", "GraphExec",
-           "Loaded", "Buffer", "repeat_while"]
+           "Loaded", "Buffer", "repeat_while", "Kernel", "Loop", "device_full", "unavailable"]
 
 ABI_VERSION = 1
 
@@ -405,3 +407,132 @@ def repeat_while(condition, body, max_iterations: int | None, device: str) -> in
     stream.synchronize()
     counter.download(iterations)
     return int(iterations[0])
+
+
+def unavailable() -> str | None:
+    """Why no GPU is usable through the native layer, or None."""
+    try:
+        lib = library()
+    except BackendUnavailable as exc:
+        return str(exc)
+    reason = ctypes.create_string_buffer(1024)
+    check(lib.eagle_unavailable_reason(reason, len(reason)))
+    return reason.value.decode() or None
+
+
+def device_full(shape, value, dtype, device: str):
+    """A new device array of ``shape`` filled with ``value`` (native memory)."""
+    import numpy as np
+
+    from .driver import ordinal_of
+    from .memory import DeviceArray
+
+    host = np.full(shape, value, dtype=dtype)
+    buffer = Buffer(max(host.nbytes, 1), ordinal_of(device))
+    buffer.upload(host)
+    return DeviceArray(buffer.ptr, tuple(host.shape), host.dtype, host.strides, False, device,
+                       buffer, None)
+
+
+_ARG_TYPES = {"double": 0, "float": 1, "long long": 2, "int": 3, "unsigned int": 4, "u64": 5,
+              "unsigned long long": 5, "bool": 6, "ptr": 7}
+
+
+class Kernel:
+    """One program compiled (by ``compiler``, as ``CudaKernel`` does) and loaded on device
+    ``ordinal`` by the C++ layer, with the occupancy marks of eagle's launch schedule."""
+
+    def __init__(self, program, ordinal: int, fmad: bool, compiler):
+        from .emit import BLOCK_SIZE, MIN_BLOCKS_PER_SM, STEP_KERNEL, emit_cuda
+
+        self.program, self.ordinal = program, ordinal
+        name, sm = ctypes.create_string_buffer(256), ctypes.c_int()
+        processors, while_nodes = ctypes.c_int(), ctypes.c_int()
+        check(library().eagle_device_info(ordinal, name, len(name), ctypes.byref(sm),
+                                          ctypes.byref(processors), ctypes.byref(while_nodes)))
+        self.arch, self.while_nodes = f"sm_{sm.value}", bool(while_nodes.value)
+        self.source = emit_cuda(program, MIN_BLOCKS_PER_SM)
+        image = compiler(self.source, self.arch, fmad=fmad, name=f"{program.name}.cu")
+        out = _out()
+        check(library().eagle_module_load(ordinal, image, len(image), ctypes.byref(out)))
+        self._module = _Module(out)
+        blocks = ctypes.c_int()
+        check(library().eagle_module_max_blocks(out, STEP_KERNEL.encode(), BLOCK_SIZE,
+                                                ctypes.byref(blocks)))
+        self.full = max(blocks.value, 1) * processors.value * BLOCK_SIZE
+        self.spread = processors.value * BLOCK_SIZE
+
+
+class _Module(_Handle):
+    def __init__(self, ptr):
+        self._ptr = ptr
+
+
+class _RunLoop(_Handle):
+    def __init__(self, ptr):
+        self._ptr = ptr
+
+
+class Loop:
+    """``until_done``'s loop on a GPU over the C++ ``RunLoop``: ``WHILE { eagle_step ;
+    eagle_decide }`` recorded once, one graph launch per ``run()``, the counters read back once
+    (what ``CudaLoop`` does over ``cuda.bindings``)."""
+
+    sees_launches = False
+    threads = 0
+
+    def __init__(self, kernel: Kernel, bound, steps_per_launch: int | None, eager: bool):
+        from .backend import INITIAL_STEPS_PER_LAUNCH
+
+        if eager:
+            raise NotImplementedError("until_done(..., loop='host') does not run over the native "
+                                      "layer yet (EAGLE_CUDA_NATIVE=1); use the graph loop")
+        if not kernel.while_nodes:
+            raise BackendUnavailable("the native layer's GPU loop needs WHILE graph nodes "
+                                     "(a CUDA 12.4 driver or newer)")
+        self.kernel, self.bound = kernel, bound
+        self.fixed = steps_per_launch is not None
+        self.steps_per_launch = steps_per_launch or INITIAL_STEPS_PER_LAUNCH
+        self.mode = "graph-while"
+        self._loop = None
+
+    def build(self) -> float:
+        """Allocate the control block and record and instantiate the graph (0 once done)."""
+        import time
+        from types import SimpleNamespace
+
+        from .backend import MAX_STEPS_PER_LAUNCH, step_arguments
+        from .emit import BLOCK_SIZE, DECIDE_KERNEL, STEP_KERNEL
+
+        if self._loop is not None:
+            return 0.0
+        start = time.perf_counter()
+        out = _out()
+        check(library().eagle_loop_create(
+            self.kernel._module._ptr, STEP_KERNEL.encode(), DECIDE_KERNEL.encode(),
+            self.bound.n, BLOCK_SIZE, self.steps_per_launch,
+            0 if self.fixed else MAX_STEPS_PER_LAUNCH, self.kernel.full, self.kernel.spread,
+            ctypes.byref(out)))
+        loop = _RunLoop(out)
+        control = SimpleNamespace(ptr=library().eagle_loop_control(out))
+        types, values = step_arguments(self.kernel.program.slots, self.bound, control,
+                                       self.kernel.program.counters)
+        codes = (ctypes.c_int * len(types))(*[_ARG_TYPES[t] for t in types])
+        packed = (Value * len(values))(*[_value(t, v) for t, v in zip(types, values, strict=True)])
+        check(library().eagle_loop_set_args(out, codes, packed, len(values)))
+        self._loop = loop
+        return time.perf_counter() - start
+
+    def run(self, counters, after_launch) -> None:
+        self.build()
+        if counters.finished:
+            return
+        launches, taken, live, size = (ctypes.c_int64() for _ in range(4))
+        check(library().eagle_loop_run(self._loop._ptr, counters.steps, counters.max_steps, None,
+                                       ctypes.byref(launches), ctypes.byref(taken),
+                                       ctypes.byref(live), ctypes.byref(size)))
+        counters.record(launches.value, taken.value, live.value)
+        self.steps_per_launch = size.value
+
+    def live_now(self) -> int | None:
+        return None

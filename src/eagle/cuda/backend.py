@@ -401,9 +401,10 @@ class CudaBackend:
         self._condition_modules: dict[int, Module] = {}
 
     def unavailable_reason(self) -> str | None:
+        from . import _native
         from .driver import unavailable_reason
 
-        reason = unavailable_reason()
+        reason = _native.unavailable() if _native.enabled() else unavailable_reason()
         return f"no CUDA device can be used here: {reason}" if reason else None
 
     def normalize(self, device: str) -> str:
@@ -428,8 +429,11 @@ class CudaBackend:
         return as_device_array(value, device)
 
     def full(self, shape, value, dtype, device: str):
+        from . import _native
         from .memory import device_full
 
+        if _native.enabled():
+            return _native.device_full(shape, value, dtype, device)
         return device_full(shape, value, dtype, device)
 
     def shares_memory(self, a, b) -> bool:
@@ -458,19 +462,26 @@ class CudaBackend:
         clear(array)
 
     def compile(self, program: Program, device: str, *, fmad: bool = False) -> CudaKernel:
+        from . import _native
         from .driver import ordinal_of
 
         ordinal = ordinal_of(device)
-        key = (program.digest(), ordinal, fmad)
+        native = _native.enabled()  # EAGLE_CUDA_NATIVE=1: loaded by the C++ layer
+        key = (program.digest(), ordinal, fmad, native)
         with _lock:
             if key not in self._loaded:
-                self._loaded[key] = CudaKernel(program, ordinal, fmad, self.compiler)
+                self._loaded[key] = (_native.Kernel if native else CudaKernel)(
+                    program, ordinal, fmad, self.compiler)
             return self._loaded[key]
 
     def loop(self, program: Program, bound: Bound, steps_per_launch: int | None, *,
              eager: bool, fmad: bool) -> CudaLoop:
-        return CudaLoop(self.compile(program, bound.device, fmad=fmad), bound,
-                        steps_per_launch, eager)
+        from . import _native
+
+        kernel = self.compile(program, bound.device, fmad=fmad)
+        if isinstance(kernel, _native.Kernel):  # the C++ RunLoop
+            return _native.Loop(kernel, bound, steps_per_launch, eager)
+        return CudaLoop(kernel, bound, steps_per_launch, eager)
 
     def repeat_while(self, condition, body, max_iterations: int | None, device: str) -> int:
         from . import _native
@@ -496,8 +507,12 @@ class CudaBackend:
         return cupy
 
     def synchronize(self, device: str) -> None:
+        from . import _native
         from .driver import activate, ordinal_of
 
+        if _native.enabled():
+            _native.check(_native.library().eagle_device_synchronize(ordinal_of(device)))
+            return
         activate(ordinal_of(device))
         call(driver().cuCtxSynchronize)
 

@@ -32,7 +32,8 @@ from hawk.ir import Program
 
 from .emit import emit_cuda
 
-__all__ = ["PRELUDE", "host_build_source", "write_host_build", "host_compiler"]
+__all__ = ["PRELUDE", "host_build_source", "write_host_build", "host_compiler",
+           "host_module_compiler"]
 
 PRELUDE = r"""
 #include <math.h>
@@ -79,9 +80,10 @@ def _size(ctype: str) -> int:
     return 8 if ctype.endswith("*") else _SIZES[ctype.removeprefix("const ").strip()]
 
 
-def host_build_source(program: Program, image_sha256: str) -> str:
-    """The C++ source of ``program``'s host build, recording ``image_sha256``."""
-    source = emit_cuda(program)
+def host_build_source(program: Program | str, image_sha256: str) -> str:
+    """The C++ source of the host build of ``program`` (or of generated CUDA source),
+    recording ``image_sha256``."""
+    source = program if isinstance(program, str) else emit_cuda(program)
     table, wrappers = [], []
     for name, params in _KERNEL.findall(source):
         types = _parameters(params)
@@ -104,17 +106,11 @@ def host_compiler() -> str | None:
     return shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
 
 
-def write_host_build(program: Program, artifact: Path) -> Path:
-    """Compile ``program``'s host build to ``NAME.host.so`` beside ``artifact`` (a PTX file);
-    return its path. Raises ``RuntimeError`` without a host C++ compiler or when it fails."""
-    artifact = Path(artifact)
-    image = artifact.read_bytes().split(b"\0")[0]  # what the driver reads of a PTX string
-    source = host_build_source(program, hashlib.sha256(image).hexdigest())
+def _build(source: str, library: Path) -> None:
     compiler = host_compiler()
     if compiler is None:
-        raise RuntimeError("--host-build needs a host C++ compiler (g++, c++ or clang++)")
-    library = artifact.with_suffix(".host.so")
-    cpp = artifact.with_suffix(".host.cpp")
+        raise RuntimeError("a host build needs a host C++ compiler (g++, c++ or clang++)")
+    cpp = library.with_suffix(".cpp")
     cpp.write_text(source)
     done = subprocess.run([compiler, "-std=c++17", "-O1", "-ffp-contract=off", "-fno-fast-math",
                            "-shared", "-fPIC", "-w", str(cpp), "-o", str(library)],
@@ -123,4 +119,31 @@ def write_host_build(program: Program, artifact: Path) -> Path:
     if done.returncode != 0:
         raise RuntimeError(f"the host compiler refused the generated CUDA source:\n"
                            f"{done.stderr[:4000]}")
+
+
+def host_module_compiler(folder: Path):
+    """A ``compiler`` for ``CudaBackend`` (NVRTC's ``compile_source``'s signature) that builds
+    generated CUDA for the host in ``folder`` and returns the image the stand-in libcuda loads
+    as that host build (``EAGLE-HOST-MODULE\\n<path>``): eagle's GPU runner over the native
+    layer, end to end on a machine without a GPU."""
+    folder = Path(folder)
+
+    def compile_for_host(source: str, arch: str = "sm_90", target: str = "cubin",
+                         fmad: bool = False, name: str = "kernel.cu") -> bytes:
+        digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+        library = folder / f"{Path(name).stem}_{digest}.host.so"
+        if not library.exists():
+            _build(host_build_source(source, ""), library)
+        return b"EAGLE-HOST-MODULE\n" + str(library).encode() + b"\0"
+
+    return compile_for_host
+
+
+def write_host_build(program: Program, artifact: Path) -> Path:
+    """Compile ``program``'s host build to ``NAME.host.so`` beside ``artifact`` (a PTX file);
+    return its path. Raises ``RuntimeError`` without a host C++ compiler or when it fails."""
+    artifact = Path(artifact)
+    image = artifact.read_bytes().split(b"\0")[0]  # what the driver reads of a PTX string
+    library = artifact.with_suffix(".host.so")
+    _build(host_build_source(program, hashlib.sha256(image).hexdigest()), library)
     return library
