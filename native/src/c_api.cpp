@@ -210,6 +210,12 @@ int eagle_buffer_upload(eagle_buffer* buffer, const void* host, size_t bytes) {
 int eagle_buffer_download(eagle_buffer* buffer, void* host, size_t bytes) {
     return guard([&] { buffer->b.download(host, bytes); });
 }
+int eagle_memory_zero(int ordinal, uint64_t ptr, size_t bytes) {
+    return guard([&] { zero_device_memory(Device::get(ordinal), ptr, bytes); });
+}
+int eagle_memory_to_host(int ordinal, void* host, uint64_t ptr, size_t bytes) {
+    return guard([&] { copy_to_host(Device::get(ordinal), host, ptr, bytes); });
+}
 int eagle_artifact_check(const char* path) { return guard([&] { Artifact::read(path); }); }
 int eagle_loaded_open(const char* path, int ordinal, eagle_loaded** out) {
     return guard([&] {

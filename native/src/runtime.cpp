@@ -351,6 +351,17 @@ void DeviceBuffer::zero() const {
     check(driver().pfn_cuMemsetD8(ptr_, 0, size_), "cuMemsetD8");
 }
 
+void zero_device_memory(const Device& device, std::uint64_t ptr, std::size_t bytes) {
+    device.activate();
+    check(driver().pfn_cuMemsetD8(ptr, 0, bytes), "cuMemsetD8");
+    check(driver().pfn_cuCtxSynchronize(), "cuCtxSynchronize");
+}
+
+void copy_to_host(const Device& device, void* host, std::uint64_t ptr, std::size_t bytes) {
+    device.activate();
+    check(driver().pfn_cuMemcpyDtoH(host, ptr, bytes), "cuMemcpyDtoH");
+}
+
 // ------------------------------------------------------------------------------- graphs
 struct GraphState {
     CUgraph handle = nullptr;

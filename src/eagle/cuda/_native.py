@@ -33,7 +33,8 @@ from ..errors import ArtifactError, BackendUnavailable, BindingTypeError, Captur
 
 __all__ = ["ABI_VERSION", "PROTOTYPES", "library_path", "library", "check", "describe",
            "enabled", "Stream", "Event", "current_stream", "StreamCapturer", "Graph", "GraphExec",
-           "Loaded", "Buffer", "repeat_while", "Kernel", "Loop", "device_full", "unavailable"]
+           "Loaded", "Buffer", "repeat_while", "Kernel", "Loop", "device_full", "unavailable",
+           "clear", "to_host"]
 
 ABI_VERSION = 1
 
@@ -93,6 +94,8 @@ PROTOTYPES = {
     "eagle_buffer_ptr": (_u64, [_p]),
     "eagle_buffer_upload": (_i, [_p, _p, _sz]),
     "eagle_buffer_download": (_i, [_p, _p, _sz]),
+    "eagle_memory_zero": (_i, [_i, _u64, _sz]),
+    "eagle_memory_to_host": (_i, [_i, _p, _u64, _sz]),
     "eagle_artifact_check": (_i, [_str]),
     "eagle_loaded_open": (_i, [_str, _i, _pp]),
     "eagle_loaded_control": (_u64, [_p]),
@@ -536,3 +539,22 @@ class Loop:
 
     def live_now(self) -> int | None:
         return None
+
+
+def clear(array) -> None:
+    """Zero a contiguous device array (and wait for it)."""
+    from .driver import ordinal_of
+
+    check(library().eagle_memory_zero(ordinal_of(array.device), array.ptr, array.nbytes))
+
+
+def to_host(array):
+    """A NumPy copy of a contiguous device array."""
+    import numpy as np
+
+    from .driver import ordinal_of
+
+    out = np.empty(array.shape, array.dtype)
+    check(library().eagle_memory_to_host(ordinal_of(array.device), out.ctypes.data, array.ptr,
+                                         out.nbytes))
+    return out

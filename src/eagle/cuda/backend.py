@@ -440,9 +440,11 @@ class CudaBackend:
         return a.overlaps(b)
 
     def to_host(self, array) -> np.ndarray:
+        from . import _native
         from .memory import as_device_array, to_host
 
-        return to_host(as_device_array(array, self.device_of(array) or "cuda:0"))
+        array = as_device_array(array, self.device_of(array) or "cuda:0")
+        return _native.to_host(array) if _native.enabled() else to_host(array)
 
     def from_host(self, array: np.ndarray, device: str):
         from .driver import ordinal_of
@@ -457,9 +459,10 @@ class CudaBackend:
         return device_copy(array, device)
 
     def clear(self, array) -> None:
+        from . import _native
         from .memory import clear
 
-        clear(array)
+        (_native.clear if _native.enabled() else clear)(array)
 
     def compile(self, program: Program, device: str, *, fmad: bool = False) -> CudaKernel:
         from . import _native

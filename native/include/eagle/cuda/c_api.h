@@ -71,6 +71,8 @@ EAGLE_CUDA_C int eagle_buffer_alloc(int ordinal, size_t bytes, eagle_buffer** ou
 EAGLE_CUDA_C uint64_t eagle_buffer_ptr(eagle_buffer* buffer);
 EAGLE_CUDA_C int eagle_buffer_upload(eagle_buffer* buffer, const void* host, size_t bytes);
 EAGLE_CUDA_C int eagle_buffer_download(eagle_buffer* buffer, void* host, size_t bytes);
+EAGLE_CUDA_C int eagle_memory_zero(int ordinal, uint64_t ptr, size_t bytes);
+EAGLE_CUDA_C int eagle_memory_to_host(int ordinal, void* host, uint64_t ptr, size_t bytes);
 EAGLE_CUDA_C int eagle_artifact_check(const char* path);
 EAGLE_CUDA_C int eagle_loaded_open(const char* path, int ordinal, eagle_loaded** out);
 EAGLE_CUDA_C uint64_t eagle_loaded_control(eagle_loaded* loaded);

@@ -282,6 +282,10 @@ private:
     int device_ = 0;
 };
 
+// Device memory this library does not own (another library's array): zero it, copy it out.
+EAGLE_CUDA_API void zero_device_memory(const Device& device, std::uint64_t ptr, std::size_t bytes);
+EAGLE_CUDA_API void copy_to_host(const Device& device, void* host, std::uint64_t ptr, std::size_t bytes);
+
 // ------------------------------------------------------------------------------- graphs
 using Node = std::uint64_t;  // a CUgraphNode
 struct GraphState;
