@@ -478,8 +478,14 @@ with registered(CudaBackend(host_module_compiler(FOLDER))):
     cpu = {k: v.copy() for k, v in arrays.items()}
     cpu["terminated"] = np.zeros(3000, dtype=bool)
     gpu = {k: Array(v) for k, v in cpu.items()}
+    extra = {"eager": True} if HOST_LOOP else {}
+    if STREAM:  # the caller's stream, borrowed (any library's: here one of the C++ layer's)
+        from eagle.cuda._native import Stream
+
+        user_stream = Stream(0, non_blocking=True)
+        extra["stream"] = user_stream.handle
     runner = eagle.until_done(eagle.deploy(kernel, device="cuda:0"), max_steps=MAX_STEPS,
-                              steps_per_launch=PER_LAUNCH, **gpu, **params)
+                              steps_per_launch=PER_LAUNCH, **gpu, **params, **extra)
     report, again = runner.run(), runner.run()
     ref = eagle.until_done(eagle.deploy(kernel, device="cpu"), max_steps=MAX_STEPS, **cpu,
                            **params).run()
@@ -491,28 +497,35 @@ with registered(CudaBackend(host_module_compiler(FOLDER))):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, max_steps, per_launch, dtype", [
-    ("oscillator", 10_000, None, "float64"), ("oscillator", 500, 7, "float64"),
-    ("oscillator", 10_000, None, "float32"), ("falling", 3_000, None, "float64"),
-    ("bouncing", 20_000, 32, "float64")])
+@pytest.mark.parametrize("name, max_steps, per_launch, dtype, host_loop, stream", [
+    ("oscillator", 10_000, None, "float64", False, False),
+    ("oscillator", 500, 7, "float64", False, False),
+    ("oscillator", 10_000, None, "float32", False, False),
+    ("oscillator", 10_000, 16, "float64", True, False),
+    ("oscillator", 10_000, None, "float64", False, True),
+    ("falling", 3_000, None, "float64", False, False),
+    ("bouncing", 20_000, 32, "float64", True, True)])
 def test_until_done_on_the_gpu_over_the_cpp_run_loop(native, tmp_path, name, max_steps,
-                                                     per_launch, dtype):
+                                                     per_launch, dtype, host_loop, stream):
     """EAGLE_CUDA_NATIVE=1: until_done on cuda:0 records WHILE { step ; decide } as the C++
     RunLoop (the kernel compiled for the host here, run by the stand-in) and ends bit-identical
-    to the CPU backend, in one graph launch per run; a finished runner launches nothing."""
+    to the CPU backend, in one graph launch per run (or, eager=True, one round trip per
+    launch; on the caller's stream with stream=); a finished runner launches nothing."""
     env = {**_env(tmp_path), "EAGLE_CUDA_NATIVE": "1", "EAGLE_CUDA_LIBRARY": str(LIBRARY),
            "PYTHONPATH": str(ROOT / "src")}
     code = (f"TESTS, FOLDER, NAME = {str(ROOT / 'tests')!r}, {str(tmp_path)!r}, {name!r}\n"
             f"MAX_STEPS, PER_LAUNCH, DTYPE = {max_steps}, {per_launch}, {dtype!r}\n"
-            + _UNTIL_DONE)
+            f"HOST_LOOP, STREAM = {host_loop}, {stream}\n" + _UNTIL_DONE)
     done = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True,
                           text=True, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     first, second = done.stdout.splitlines()
     mode, launches, same_steps, same_done, again, same_bits = first.split()
     assert second.startswith("after reset: 0 ") or max_steps == 500, second
-    assert mode == "graph-while" and int(launches) >= 1
+    assert mode == ("host-loop" if host_loop else "graph-while") and int(launches) >= 1
     assert same_steps == same_done == same_bits == "True", done.stdout
     assert again == "0"
     if name == "oscillator" and per_launch is None and dtype == "float64":
         assert launches == "6"  # 16, 32, ..., 512: the adaptive schedule on a full device
+    if name == "oscillator" and per_launch == 16:
+        assert launches == "63"  # ceil(1000 / 16): one host round trip each

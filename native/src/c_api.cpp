@@ -169,10 +169,11 @@ int eagle_loop_set_args(eagle_loop* loop, const int* types, const eagle_value* v
         loop->l->set_step_args(KernelArgs(t, values_of(values, count)));
     });
 }
-int eagle_loop_run(eagle_loop* loop, int64_t steps, int64_t max_steps, eagle_stream* stream, int64_t* launches,
-                   int64_t* taken, int64_t* live, int64_t* steps_per_launch) {
+int eagle_loop_run(eagle_loop* loop, int64_t steps, int64_t max_steps, int host, eagle_stream* stream,
+                   int64_t* launches, int64_t* taken, int64_t* live, int64_t* steps_per_launch) {
     return guard([&] {
-        RunResult r = loop->l->run_from(steps, max_steps, stream ? &stream->s : nullptr);
+        const Stream* s = stream ? &stream->s : nullptr;
+        RunResult r = host ? loop->l->run_host_from(steps, max_steps, s) : loop->l->run_from(steps, max_steps, s);
         *launches = r.launches;
         *taken = r.steps;
         *live = r.live;

@@ -319,9 +319,7 @@ RunResult RunLoop::run(const Stream* stream) {
     return run_from(steps_, options_.max_steps, stream);
 }
 
-RunResult RunLoop::run_from(std::int64_t steps, std::int64_t max_steps, const Stream* stream) {
-    if (!exec_) build();
-    const Stream s = stream ? *stream : Stream::current(device_.ordinal());
+std::vector<std::int64_t> RunLoop::start(std::int64_t steps, std::int64_t max_steps) const {
     std::vector<std::int64_t> c(control_.size() / 8, 0);
     auto at = [&](const char* field) -> std::int64_t& { return c[index_of(fields_, field)]; };
     at("nsteps") = std::min(options_.steps_per_launch, max_steps - steps);
@@ -333,10 +331,11 @@ RunResult RunLoop::run_from(std::int64_t steps, std::int64_t max_steps, const St
     at("full") = options_.full;
     at("spread") = options_.spread;
     if (options_.compact) at("lists") = static_cast<std::int64_t>(lists_.ptr());
-    control_.upload_async(c.data(), control_.size(), s);
-    exec_->launch(s);
-    control_.download_async(c.data(), control_.size(), s);
-    s.synchronize();
+    return c;
+}
+
+RunResult RunLoop::finish(const std::vector<std::int64_t>& c, std::int64_t steps) {
+    auto at = [&](const char* field) { return c[index_of(fields_, field)]; };
     RunResult r;
     r.launches = at("launches");
     r.steps = at("steps") - steps;
@@ -345,6 +344,38 @@ RunResult RunLoop::run_from(std::int64_t steps, std::int64_t max_steps, const St
     steps_ = at("steps");
     live_ = r.live;
     return r;
+}
+
+RunResult RunLoop::run_from(std::int64_t steps, std::int64_t max_steps, const Stream* stream) {
+    if (!exec_) build();
+    const Stream s = stream ? *stream : Stream::current(device_.ordinal());
+    std::vector<std::int64_t> c = start(steps, max_steps);
+    control_.upload_async(c.data(), control_.size(), s);
+    exec_->launch(s);
+    control_.download_async(c.data(), control_.size(), s);
+    s.synchronize();
+    return finish(c, steps);
+}
+
+RunResult RunLoop::run_host_from(std::int64_t steps, std::int64_t max_steps, const Stream* stream) {
+    if (step_args_.size() == 0) throw ArgumentError("RunLoop::run_host_from: set the step's arguments first");
+    const Stream s = stream ? *stream : Stream::current(device_.ordinal());
+    const unsigned grid = static_cast<unsigned>((n_ + block_ - 1) / block_);
+    const Launcher step(*step_, step_args_.types(), block_);
+    const Launcher decide(*decide_, {ArgType::Ptr, ArgType::U64, ArgType::I32}, 1);
+    KernelArgs step_args = step_args_;
+    KernelArgs decide_args({ArgType::Ptr, ArgType::U64, ArgType::I32}, {Value::pointer(control_.ptr()), 0, 0});
+    std::vector<std::int64_t> c = start(steps, max_steps);
+    control_.upload_async(c.data(), control_.size(), s);
+    const std::size_t nsteps = index_of(fields_, "nsteps");
+    while (true) {  // the host round trip after every launch: the loop a graph replaces
+        step.launch_packed(grid, step_args, &s);
+        decide.launch_packed(1, decide_args, &s);
+        control_.download_async(c.data(), control_.size(), s);
+        s.synchronize();
+        if (c[nsteps] <= 0) break;
+    }
+    return finish(c, steps);
 }
 
 }  // namespace eagle::cuda

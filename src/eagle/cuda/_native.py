@@ -14,8 +14,8 @@ C++ ``LoadedVector`` (its bindings still checked by Python's ``bind``) and ``rep
 GPU array records its body and runs the C++ ``repeat_while``, ``GraphComposer`` forks and
 joins its pipelines' streams through C++ events, and ``until_done`` on a GPU runs its graph
 loop as the C++ ``RunLoop`` (``Kernel`` and ``Loop`` below: the kernel compiled as before, loaded
-and run by the C++ layer; the graph loop only, not ``loop="host"``, ``stream=``, progress bars
-or a runner inside a composer yet). NVRTC stays in Python. The default stays on NVIDIA's
+and run by the C++ layer; ``eager=True`` and ``stream=`` too; not progress bars or a runner
+inside a composer yet). NVRTC stays in Python. The default stays on NVIDIA's
 ``cuda.bindings``, and so does the default, until a device
 run has passed with the native layer (``docs/native.md``). ``python -m eagle info`` names the
 library and why the GPU is or is not usable through it.
@@ -86,8 +86,8 @@ PROTOTYPES = {
     "eagle_loop_create": (_i, [_p, _str, _str, _i64, ctypes.c_uint, _i64, _i64, _i64, _i64, _pp]),
     "eagle_loop_control": (_u64, [_p]),
     "eagle_loop_set_args": (_i, [_p, _ip, ctypes.POINTER(Value), _sz]),
-    "eagle_loop_run": (_i, [_p, _i64, _i64, _p, ctypes.POINTER(_i64), ctypes.POINTER(_i64),
-                            ctypes.POINTER(_i64), ctypes.POINTER(_i64)]),
+    "eagle_loop_run": (_i, [_p, _i64, _i64, _i, _p, ctypes.POINTER(_i64),
+                            ctypes.POINTER(_i64), ctypes.POINTER(_i64), ctypes.POINTER(_i64)]),
     "eagle_launcher_create": (_i, [_p, _str, _ip, _sz, ctypes.c_uint, _pp]),
     "eagle_launcher_launch": (_i, [_p, ctypes.c_uint, ctypes.POINTER(Value), _sz, _p]),
     "eagle_buffer_alloc": (_i, [_i, _sz, _pp]),
@@ -487,17 +487,16 @@ class Loop:
     def __init__(self, kernel: Kernel, bound, steps_per_launch: int | None, eager: bool):
         from .backend import INITIAL_STEPS_PER_LAUNCH
 
-        if eager:
-            raise NotImplementedError("until_done(..., loop='host') does not run over the native "
-                                      "layer yet (EAGLE_CUDA_NATIVE=1); use the graph loop")
-        if not kernel.while_nodes:
+        if not kernel.while_nodes and not eager:
             raise BackendUnavailable("the native layer's GPU loop needs WHILE graph nodes "
                                      "(a CUDA 12.4 driver or newer)")
         self.kernel, self.bound = kernel, bound
         self.fixed = steps_per_launch is not None
         self.steps_per_launch = steps_per_launch or INITIAL_STEPS_PER_LAUNCH
-        self.mode = "graph-while"
+        self.eager = eager
+        self.mode = "host-loop" if eager else "graph-while"
         self._loop = None
+        self._stream = None
 
     def build(self) -> float:
         """Allocate the control block and record and instantiate the graph (0 once done)."""
@@ -531,7 +530,8 @@ class Loop:
         if counters.finished:
             return
         launches, taken, live, size = (ctypes.c_int64() for _ in range(4))
-        check(library().eagle_loop_run(self._loop._ptr, counters.steps, counters.max_steps, None,
+        check(library().eagle_loop_run(self._loop._ptr, counters.steps, counters.max_steps,
+                                       int(self.eager), self._stream and self._stream._ptr,
                                        ctypes.byref(launches), ctypes.byref(taken),
                                        ctypes.byref(live), ctypes.byref(size)))
         counters.record(launches.value, taken.value, live.value)
@@ -539,6 +539,20 @@ class Loop:
 
     def live_now(self) -> int | None:
         return None
+
+    def use_stream(self, stream) -> None:
+        """Run on the user's ``stream`` (``until_done(..., stream=...)``): any library's stream
+        or a handle, borrowed by the C++ layer."""
+        from .stream import stream_handle
+
+        if self._loop is not None:
+            raise RuntimeError("use_stream() must come before the loop is first used")
+        out = _out()
+        check(library().eagle_stream_wrap(int(stream_handle(stream, "until_done(stream=...)")),
+                                          self.kernel.ordinal, ctypes.byref(out)))
+        wrapped = Stream.__new__(Stream)
+        wrapped._ptr, wrapped.ordinal, wrapped.non_blocking = out, self.kernel.ordinal, None
+        self._stream = wrapped
 
 
 def clear(array) -> None:

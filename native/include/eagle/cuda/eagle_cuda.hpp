@@ -528,11 +528,16 @@ public:
     // One run from `steps` already taken up to `max_steps` (the caller decides whether it is
     // finished): one graph launch.
     RunResult run_from(std::int64_t steps, std::int64_t max_steps, const Stream* stream = nullptr);
+    // The same loop with the host deciding: step, decide, read the control block back, again
+    // (the eager loop a graph replaces; until_done(..., eager=True)).
+    RunResult run_host_from(std::int64_t steps, std::int64_t max_steps, const Stream* stream = nullptr);
     void reset() { steps_ = 0; live_ = -1; }
     std::int64_t samples() const { return n_; }
 
 private:
     void allocate();
+    std::vector<std::int64_t> start(std::int64_t steps, std::int64_t max_steps) const;
+    RunResult finish(const std::vector<std::int64_t>& control, std::int64_t steps);
     Device device_;
     std::shared_ptr<Function> step_, decide_;
     unsigned block_ = 256;
