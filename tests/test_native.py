@@ -529,3 +529,59 @@ def test_until_done_on_the_gpu_over_the_cpp_run_loop(native, tmp_path, name, max
         assert launches == "6"  # 16, 32, ..., 512: the adaptive schedule on a full device
     if name == "oscillator" and per_launch == 16:
         assert launches == "63"  # ceil(1000 / 16): one host round trip each
+
+
+_COMPOSED = """
+import sys
+
+import numpy as np
+
+import eagle
+from eagle.backend import registered
+from eagle.compose import GraphComposer
+from eagle.cuda.backend import CudaBackend
+from eagle.cuda.hostbuild import host_module_compiler
+
+sys.path.insert(0, TESTS)
+from test_native import CASES  # noqa: E402
+
+exec(_ARRAY)
+with registered(CudaBackend(host_module_compiler(FOLDER))):
+    runs, refs = [], []
+    for name in ("oscillator", "falling"):
+        kernel, make = CASES[name]
+        arrays, params = make(2000)
+        cpu = {**{k: v.copy() for k, v in arrays.items()}, "terminated": np.zeros(2000, bool)}
+        gpu = {k: Array(v) for k, v in cpu.items()}
+        runs.append((eagle.until_done(eagle.deploy(kernel, device="cuda:0"), max_steps=5_000,
+                                      **gpu, **params), gpu, cpu))
+        refs.append(eagle.until_done(eagle.deploy(kernel, device="cpu"), max_steps=5_000,
+                                     **cpu, **params).run())
+    composer = GraphComposer()
+    for runner, _, _ in runs:
+        composer.add(runner)
+    composer.build()
+    composer.launch(1)
+    composer.synchronize()
+    for (runner, gpu, cpu), ref in zip(runs, refs):
+        runner.sync_from_device()
+        print(runner.steps == ref.steps, runner.live == 0,
+              all(gpu[k].get().tobytes() == cpu[k].tobytes() for k in cpu))
+"""
+
+
+@pytest.mark.slow
+def test_runners_composed_over_the_cpp_layer(native, tmp_path):
+    """EAGLE_CUDA_NATIVE=1: two runners in one GraphComposer, each recorded as eagle_start ->
+    WHILE { step ; decide } at the top level of the composed graph by the C++ RunLoop, run to
+    done by one replay, bit-identical to the CPU backend."""
+    env = {**_env(tmp_path), "EAGLE_CUDA_NATIVE": "1", "EAGLE_CUDA_LIBRARY": str(LIBRARY),
+           "PYTHONPATH": str(ROOT / "src")}
+    array = _UNTIL_DONE[_UNTIL_DONE.index("class Array"):_UNTIL_DONE.index("kernel, make")]
+    code = (f"TESTS, FOLDER = {str(ROOT / 'tests')!r}, {str(tmp_path)!r}\n"
+            "from eagle.cuda._native import Buffer\n"
+            f"_ARRAY = {array!r}\n" + _COMPOSED)
+    done = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True,
+                          text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["True True True", "True True True"], done.stdout

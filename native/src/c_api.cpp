@@ -158,6 +158,7 @@ int eagle_loop_create(eagle_module* module, const char* step, const char* decide
         options.spread = spread;
         auto l = std::make_unique<eagle_loop>();
         l->l = std::make_unique<RunLoop>(module->m.function(step), module->m.function(decide), n, block, options);
+        l->l->set_start(module->m.function("eagle_start"));
         *out = l.release();
     });
 }
@@ -178,6 +179,20 @@ int eagle_loop_run(eagle_loop* loop, int64_t steps, int64_t max_steps, int host,
         *taken = r.steps;
         *live = r.live;
         *steps_per_launch = r.steps_per_launch;
+    });
+}
+int eagle_loop_prepare_for_capture(eagle_loop* loop, int64_t steps, int64_t max_steps) {
+    return guard([&] { loop->l->prepare_for_capture(steps, max_steps); });
+}
+int eagle_loop_append_to(eagle_loop* loop, eagle_stream* stream) {
+    return guard([&] { loop->l->append_to(stream->s); });
+}
+int eagle_loop_read_counters(eagle_loop* loop, int64_t* launches, int64_t* steps, int64_t* live) {
+    return guard([&] {
+        RunResult r = loop->l->read_counters();
+        *launches = r.launches;
+        *steps = r.steps;
+        *live = r.live;
     });
 }
 int eagle_launcher_create(eagle_module* module, const char* name, const int* types, size_t count, unsigned block,

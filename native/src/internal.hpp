@@ -6,6 +6,7 @@
 
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "eagle/cuda/eagle_cuda.hpp"
 
@@ -40,6 +41,15 @@ void activate(int device);
 std::uint64_t context_of(int device);
 bool debug();  // EAGLE_CUDA_DEBUG=1: print release errors instead of dropping them
 void release_error(CUresult result, const char* call);
+
+// What cuStreamGetCaptureInfo says of `stream` (status, capture id, graph, dependencies).
+struct CaptureInfo {
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    cuuint64_t id = 0;
+    CUgraph graph = nullptr;
+    std::vector<Node> dependencies;
+};
+CaptureInfo capture_info(CUstream stream);
 
 // A launch while `stream` is capturing keeps `object` alive with the capture's graph.
 void keep_with_capture(CUstream stream, std::shared_ptr<const void> object);

@@ -357,6 +357,54 @@ RunResult RunLoop::run_from(std::int64_t steps, std::int64_t max_steps, const St
     return finish(c, steps);
 }
 
+void RunLoop::prepare_for_capture(std::int64_t steps, std::int64_t max_steps) {
+    std::vector<std::int64_t> c = start(steps, max_steps);
+    control_.upload(c.data(), control_.size());
+}
+
+void RunLoop::append_to(const Stream& stream) {
+    if (!start_) throw ArgumentError("RunLoop::append_to: set the program's eagle_start kernel first");
+    if (step_args_.size() == 0) throw ArgumentError("RunLoop::append_to: set the step's arguments first");
+    device_.activate();
+    const auto handle = reinterpret_cast<CUstream>(stream.handle());
+    detail::CaptureInfo info = detail::capture_info(handle);
+    if (info.status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        throw CaptureError("RunLoop::append_to needs a stream that is capturing");
+    Graph graph = Graph::view(reinterpret_cast<std::uint64_t>(info.graph), device_.ordinal());
+    auto start_args = std::make_shared<KernelArgs>(std::vector<ArgType>{ArgType::Ptr},
+                                                   std::vector<Value>{Value::pointer(control_.ptr())});
+    const Node first = graph.add_kernel(*start_, 1, 1, *start_args, info.dependencies);
+    const std::uint64_t condition = graph.conditional_handle(device_, 1, true);
+    WhileNode loop = graph.add_while(device_, condition, {first});
+    const unsigned grid = static_cast<unsigned>((n_ + block_ - 1) / block_);
+    auto step_args = std::make_shared<KernelArgs>(step_args_);
+    auto decide_args = std::make_shared<KernelArgs>(
+        std::vector<ArgType>{ArgType::Ptr, ArgType::U64, ArgType::I32},
+        std::vector<Value>{Value::pointer(control_.ptr()), Value(static_cast<unsigned long long>(condition)), 1});
+    const Node step = loop.body.add_kernel(*step_, grid, block_, *step_args);
+    loop.body.add_kernel(*decide_, 1, 1, *decide_args, {step});
+    captured_.insert(captured_.end(), {start_args, step_args, decide_args});
+    detail::keep_with_capture(handle, step_->module().keepalive());
+    std::vector<CUgraphNode> frontier = {reinterpret_cast<CUgraphNode>(loop.node)};
+    detail::check(detail::driver().pfn_cuStreamUpdateCaptureDependencies(handle, frontier.data(), nullptr, 1,
+                                                                          CU_STREAM_SET_CAPTURE_DEPENDENCIES),
+                  "cuStreamUpdateCaptureDependencies");
+}
+
+RunResult RunLoop::read_counters(const Stream* stream) const {
+    const Stream s = stream ? *stream : Stream::current(device_.ordinal());
+    std::vector<std::int64_t> c(control_.size() / 8, 0);
+    control_.download_async(c.data(), control_.size(), s);
+    s.synchronize();
+    auto at = [&](const char* field) { return c[index_of(fields_, field)]; };
+    RunResult r;
+    r.launches = at("launches");
+    r.steps = at("steps");
+    r.live = at("last_live");
+    r.steps_per_launch = at("steps_per_launch");
+    return r;
+}
+
 RunResult RunLoop::run_host_from(std::int64_t steps, std::int64_t max_steps, const Stream* stream) {
     if (step_args_.size() == 0) throw ArgumentError("RunLoop::run_host_from: set the step's arguments first");
     const Stream s = stream ? *stream : Stream::current(device_.ordinal());

@@ -526,13 +526,9 @@ std::unordered_map<std::uint64_t, std::vector<std::shared_ptr<const void>>*>& ca
     return *table;
 }
 
-struct CaptureInfo {
-    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    cuuint64_t id = 0;
-    CUgraph graph = nullptr;
-    std::vector<Node> dependencies;
-};
+}  // namespace
 
+namespace detail {
 CaptureInfo capture_info(CUstream stream) {
     const Driver& d = driver();
     CaptureInfo out;
@@ -548,9 +544,7 @@ CaptureInfo capture_info(CUstream stream) {
     for (std::size_t k = 0; k < count; ++k) out.dependencies.push_back(reinterpret_cast<Node>(deps[k]));
     return out;
 }
-}  // namespace
 
-namespace detail {
 void keep_with_capture(CUstream stream, std::shared_ptr<const void> object) {
     if (!driver().pfn_cuStreamGetCaptureInfo) return;
     CaptureInfo info = capture_info(stream);

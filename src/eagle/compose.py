@@ -66,13 +66,7 @@ class GraphComposer:
         from .cuda import _native
 
         if _native.enabled():  # the C++ Stream, Event and StreamCapturer (_native.py)
-            from .runner import Runner
-
             Event, Stream, StreamCapturer = _native.Event, _native.Stream, _native.StreamCapturer
-            if any(isinstance(piece, Runner) for piece in self.pieces):
-                raise NotImplementedError("GraphComposer with a runner as a piece does not run "
-                                          "over the native layer yet (EAGLE_CUDA_NATIVE=1): "
-                                          "until_done on a GPU is still on cuda.bindings")
         else:
             from .cuda.stream import Event, Stream, StreamCapturer
         if not self.pieces:

@@ -14,8 +14,8 @@ C++ ``LoadedVector`` (its bindings still checked by Python's ``bind``) and ``rep
 GPU array records its body and runs the C++ ``repeat_while``, ``GraphComposer`` forks and
 joins its pipelines' streams through C++ events, and ``until_done`` on a GPU runs its graph
 loop as the C++ ``RunLoop`` (``Kernel`` and ``Loop`` below: the kernel compiled as before, loaded
-and run by the C++ layer; ``eager=True`` and ``stream=`` too; not progress bars or a runner
-inside a composer yet). NVRTC stays in Python. The default stays on NVIDIA's
+and run by the C++ layer; ``eager=True``, ``stream=`` and a runner inside a ``GraphComposer``
+too; not progress bars yet). NVRTC stays in Python. The default stays on NVIDIA's
 ``cuda.bindings``, and so does the default, until a device
 run has passed with the native layer (``docs/native.md``). ``python -m eagle info`` names the
 library and why the GPU is or is not usable through it.
@@ -88,6 +88,10 @@ PROTOTYPES = {
     "eagle_loop_set_args": (_i, [_p, _ip, ctypes.POINTER(Value), _sz]),
     "eagle_loop_run": (_i, [_p, _i64, _i64, _i, _p, ctypes.POINTER(_i64),
                             ctypes.POINTER(_i64), ctypes.POINTER(_i64), ctypes.POINTER(_i64)]),
+    "eagle_loop_prepare_for_capture": (_i, [_p, _i64, _i64]),
+    "eagle_loop_append_to": (_i, [_p, _p]),
+    "eagle_loop_read_counters": (_i, [_p, ctypes.POINTER(_i64), ctypes.POINTER(_i64),
+                                      ctypes.POINTER(_i64)]),
     "eagle_launcher_create": (_i, [_p, _str, _ip, _sz, ctypes.c_uint, _pp]),
     "eagle_launcher_launch": (_i, [_p, ctypes.c_uint, ctypes.POINTER(Value), _sz, _p]),
     "eagle_buffer_alloc": (_i, [_i, _sz, _pp]),
@@ -539,6 +543,28 @@ class Loop:
 
     def live_now(self) -> int | None:
         return None
+
+    def graph_loop(self) -> Loop:
+        """The loop as ``GraphComposer`` records it (itself, its arguments set)."""
+        self.build()
+        return self
+
+    def prepare_for_capture(self, steps: int, max_steps: int) -> None:
+        """Set the control block for ``append_to_capture`` (before the capture begins)."""
+        self.build()
+        check(library().eagle_loop_prepare_for_capture(self._loop._ptr, steps, max_steps))
+
+    def append_to_capture(self, stream: Stream) -> None:
+        """Record ``eagle_start -> WHILE { step ; decide }`` at the top level of the graph
+        ``stream`` (a C++ layer stream) is capturing; each replay continues the run."""
+        check(library().eagle_loop_append_to(self._loop._ptr, stream._ptr))
+
+    def read_counters(self) -> tuple[int, int, int]:
+        """(launches of the last replay, steps since reset, live samples), read back now."""
+        launches, steps, live = (ctypes.c_int64() for _ in range(3))
+        check(library().eagle_loop_read_counters(self._loop._ptr, ctypes.byref(launches),
+                                                 ctypes.byref(steps), ctypes.byref(live)))
+        return launches.value, steps.value, live.value
 
     def use_stream(self, stream) -> None:
         """Run on the user's ``stream`` (``until_done(..., stream=...)``): any library's stream

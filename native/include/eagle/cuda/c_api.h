@@ -65,6 +65,9 @@ EAGLE_CUDA_C int eagle_loop_create(eagle_module* module, const char* step, const
 EAGLE_CUDA_C uint64_t eagle_loop_control(eagle_loop* loop);
 EAGLE_CUDA_C int eagle_loop_set_args(eagle_loop* loop, const int* types, const eagle_value* values, size_t count);
 EAGLE_CUDA_C int eagle_loop_run(eagle_loop* loop, int64_t steps, int64_t max_steps, int host, eagle_stream* stream, int64_t* launches, int64_t* taken, int64_t* live, int64_t* steps_per_launch);
+EAGLE_CUDA_C int eagle_loop_prepare_for_capture(eagle_loop* loop, int64_t steps, int64_t max_steps);
+EAGLE_CUDA_C int eagle_loop_append_to(eagle_loop* loop, eagle_stream* stream);
+EAGLE_CUDA_C int eagle_loop_read_counters(eagle_loop* loop, int64_t* launches, int64_t* steps, int64_t* live);
 EAGLE_CUDA_C int eagle_launcher_create(eagle_module* module, const char* name, const int* types, size_t count, unsigned block, eagle_launcher** out);
 EAGLE_CUDA_C int eagle_launcher_launch(eagle_launcher* launcher, unsigned grid, const eagle_value* values, size_t count, eagle_stream* stream);
 EAGLE_CUDA_C int eagle_buffer_alloc(int ordinal, size_t bytes, eagle_buffer** out);

@@ -518,6 +518,8 @@ public:
     // being control() (Python's GPU runner over this layer).
     RunLoop(const Function& step, const Function& decide, std::int64_t n, unsigned block,
             RunOptions options = {});
+    // The program's eagle_start kernel, for append_to.
+    void set_start(const Function& start) { start_ = std::make_shared<Function>(start); }
     std::uint64_t control() const { return control_.ptr(); }
     void set_step_args(const KernelArgs& args) { step_args_ = args; exec_.reset(); }
     void build();
@@ -533,14 +535,24 @@ public:
     RunResult run_host_from(std::int64_t steps, std::int64_t max_steps, const Stream* stream = nullptr);
     void reset() { steps_ = 0; live_ = -1; }
     std::int64_t samples() const { return n_; }
+    // Inside a larger capture (GraphComposer): set the control block for a run from `steps`
+    // (before the capture begins: a copy from the host may not happen inside one), then record
+    // `eagle_start -> WHILE { step ; decide }` at the top level of the graph `stream` is
+    // capturing (CUDA refuses conditional nodes inside child graphs), after the stream's
+    // dependencies; each replay continues the run. read_counters(): {launches of the last
+    // replay, steps since reset, live samples}.
+    void prepare_for_capture(std::int64_t steps, std::int64_t max_steps);
+    void append_to(const Stream& stream);
+    RunResult read_counters(const Stream* stream = nullptr) const;
 
 private:
     void allocate();
     std::vector<std::int64_t> start(std::int64_t steps, std::int64_t max_steps) const;
     RunResult finish(const std::vector<std::int64_t>& control, std::int64_t steps);
     Device device_;
-    std::shared_ptr<Function> step_, decide_;
+    std::shared_ptr<Function> step_, decide_, start_;
     unsigned block_ = 256;
+    std::vector<std::shared_ptr<KernelArgs>> captured_;  // arguments of nodes appended to captures
     std::vector<std::string> fields_;
     RunOptions options_;
     std::int64_t n_ = 0, steps_ = 0, live_ = -1;
