@@ -486,7 +486,10 @@ with registered(CudaBackend(host_module_compiler(FOLDER))):
         extra["stream"] = user_stream.handle
     runner = eagle.until_done(eagle.deploy(kernel, device="cuda:0"), max_steps=MAX_STEPS,
                               steps_per_launch=PER_LAUNCH, **gpu, **params, **extra)
-    report, again = runner.run(), runner.run()
+    report = runner.run(progress=PROGRESS)
+    if PROGRESS:  # what the device wrote to pinned host memory after its last launch
+        print("progress:", runner._loop.live_now(), file=sys.stderr)
+    again = runner.run()
     ref = eagle.until_done(eagle.deploy(kernel, device="cpu"), max_steps=MAX_STEPS, **cpu,
                            **params).run()
     print(report.mode, report.launches, report.steps == ref.steps, report.done == ref.done,
@@ -515,7 +518,8 @@ def test_until_done_on_the_gpu_over_the_cpp_run_loop(native, tmp_path, name, max
            "PYTHONPATH": str(ROOT / "src")}
     code = (f"TESTS, FOLDER, NAME = {str(ROOT / 'tests')!r}, {str(tmp_path)!r}, {name!r}\n"
             f"MAX_STEPS, PER_LAUNCH, DTYPE = {max_steps}, {per_launch}, {dtype!r}\n"
-            f"HOST_LOOP, STREAM = {host_loop}, {stream}\n" + _UNTIL_DONE)
+            f"HOST_LOOP, STREAM, PROGRESS = {host_loop}, {stream}, {name == 'falling'}\n"
+            + _UNTIL_DONE)
     done = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True,
                           text=True, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -525,6 +529,8 @@ def test_until_done_on_the_gpu_over_the_cpp_run_loop(native, tmp_path, name, max
     assert mode == ("host-loop" if host_loop else "graph-while") and int(launches) >= 1
     assert same_steps == same_done == same_bits == "True", done.stdout
     assert again == "0"
+    if name == "falling":  # run(progress=True): the device wrote the live count to host memory
+        assert "progress: 0" in done.stderr, done.stderr[-2000:]
     if name == "oscillator" and per_launch is None and dtype == "float64":
         assert launches == "6"  # 16, 32, ..., 512: the adaptive schedule on a full device
     if name == "oscillator" and per_launch == 16:

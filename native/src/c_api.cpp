@@ -62,6 +62,7 @@ struct eagle_launcher : Object { Launcher l; explicit eagle_launcher(Launcher x)
 struct eagle_buffer : Object { DeviceBuffer b; };
 struct eagle_loaded : Object { std::unique_ptr<LoadedVector> v; };
 struct eagle_loop : Object { std::unique_ptr<RunLoop> l; };
+struct eagle_hostmapped : Object { std::unique_ptr<HostMapped> h; };
 
 int eagle_cuda_abi_version(void) { return kAbiVersion; }
 const char* eagle_cuda_version(void) { return kVersion; }
@@ -195,6 +196,18 @@ int eagle_loop_read_counters(eagle_loop* loop, int64_t* launches, int64_t* steps
         *live = r.live;
     });
 }
+int eagle_loop_set_progress(eagle_loop* loop, uint64_t device_ptr) {
+    return guard([&] { loop->l->set_progress(device_ptr); });
+}
+int eagle_hostmapped_alloc(int ordinal, size_t bytes, eagle_hostmapped** out) {
+    return guard([&] {
+        auto m = std::make_unique<eagle_hostmapped>();
+        m->h = std::make_unique<HostMapped>(Device::get(ordinal), bytes);
+        *out = m.release();
+    });
+}
+void* eagle_hostmapped_host(eagle_hostmapped* memory) { return memory->h->host(); }
+uint64_t eagle_hostmapped_device(eagle_hostmapped* memory) { return memory->h->device_ptr(); }
 int eagle_launcher_create(eagle_module* module, const char* name, const int* types, size_t count, unsigned block,
                           eagle_launcher** out) {
     return guard([&] {

@@ -330,6 +330,7 @@ std::vector<std::int64_t> RunLoop::start(std::int64_t steps, std::int64_t max_st
     at("grow_until") = options_.grow_until;
     at("full") = options_.full;
     at("spread") = options_.spread;
+    at("progress") = static_cast<std::int64_t>(progress_);
     if (options_.compact) at("lists") = static_cast<std::int64_t>(lists_.ptr());
     return c;
 }

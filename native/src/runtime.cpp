@@ -351,6 +351,27 @@ void DeviceBuffer::zero() const {
     check(driver().pfn_cuMemsetD8(ptr_, 0, size_), "cuMemsetD8");
 }
 
+HostMapped::HostMapped(const Device& device, std::size_t bytes) : device_(device.ordinal()) {
+    device.activate();
+    check(driver().pfn_cuMemHostAlloc(&host_, bytes ? bytes : 1, CU_MEMHOSTALLOC_DEVICEMAP), "cuMemHostAlloc");
+    CUdeviceptr p = 0;
+    CUresult r = driver().pfn_cuMemHostGetDevicePointer(&p, host_, 0);
+    if (r != CUDA_SUCCESS) {
+        driver().pfn_cuMemFreeHost(host_);
+        check(r, "cuMemHostGetDevicePointer");
+    }
+    device_ptr_ = p;
+}
+
+HostMapped::~HostMapped() {
+    if (!host_) return;
+    try {
+        ContextScope scope(context_of(device_));
+        release_error(driver().pfn_cuMemFreeHost(host_), "cuMemFreeHost");
+    } catch (...) {
+    }
+}
+
 void zero_device_memory(const Device& device, std::uint64_t ptr, std::size_t bytes) {
     device.activate();
     check(driver().pfn_cuMemsetD8(ptr, 0, bytes), "cuMemsetD8");

@@ -14,8 +14,8 @@ C++ ``LoadedVector`` (its bindings still checked by Python's ``bind``) and ``rep
 GPU array records its body and runs the C++ ``repeat_while``, ``GraphComposer`` forks and
 joins its pipelines' streams through C++ events, and ``until_done`` on a GPU runs its graph
 loop as the C++ ``RunLoop`` (``Kernel`` and ``Loop`` below: the kernel compiled as before, loaded
-and run by the C++ layer; ``eager=True``, ``stream=`` and a runner inside a ``GraphComposer``
-too; not progress bars yet). NVRTC stays in Python. The default stays on NVIDIA's
+and run by the C++ layer; ``eager=True``, ``stream=``, ``run(progress=True)`` and a runner
+inside a ``GraphComposer`` too). NVRTC stays in Python. The default stays on NVIDIA's
 ``cuda.bindings``, and so does the default, until a device
 run has passed with the native layer (``docs/native.md``). ``python -m eagle info`` names the
 library and why the GPU is or is not usable through it.
@@ -92,6 +92,10 @@ PROTOTYPES = {
     "eagle_loop_append_to": (_i, [_p, _p]),
     "eagle_loop_read_counters": (_i, [_p, ctypes.POINTER(_i64), ctypes.POINTER(_i64),
                                       ctypes.POINTER(_i64)]),
+    "eagle_loop_set_progress": (_i, [_p, _u64]),
+    "eagle_hostmapped_alloc": (_i, [_i, _sz, _pp]),
+    "eagle_hostmapped_host": (_p, [_p]),
+    "eagle_hostmapped_device": (_u64, [_p]),
     "eagle_launcher_create": (_i, [_p, _str, _ip, _sz, ctypes.c_uint, _pp]),
     "eagle_launcher_launch": (_i, [_p, ctypes.c_uint, ctypes.POINTER(Value), _sz, _p]),
     "eagle_buffer_alloc": (_i, [_i, _sz, _pp]),
@@ -501,6 +505,7 @@ class Loop:
         self.mode = "host-loop" if eager else "graph-while"
         self._loop = None
         self._stream = None
+        self._progress, self._watching = None, False
 
     def build(self) -> float:
         """Allocate the control block and record and instantiate the graph (0 once done)."""
@@ -541,8 +546,29 @@ class Loop:
         counters.record(launches.value, taken.value, live.value)
         self.steps_per_launch = size.value
 
+    def watch(self, enabled: bool) -> None:
+        """Have the next runs write (live, steps) to pinned host memory (``live_now``) or not
+        (called by the runner before each run: ``run(progress=True)``)."""
+        self.build()
+        if enabled and self._progress is None:
+            out = _out()
+            check(library().eagle_hostmapped_alloc(self.kernel.ordinal, 16, ctypes.byref(out)))
+            self._progress = _Handle.__new__(_Handle)
+            self._progress._ptr = out
+            self._progress_view = (ctypes.c_int64 * 2).from_address(
+                library().eagle_hostmapped_host(out))
+        self._watching = bool(enabled)
+        if enabled:
+            self._progress_view[0] = self._progress_view[1] = -1
+        device = library().eagle_hostmapped_device(self._progress._ptr) if enabled else 0
+        check(library().eagle_loop_set_progress(self._loop._ptr, device))
+
     def live_now(self) -> int | None:
-        return None
+        """The live count the device last wrote to host memory (progress only), or None."""
+        if not self._watching:
+            return None
+        live = int(self._progress_view[0])
+        return live if live >= 0 else None
 
     def graph_loop(self) -> Loop:
         """The loop as ``GraphComposer`` records it (itself, its arguments set)."""

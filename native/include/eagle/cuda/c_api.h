@@ -32,6 +32,7 @@ typedef struct eagle_launcher eagle_launcher;
 typedef struct eagle_buffer eagle_buffer;
 typedef struct eagle_loaded eagle_loaded;
 typedef struct eagle_loop eagle_loop;
+typedef struct eagle_hostmapped eagle_hostmapped;
 
 EAGLE_CUDA_C int eagle_cuda_abi_version(void);
 EAGLE_CUDA_C const char* eagle_cuda_version(void);
@@ -68,6 +69,10 @@ EAGLE_CUDA_C int eagle_loop_run(eagle_loop* loop, int64_t steps, int64_t max_ste
 EAGLE_CUDA_C int eagle_loop_prepare_for_capture(eagle_loop* loop, int64_t steps, int64_t max_steps);
 EAGLE_CUDA_C int eagle_loop_append_to(eagle_loop* loop, eagle_stream* stream);
 EAGLE_CUDA_C int eagle_loop_read_counters(eagle_loop* loop, int64_t* launches, int64_t* steps, int64_t* live);
+EAGLE_CUDA_C int eagle_loop_set_progress(eagle_loop* loop, uint64_t device_ptr);
+EAGLE_CUDA_C int eagle_hostmapped_alloc(int ordinal, size_t bytes, eagle_hostmapped** out);
+EAGLE_CUDA_C void* eagle_hostmapped_host(eagle_hostmapped* memory);
+EAGLE_CUDA_C uint64_t eagle_hostmapped_device(eagle_hostmapped* memory);
 EAGLE_CUDA_C int eagle_launcher_create(eagle_module* module, const char* name, const int* types, size_t count, unsigned block, eagle_launcher** out);
 EAGLE_CUDA_C int eagle_launcher_launch(eagle_launcher* launcher, unsigned grid, const eagle_value* values, size_t count, eagle_stream* stream);
 EAGLE_CUDA_C int eagle_buffer_alloc(int ordinal, size_t bytes, eagle_buffer** out);

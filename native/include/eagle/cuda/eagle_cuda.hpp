@@ -282,6 +282,23 @@ private:
     int device_ = 0;
 };
 
+// Pinned host memory mapped for the device (a progress counter the device writes while a
+// graph runs and a host thread reads). Move-only.
+class EAGLE_CUDA_API HostMapped {
+public:
+    HostMapped(const Device& device, std::size_t bytes);
+    ~HostMapped();
+    HostMapped(const HostMapped&) = delete;
+    HostMapped& operator=(const HostMapped&) = delete;
+    void* host() const { return host_; }
+    std::uint64_t device_ptr() const { return device_ptr_; }
+
+private:
+    void* host_ = nullptr;
+    std::uint64_t device_ptr_ = 0;
+    int device_ = 0;
+};
+
 // Device memory this library does not own (another library's array): zero it, copy it out.
 EAGLE_CUDA_API void zero_device_memory(const Device& device, std::uint64_t ptr, std::size_t bytes);
 EAGLE_CUDA_API void copy_to_host(const Device& device, void* host, std::uint64_t ptr, std::size_t bytes);
@@ -522,6 +539,9 @@ public:
     void set_start(const Function& start) { start_ = std::make_shared<Function>(start); }
     std::uint64_t control() const { return control_.ptr(); }
     void set_step_args(const KernelArgs& args) { step_args_ = args; exec_.reset(); }
+    // The device address (HostMapped::device_ptr) eagle_decide writes (live, steps) to after
+    // every launch from the next run on; 0: nothing written.
+    void set_progress(std::uint64_t device_ptr) { progress_ = device_ptr; }
     void build();
     // Run until every sample is done or max_steps: one graph launch. Like eagle's Runner.run,
     // a run after one that finished (no live sample, or max_steps reached) launches nothing
@@ -556,6 +576,7 @@ private:
     std::vector<std::string> fields_;
     RunOptions options_;
     std::int64_t n_ = 0, steps_ = 0, live_ = -1;
+    std::uint64_t progress_ = 0;
     DeviceBuffer control_, lists_;
     std::shared_ptr<DeviceBuffer> flags_;
     KernelArgs step_args_, decide_args_;
