@@ -412,6 +412,7 @@ def test_the_spec_cell_in_python_over_the_cpp_classes(native, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:Characters .* do not decode back")  # hypothesis' text()
 def test_cpp_json_reader_accepts_whatever_json_python_writes(native, tmp_path):
     """Any JSON value Python writes (nested, escaped, non-ASCII, big numbers), as an extra field
     of a valid sidecar, is read by the C++ reader (Artifact::read needs no driver: in process)."""
