@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test test-all test-cuda13.0 docs lint bench fuzz clean
+.PHONY: venv demo test test-all test-cuda13.0 docs lint bench fuzz clean native native-example native-device-bundle
 
 venv: $(STAMP)
 
@@ -33,6 +33,7 @@ test-all: venv
 	$(PY) -m ruff check src tests benchmarks examples docs
 	$(PY) -m pytest -q
 	$(MAKE) test-cuda13.0
+	$(MAKE) native-example
 
 # The GPU path's plumbing, defect and emulated-GPU tests once more, and the NVRTC compiles of
 # the wide-vector, matrix, table, derivative and ODE-method kernels, with the GPU machine's CUDA
@@ -72,5 +73,52 @@ bench: venv
 fuzz: venv
 	EAGLE_FUZZ_EXAMPLES=$${EAGLE_FUZZ_EXAMPLES:-300} $(PY) -m pytest -q tests/test_random_kernels.py
 
+# The native layer (native/: libeagle_cuda, the stand-in libcuda, the self-test), built from
+# nothing with CMake against cuda.h/cudaTypedefs.h fetched from the nvidia-cuda-runtime wheel
+# (no CUDA toolkit, no driver), self-tested under ctest against the stand-in, installed to
+# build/native/install, and the examples (examples/native/) built against that installed copy
+# with find_package(eagle_cuda), as a native consumer would.
+NATIVE := build/native
+NATIVE_HEADERS := $(NATIVE)/cuda-headers
+# cmake, ctest and ninja: the machine's, else the venv's (the test extra installs them from PyPI).
+NATIVE_PATH = PATH="$(abspath $(VENV)/bin):$$PATH"
+NATIVE_GENERATOR = $(shell $(NATIVE_PATH) command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
+NATIVE_ENV = EAGLE_LIBCUDA=$(abspath $(NATIVE)/install/lib/libfakecuda.so) \
+	FAKECUDA_HOST_MODULES=$(abspath $(NATIVE)/artifacts)
+
+# (pip download with the venv's Python where there is one)
+$(NATIVE_HEADERS)/cudaTypedefs.h: scripts/native_headers.py
+	$(if $(wildcard $(PY)),$(PY),$(PYTHON)) scripts/native_headers.py $(NATIVE_HEADERS)
+
+native: $(NATIVE_HEADERS)/cudaTypedefs.h
+	$(NATIVE_PATH) cmake -S native -B $(NATIVE)/lib $(NATIVE_GENERATOR) -DCMAKE_BUILD_TYPE=Release \
+		-DCMAKE_INSTALL_LIBDIR=lib -DEAGLE_CUDA_INCLUDE_DIR=$(abspath $(NATIVE_HEADERS)) > /dev/null
+	$(NATIVE_PATH) cmake --build $(NATIVE)/lib -j2
+	$(NATIVE_PATH) ctest --test-dir $(NATIVE)/lib --output-on-failure
+	$(NATIVE_PATH) cmake --install $(NATIVE)/lib --prefix $(abspath $(NATIVE)/install) > /dev/null
+	$(NATIVE_PATH) cmake -S examples/native -B $(NATIVE)/examples $(NATIVE_GENERATOR) \
+		-DCMAKE_PREFIX_PATH=$(abspath $(NATIVE)/install) > /dev/null
+	$(NATIVE_PATH) cmake --build $(NATIVE)/examples -j2
+
+# Both native examples against the stand-in libcuda: the spec's low-level cell in C++ (gravity
+# captured once, replayed 5 times) and eagle-run-artifact running the seed oscillator to done
+# in one WHILE graph; their kernels run from host builds of the generated CUDA.
+native-example: venv native
+	mkdir -p $(NATIVE)/artifacts
+	$(PY) -m eagle compile docs/guide/_fixtures/gravity.py:gravity --target ptx --arch sm_80 \
+		--host-build -o $(NATIVE)/artifacts/gravity.ptx
+	$(PY) -m eagle compile examples/native/oscillator.py:oscillator --target ptx --host-build \
+		-o $(NATIVE)/artifacts/oscillator.ptx
+	$(NATIVE_ENV) $(NATIVE)/examples/gravity-replay $(NATIVE)/artifacts/gravity.ptx
+	$(PY) examples/native/oscillator_data.py $(NATIVE)/oscillator-data 10000
+	$(NATIVE_ENV) $(NATIVE)/examples/eagle-run-artifact $(NATIVE)/artifacts/oscillator.ptx \
+		--data $(NATIVE)/oscillator-data --max-steps 10000 --steps-per-launch 16
+
+# Everything scripts/native-device-check needs on a GPU machine, prepared here (no GPU):
+# build/native (carry it) and .devrun/native (PTX, data, the CPU backend's results).
+native-device-bundle: venv native
+	$(PY) scripts/native_device_bundle.py .devrun/native 100000
+
 clean:
-	rm -rf $(VENV) $(CUDA13_0) build *.egg-info .pytest_cache .ruff_cache .hypothesis docs/_build .eagle-test-cache
+	rm -rf $(VENV) $(CUDA13_0) build *.egg-info .pytest_cache .ruff_cache .hypothesis docs/_build .eagle-test-cache \
+		.devrun native/build native-device-out

@@ -3,6 +3,7 @@
     python -m eagle bench [--quick] [--out DIR] ...   the eager-loop vs graph card
     python -m eagle compile MODULE.py:KERNEL --target {cuda,ptx,cubin} [--arch sm_90]
                             [--ptx-isa 9.0] [--dtype NAME=float32 ...] [--fmad] [--info]
+                            [--host-build]
                             -o FILE
     python -m eagle info                              versions, devices, threads, cache
     python -m eagle cache clear                       delete every compiled kernel
@@ -44,6 +45,10 @@ def info() -> int:
     for backend in backends():
         for line in backend.describe():
             print(line)
+    from .cuda._native import describe
+
+    for line in describe():
+        print(line)
     folder = cache.cache_dir()
     print(f"cache: {folder} ({_size(folder) / 2**20:.1f} MiB)")
     return 0
@@ -82,6 +87,18 @@ def compile_artifact(args) -> int:
         print(f"eagle: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {path} ({path.stat().st_size} bytes) and {meta}")
+    if args.host_build:
+        from .cuda.hostbuild import write_host_build
+
+        if args.target != "ptx":
+            print("eagle: --host-build goes with --target ptx", file=sys.stderr)
+            return 2
+        try:
+            print(f"wrote {write_host_build(program, path)} (the host build the stand-in "
+                  "libcuda runs for this PTX)")
+        except RuntimeError as exc:
+            print(f"eagle: {exc}", file=sys.stderr)
+            return 2
     if args.info:
         for line in resource_table(program, args.arch, args.fmad):
             print(line)
@@ -135,6 +152,9 @@ def parser() -> argparse.ArgumentParser:
                           help="allow fused multiply-add (results then differ from the CPU)")
     compile_.add_argument("--info", action="store_true",
                           help="print each kernel's registers, spills and blocks per SM")
+    compile_.add_argument("--host-build", action="store_true",
+                          help="also write NAME.host.so: the generated CUDA compiled for this "
+                               "CPU, which the native layer's stand-in libcuda runs for the PTX")
     compile_.add_argument("-o", "--output", required=True, type=Path)
     commands.add_parser("info", help="versions, devices, threads, cache")
     cache = commands.add_parser("cache", help="the compile cache")

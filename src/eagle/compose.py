@@ -63,8 +63,12 @@ class GraphComposer:
 
     def build(self) -> GraphComposer:
         """Capture every piece on its own forked stream into one graph; return the composer."""
-        from .cuda.stream import Event, Stream, StreamCapturer
+        from .cuda import _native
 
+        if _native.enabled():  # the C++ Stream, Event and StreamCapturer (_native.py)
+            Event, Stream, StreamCapturer = _native.Event, _native.Stream, _native.StreamCapturer
+        else:
+            from .cuda.stream import Event, Stream, StreamCapturer
         if not self.pieces:
             raise ValueError("GraphComposer.build(): add() at least one piece first")
         loops = [self._loop_of(piece) for piece in self.pieces]  # load and allocate now

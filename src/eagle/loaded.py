@@ -4,7 +4,9 @@
 (validated: format, fields, SHA-256; a PTX ISA newer than this machine's nvJitLink reads is
 refused with what to do, before any GPU is looked for), links PTX into a cubin for the device
 with nvJitLink (the driver is never asked to JIT a PTX newer than it knows), loads it and
-resolves the entry, all at construction, so nothing loads later inside a graph capture.
+resolves the entry, all at construction, so nothing loads later inside a graph capture. With
+``EAGLE_CUDA_NATIVE=1`` the C++ ``eagle::cuda::LoadedVector`` loads it (the driver's JIT reads
+PTX) and launches it; the bindings are still checked here (``eagle/cuda/_native.py``).
 ``launch(**bindings)`` checks the bindings against the sidecar exactly as ``until_done`` checks
 them against a kernel, then issues one launch (every live sample takes one step) on eagle's
 current stream, so it can be a ``GraphPipeline`` step; outside a capture that stream first
@@ -61,6 +63,7 @@ class LoadedVector:
     """
 
     def __init__(self, path: str | Path, device: str = "cuda:0"):
+        from .cuda import _native
         from .cuda.driver import device_info, ordinal_of, require
         from .cuda.emit import CONTROL_FIELDS
         from .cuda.launcher import Module
@@ -68,10 +71,15 @@ class LoadedVector:
         from .cuda.nvrtc import check_driver_loads, nvjitlink_version, ptx_to_cubin
 
         self.artifact: Artifact = read_artifact(path)  # refused before anything is loaded
-        check_ptx_isa(self.artifact)
-        require()
         self.device = device
         self.ordinal = ordinal_of(device)
+        self.block = int(self.artifact.meta["block_size"])
+        self._native = None
+        if _native.enabled():  # the C++ LoadedVector: its own checks, the driver's JIT for PTX
+            self._native = _native.Loaded(self.artifact.path, self.ordinal)
+            return
+        check_ptx_isa(self.artifact)
+        require()
         info = device_info(self.ordinal)
         meta = self.artifact.meta
         if meta["target"] == "ptx":
@@ -81,7 +89,6 @@ class LoadedVector:
             check_driver_loads(_release(meta.get("nvrtc_version")), "NVRTC", info.driver_version)
             cubin = self.artifact.data
         self.module = Module(cubin, self.ordinal)
-        self.block = int(meta["block_size"])
         self._function = self.module.function(meta["entry"])
         fields = list(meta["control_fields"])  # the layout the artifact was written with
         control = np.zeros(max(len(fields), len(CONTROL_FIELDS)), dtype=np.int64)
@@ -104,12 +111,19 @@ class LoadedVector:
 
         _check_tables(self.artifact, bindings)
         bound = bind(self.artifact, bindings, self.device, caller=f"{self.name}.launch")
+        grid = -(-bound.n // self.block)
+        if self._native is not None:  # on the current stream of the C++ layer (a capture's)
+            from types import SimpleNamespace
+
+            types, values = step_arguments(slots(self.artifact.params), bound,
+                                           SimpleNamespace(ptr=self._native.control))
+            self._native.launch(grid, types, values)
+            return
         types, values = step_arguments(slots(self.artifact.params), bound, self._control)
         from .cuda.memory import wait_for_producers
         from .cuda.stream import current_stream
 
         launcher = Launcher(self._function, types, self.block, self.ordinal)
-        grid = -(-bound.n // self.block)
         stream = current_stream(self.ordinal)
         wait_for_producers(stream, bound.arrays.values())
         self._keep = launcher.launch(grid, *values, stream=stream)

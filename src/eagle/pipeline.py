@@ -76,8 +76,12 @@ class GraphPipeline:
 
     def build(self) -> GraphPipeline:
         """Capture every step into a graph and instantiate it; return the pipeline."""
-        from .cuda.stream import Stream, StreamCapturer
+        from .cuda import _native
 
+        if _native.enabled():  # the C++ StreamCapturer, Graph and GraphExec (_native.py)
+            Stream, StreamCapturer = _native.Stream, _native.StreamCapturer
+        else:
+            from .cuda.stream import Stream, StreamCapturer
         if not self.steps:
             raise ValueError("GraphPipeline.build(): add() at least one step first")
         with StreamCapturer(Stream(self.ordinal, non_blocking=True)) as capture:

@@ -401,9 +401,10 @@ class CudaBackend:
         self._condition_modules: dict[int, Module] = {}
 
     def unavailable_reason(self) -> str | None:
+        from . import _native
         from .driver import unavailable_reason
 
-        reason = unavailable_reason()
+        reason = _native.unavailable() if _native.enabled() else unavailable_reason()
         return f"no CUDA device can be used here: {reason}" if reason else None
 
     def normalize(self, device: str) -> str:
@@ -428,17 +429,22 @@ class CudaBackend:
         return as_device_array(value, device)
 
     def full(self, shape, value, dtype, device: str):
+        from . import _native
         from .memory import device_full
 
+        if _native.enabled():
+            return _native.device_full(shape, value, dtype, device)
         return device_full(shape, value, dtype, device)
 
     def shares_memory(self, a, b) -> bool:
         return a.overlaps(b)
 
     def to_host(self, array) -> np.ndarray:
+        from . import _native
         from .memory import as_device_array, to_host
 
-        return to_host(as_device_array(array, self.device_of(array) or "cuda:0"))
+        array = as_device_array(array, self.device_of(array) or "cuda:0")
+        return _native.to_host(array) if _native.enabled() else to_host(array)
 
     def from_host(self, array: np.ndarray, device: str):
         from .driver import ordinal_of
@@ -453,28 +459,40 @@ class CudaBackend:
         return device_copy(array, device)
 
     def clear(self, array) -> None:
+        from . import _native
         from .memory import clear
 
-        clear(array)
+        (_native.clear if _native.enabled() else clear)(array)
 
     def compile(self, program: Program, device: str, *, fmad: bool = False) -> CudaKernel:
+        from . import _native
         from .driver import ordinal_of
 
         ordinal = ordinal_of(device)
-        key = (program.digest(), ordinal, fmad)
+        native = _native.enabled()  # EAGLE_CUDA_NATIVE=1: loaded by the C++ layer
+        key = (program.digest(), ordinal, fmad, native)
         with _lock:
             if key not in self._loaded:
-                self._loaded[key] = CudaKernel(program, ordinal, fmad, self.compiler)
+                self._loaded[key] = (_native.Kernel if native else CudaKernel)(
+                    program, ordinal, fmad, self.compiler)
             return self._loaded[key]
 
     def loop(self, program: Program, bound: Bound, steps_per_launch: int | None, *,
              eager: bool, fmad: bool) -> CudaLoop:
-        return CudaLoop(self.compile(program, bound.device, fmad=fmad), bound,
-                        steps_per_launch, eager)
+        from . import _native
+
+        kernel = self.compile(program, bound.device, fmad=fmad)
+        if isinstance(kernel, _native.Kernel):  # the C++ RunLoop
+            return _native.Loop(kernel, bound, steps_per_launch, eager)
+        return CudaLoop(kernel, bound, steps_per_launch, eager)
 
     def repeat_while(self, condition, body, max_iterations: int | None, device: str) -> int:
+        from . import _native
         from .driver import ordinal_of
         from .loop import condition_module, repeat_while_on_gpu
+
+        if _native.enabled():  # EAGLE_CUDA_NATIVE=1: the C++ repeat_while (_native.py)
+            return _native.repeat_while(condition, body, max_iterations, device)
 
         ordinal = ordinal_of(device)
         with _lock:
@@ -492,8 +510,12 @@ class CudaBackend:
         return cupy
 
     def synchronize(self, device: str) -> None:
+        from . import _native
         from .driver import activate, ordinal_of
 
+        if _native.enabled():
+            _native.check(_native.library().eagle_device_synchronize(ordinal_of(device)))
+            return
         activate(ordinal_of(device))
         call(driver().cuCtxSynchronize)
 
