@@ -33,6 +33,7 @@ from .errors import (
 )
 from .interrupts import deferred_interrupts
 from .plan import Plan, deploy
+from .progress import progress_bar
 
 __all__ = ["Runner", "Report", "until_done", "simulate"]
 
@@ -670,12 +671,9 @@ def _progress_bar(runner: Runner, enabled: bool):
     if not enabled:
         yield None
         return
-    try:
-        from tqdm.auto import tqdm
-    except ImportError as exc:
-        raise ImportError("run(progress=True) needs tqdm: pip install tqdm") from exc
     done = runner.n - (runner.live if runner.live is not None else runner.n)
-    bar = tqdm(total=runner.n, initial=done, unit="sample", desc=runner.plan.kernel.name)
+    bar = progress_bar("run(progress=True)", total=runner.n, initial=done, unit="sample",
+                       desc=runner.plan.kernel.name)
     try:
         yield bar
     finally:
