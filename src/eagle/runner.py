@@ -76,9 +76,15 @@ class Report:
     def __str__(self) -> str:
         state = f"{self.done}/{self.n} done" + (" (truncated at max_steps)" if self.truncated
                                                  else "")
-        how = f"{self.mode}, {self.threads} threads" if self.threads else self.mode
-        return (f"{state} after {self.steps} steps in {self.launches} launches on {self.device} "
+        how = f"{self.mode}, {counted(self.threads, 'thread')}" if self.threads else self.mode
+        return (f"{state} after {counted(self.steps, 'step')} in "
+                f"{counted(self.launches, 'launch', 'launches')} on {self.device} "
                 f"({how}): {self.wall_s * 1e3:.2f} ms, build {self.build_s * 1e3:.2f} ms")
+
+
+def counted(k: int, one: str, many: str | None = None) -> str:
+    """``k`` things in words: ``1 launch``, ``6 launches`` (``many``: default ``one + "s"``)."""
+    return f"{k} {one if k == 1 else many or one + 's'}"
 
 
 class Runner:
