@@ -111,9 +111,7 @@ def _one_argument(lw, name: str, args: list, node: ast.AST) -> None:
 
 def _abs(lw, name: str, args: list, node: ast.AST):
     _one_argument(lw, name, args, node)
-    if isinstance(args[0], V):
-        return args[0].like(lw.call_abs(c, node) for c in args[0].comps)
-    return lw.call_abs(args[0], node)
+    return componentwise(lw, "abs()", args, lambda a: lw.call_abs(a, node), node)
 
 
 def _float(lw, name: str, args: list, node: ast.AST):
