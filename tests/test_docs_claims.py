@@ -52,3 +52,13 @@ def test_a_report_counts_in_english():
     many = Report(build_s=0.1, launches=6, steps=250, done=2, n=2, truncated=False, wall_s=0.2,
                   device="cpu", mode="host-loop", threads=2, steps_per_launch=64)
     assert "after 250 steps in 6 launches on cpu (host-loop, 2 threads)" in str(many)
+
+
+def test_a_cluster_report_counts_in_english():
+    from eagle.distributed import ChunkReport, DistributedReport
+
+    chunk = ChunkReport(index=0, start=0, stop=10, worker="tcp://w", device="cpu", launches=1,
+                        steps=1, done=10, build_s=0.0, wall_s=0.1, threads=1)
+    one = DistributedReport(n=10, done=10, truncated=False, wall_s=0.1, chunks=(chunk,))
+    assert "done in 1 chunk on 1 worker: " in str(one)
+    assert str(one).endswith("1 launch in all, slowest sample 1 step")
