@@ -68,7 +68,6 @@ def test_width_is_a_compile_time_int_and_a_false_constant_if_leaves_no_op():
     assert hawk.width(P) == 3 and hawk.width(A) == 1 and hawk.width(2.0) == 1
 
 
-@pytest.mark.filterwarnings("ignore::eagle.TruncationWarning")
 def test_a_true_constant_if_keeps_only_its_branch():
     @hawk.kernel
     def flagged(x: Mutable[Scalar]):
@@ -86,7 +85,6 @@ def test_a_true_constant_if_keeps_only_its_branch():
 
 
 @pytest.mark.slow
-@pytest.mark.filterwarnings("ignore::eagle.TruncationWarning")
 def test_helpers_on_the_cpu_backend_match_the_reference():
     n = A.size
     arrays = dict(a=A, b=B, p=P, q=Q, **{

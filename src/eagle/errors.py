@@ -91,4 +91,6 @@ class NonFiniteState(EagleError, FloatingPointError):
 
 
 class TruncationWarning(RuntimeWarning):
-    """``run()`` (or ``simulate``) reached ``max_steps`` with samples still running."""
+    """``run()`` (or ``simulate``) reached ``max_steps`` with samples still running, of a kernel
+    with a ``Terminated`` parameter (one without it can only stop at ``max_steps``: no
+    warning)."""

@@ -106,7 +106,7 @@ class LoadedVector:
 
     def launch(self, **bindings) -> None:
         """Check ``bindings`` against the sidecar, then advance every live sample one step."""
-        from .cuda.backend import step_arguments
+        from .cuda.arguments import step_arguments
         from .cuda.launcher import Launcher
 
         _check_tables(self.artifact, bindings)

@@ -3,7 +3,8 @@
 A runner is safe to share between threads: it runs one loop at a time (a second ``run()``
 raises ``RunnerBusy``), and ``checkpoint()`` from another thread waits for the next launch
 boundary and is written there by the running thread, so a checkpoint is never torn. Runs that
-end with samples still running say so (``TruncationWarning``), and ``check_finite=True`` stops
+end with samples still running say so (``TruncationWarning``; not for a kernel without
+``Terminated``, which can only end at ``max_steps``), and ``check_finite=True`` stops
 at the first launch that left a NaN or infinity in a live sample.
 """
 
@@ -32,6 +33,7 @@ from .errors import (
 )
 from .interrupts import deferred_interrupts
 from .plan import Plan, deploy
+from .progress import progress_bar
 
 __all__ = ["Runner", "Report", "until_done", "simulate"]
 
@@ -48,7 +50,9 @@ class Report:
         steps: steps taken by the slowest sample during this call.
         done: samples whose terminated flag is set, after this call.
         n: samples in all.
-        truncated: ``max_steps`` was reached with samples still running.
+        truncated: ``max_steps`` was reached with samples still running (after any run
+            that reached ``max_steps`` of a kernel without ``Terminated``, whose samples
+            never finish; that alone gives no ``TruncationWarning``).
         wall_s: wall-clock time of this call, build included.
         device: where it ran (``"cpu"``, ``"cuda:0"``).
         mode: how the loop ran: ``"host-loop"`` (CPU), ``"graph-while"`` (a GPU graph whose
@@ -72,9 +76,15 @@ class Report:
     def __str__(self) -> str:
         state = f"{self.done}/{self.n} done" + (" (truncated at max_steps)" if self.truncated
                                                  else "")
-        how = f"{self.mode}, {self.threads} threads" if self.threads else self.mode
-        return (f"{state} after {self.steps} steps in {self.launches} launches on {self.device} "
+        how = f"{self.mode}, {counted(self.threads, 'thread')}" if self.threads else self.mode
+        return (f"{state} after {counted(self.steps, 'step')} in "
+                f"{counted(self.launches, 'launch', 'launches')} on {self.device} "
                 f"({how}): {self.wall_s * 1e3:.2f} ms, build {self.build_s * 1e3:.2f} ms")
+
+
+def counted(k: int, one: str, many: str | None = None) -> str:
+    """``k`` things in words: ``1 launch``, ``6 launches`` (``many``: default ``one + "s"``)."""
+    return f"{k} {one if k == 1 else many or one + 's'}"
 
 
 class Runner:
@@ -174,11 +184,14 @@ class Runner:
 
         A run that ends at ``max_steps`` with samples still running warns
         (``eagle.TruncationWarning``, a ``RuntimeWarning``, saying how many); raise
-        ``runner.max_steps`` and ``run()`` again to continue them. A runner made with
-        ``check_finite=True`` raises ``eagle.NonFiniteState`` naming the first sample and
-        parameter whose state became NaN or infinite: after the launch that did it where the
-        host sees launches (the CPU; the arrays and counters then hold that launch boundary),
-        else at the end of the run (a GPU).
+        ``runner.max_steps`` and ``run()`` again to continue them. A kernel without a
+        ``Terminated`` parameter does not warn: its samples cannot finish before
+        ``max_steps``, so every run of it ends there (``Report.truncated`` is still True).
+
+        A runner made with ``check_finite=True`` raises ``eagle.NonFiniteState`` naming the
+        first sample and parameter whose state became NaN or infinite: after the launch that
+        did it where the host sees launches (the CPU; the arrays and counters then hold that
+        launch boundary), else at the end of the run (a GPU).
 
         One ``run()`` at a time: calling it while this runner runs in another thread raises
         ``eagle.RunnerBusy`` naming the runner and that thread, and changes nothing.
@@ -551,7 +564,8 @@ def simulate(kernel: hawk.Kernel, /, max_steps: int, device: str | None = None,
              steps_per_launch: int | None = None, *, check_finite: bool = False,
              progress: bool = False, seed: int | None = None, **bindings) -> Report:
     """``deploy`` + ``until_done`` + ``run`` in one call; the arrays are updated in place.
-    Warns (``eagle.TruncationWarning``) when ``max_steps`` ends it with samples running.
+    Warns (``eagle.TruncationWarning``) when ``max_steps`` ends it with samples running, unless
+    the kernel has no ``Terminated`` parameter (it can only stop at ``max_steps``).
 
     Args:
         kernel: a ``@hawk.kernel`` function. Positional only.
@@ -585,17 +599,16 @@ def simulate(kernel: hawk.Kernel, /, max_steps: int, device: str | None = None,
 
 
 def _warn_if_truncated(runner: Runner, report: Report, stacklevel: int) -> None:
-    if not report.truncated:
+    """``TruncationWarning`` when a run ended at ``max_steps`` with samples still running,
+    unless the kernel has no ``Terminated`` parameter: its samples cannot finish earlier, so
+    running exactly ``max_steps`` is what it was asked to do (a Monte Carlo payoff evaluated
+    once with ``max_steps=1``), not a limit it ran into. ``Report.truncated`` still says so."""
+    if not report.truncated or runner.plan.kernel.program.terminated_param is None:
         return
     live = report.n - report.done
-    if runner.plan.kernel.program.terminated_param is None:
-        why = (f"{runner.plan.kernel.name} has no Terminated parameter, so its samples only "
-               "ever stop at max_steps")
-    else:
-        why = ("raise runner.max_steps and run() again to continue them (or pass a larger "
-               "max_steps)")
     warnings.warn(f"{runner.plan.kernel.name}: {live} of {report.n} samples were still running "
-                  f"at max_steps={runner.max_steps}; {why}", TruncationWarning,
+                  f"at max_steps={runner.max_steps}; raise runner.max_steps and run() again to "
+                  "continue them (or pass a larger max_steps)", TruncationWarning,
                   stacklevel=stacklevel)
 
 
@@ -664,12 +677,9 @@ def _progress_bar(runner: Runner, enabled: bool):
     if not enabled:
         yield None
         return
-    try:
-        from tqdm.auto import tqdm
-    except ImportError as exc:
-        raise ImportError("run(progress=True) needs tqdm: pip install tqdm") from exc
     done = runner.n - (runner.live if runner.live is not None else runner.n)
-    bar = tqdm(total=runner.n, initial=done, unit="sample", desc=runner.plan.kernel.name)
+    bar = progress_bar("run(progress=True)", total=runner.n, initial=done, unit="sample",
+                       desc=runner.plan.kernel.name)
     try:
         yield bar
     finally:

@@ -3,7 +3,9 @@ of the simple ones: ``math`` functions, ``min``/``max``/``abs``/``float``, hawk'
 (``vec3``, ``dot``, ``length``, ``cross``, ``normalize``) and elementwise helpers (``maximum``,
 ``minimum``, ``total``, ``width``). The others' lowerings live with their functions: matrices in
 ``matrix_calls``, derivatives in ``derivatives`` (forward) and ``adjoints`` (reverse), random
-draws in ``draws``, tables in ``tables``; the table names each.
+draws in ``draws``, tables in ``tables``; the table names each. A ``math`` function,
+``min``/``max``, ``abs`` and ``hawk.maximum``/``minimum`` apply component by component to
+vectors and matrices (``componentwise``), as NumPy's ufuncs do.
 
 Every place that needs to know the built-ins reads this table: name resolution (which Python
 objects and which ``math.``/``hawk.`` attributes name a built-in: ``OBJECTS``, ``ATTRIBUTES``),
@@ -25,7 +27,8 @@ from . import annotations as hawk_annotations
 from .ir import MATH_FUNCTIONS, MAX_WIDTH, DType, OpKind
 from .values import Lit, V, describe
 
-__all__ = ["Builtin", "BUILTINS", "OBJECTS", "ATTRIBUTES", "lower_call", "minmax"]
+__all__ = ["Builtin", "BUILTINS", "OBJECTS", "ATTRIBUTES", "lower_call", "minmax",
+           "componentwise"]
 
 
 @dataclass(frozen=True)
@@ -58,20 +61,46 @@ class Builtin:
 # -- the simple built-ins' lowerings --------------------------------------------------------------
 
 
+def componentwise(lw, what: str, args: list, scalar, node: ast.AST):
+    """``scalar(*numbers)`` applied component by component: the arguments that are vectors or
+    matrices must share one shape, and a number is used for every component (broadcast); the
+    result has that shape. With no vector or matrix among ``args`` it is ``scalar(*args)``.
+
+    Each component is lowered exactly as the same call on numbers, so ``math.tanh(v)`` is the
+    ops of a hand-written component loop, bit for bit, and its derivative is the scalar rule's
+    for each component (``hawk.derivatives`` sees only scalar ops)."""
+    shaped = [a for a in args if isinstance(a, V)]
+    if not shaped:
+        return scalar(*[lw.scalar(a, node) for a in args])
+    if len({a.dims for a in shaped}) > 1:
+        raise lw.error(f"{what} needs vectors of one width (or matrices of one shape), got "
+                       + " and ".join(describe(a) for a in shaped), node)
+    first = shaped[0]
+    columns = [a.comps if isinstance(a, V) else (lw.scalar(a, node),) * first.width
+               for a in args]
+    return first.like(scalar(*components) for components in zip(*columns, strict=True))
+
+
 def _math(lw, name: str, args: list, node: ast.AST):
+    """``math.NAME(...)`` of numbers, or component by component of vectors and matrices (a
+    number argument broadcast): ``math.tanh(v)``, ``math.pow(m, 2.0)``, ``math.atan2(y, x)``."""
     if len(args) != MATH_FUNCTIONS[name]:
         raise lw.error(f"math.{name}() takes {MATH_FUNCTIONS[name]} argument(s), "
                        f"got {len(args)}", node)
-    return lw.math_call(name, [lw.scalar(a, node) for a in args], node)
+    return componentwise(lw, f"math.{name}()", args,
+                         lambda *numbers: lw.math_call(name, list(numbers), node), node)
 
 
 def _min_max(lw, name: str, args: list, node: ast.AST):
+    """``min``/``max`` of two or more numbers, or component by component of vectors and
+    matrices of one shape (a number broadcast), folded left to right: ``max(v, 0.0)``."""
     if len(args) < 2:
         raise lw.error(f"{name}() needs at least two arguments in a hawk kernel", node)
     kind = OpKind.MIN if name == "min" else OpKind.MAX
-    result = lw.scalar(args[0], node)
+    result = args[0]
     for arg in args[1:]:
-        result = minmax(lw, kind, result, lw.scalar(arg, node), f"{name}()", node)
+        result = componentwise(lw, f"{name}()", [result, arg],
+                               lambda a, b: minmax(lw, kind, a, b, f"{name}()", node), node)
     return result
 
 
@@ -82,9 +111,7 @@ def _one_argument(lw, name: str, args: list, node: ast.AST) -> None:
 
 def _abs(lw, name: str, args: list, node: ast.AST):
     _one_argument(lw, name, args, node)
-    if isinstance(args[0], V):
-        return args[0].like(lw.call_abs(c, node) for c in args[0].comps)
-    return lw.call_abs(args[0], node)
+    return componentwise(lw, "abs()", args, lambda a: lw.call_abs(a, node), node)
 
 
 def _float(lw, name: str, args: list, node: ast.AST):
@@ -124,19 +151,9 @@ def _elementwise(lw, name: str, args: list, node: ast.AST):
         for c in args[0].comps[1:]:
             result = lw.arith(OpKind.ADD, result, c, "+", operator.add, node)
         return result
-    a, b = args
-    shapes = {x.dims for x in args if isinstance(x, V)}
-    if len(shapes) > 1:
-        raise lw.error(f"hawk.{name}() needs vectors of one width, got {describe(a)} and "
-                       f"{describe(b)}", node)
     kind, symbol = (OpKind.MAX if name == "maximum" else OpKind.MIN), f"hawk.{name}()"
-    if not shapes:
-        return minmax(lw, kind, a, b, symbol, node)
-    shaped = a if isinstance(a, V) else b
-    a_comps = a.comps if isinstance(a, V) else (a,) * shaped.width
-    b_comps = b.comps if isinstance(b, V) else (b,) * shaped.width
-    return shaped.like(minmax(lw, kind, x, y, symbol, node)
-                       for x, y in zip(a_comps, b_comps, strict=True))
+    return componentwise(lw, symbol, args, lambda a, b: minmax(lw, kind, a, b, symbol, node),
+                         node)
 
 
 _VECTOR_ARITY = {"vec2": 2, "vec3": 3, "vec4": 4, "dot": 2, "length": 1, "cross": 2,

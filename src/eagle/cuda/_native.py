@@ -493,7 +493,7 @@ class Loop:
     threads = 0
 
     def __init__(self, kernel: Kernel, bound, steps_per_launch: int | None, eager: bool):
-        from .backend import INITIAL_STEPS_PER_LAUNCH
+        from .arguments import INITIAL_STEPS_PER_LAUNCH
 
         if not kernel.while_nodes and not eager:
             raise BackendUnavailable("the native layer's GPU loop needs WHILE graph nodes "
@@ -512,7 +512,7 @@ class Loop:
         import time
         from types import SimpleNamespace
 
-        from .backend import MAX_STEPS_PER_LAUNCH, step_arguments
+        from .arguments import MAX_STEPS_PER_LAUNCH, step_arguments
         from .emit import BLOCK_SIZE, DECIDE_KERNEL, STEP_KERNEL
 
         if self._loop is not None:

@@ -37,9 +37,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hawk.ir import Program, Role, Slot, series_field, uniform_value
+from hawk.ir import Program
 
 from . import emit
+from .arguments import INITIAL_STEPS_PER_LAUNCH, MAX_STEPS_PER_LAUNCH, step_arguments
 from .driver import activate, call, device_info, driver
 from .emit import (
     BLOCK_SIZE,
@@ -48,7 +49,6 @@ from .emit import (
     START_KERNEL,
     STEP_KERNEL,
     emit_cuda,
-    slot_ctype,
 )
 from .graph import Graph, add_kernel_node, add_while_node, condition_handle
 from .launcher import Launcher, Module, pack
@@ -62,14 +62,6 @@ if TYPE_CHECKING:
 __all__ = ["CudaBackend", "CudaLoop", "CudaKernel", "GraphLoop", "step_arguments",
            "INITIAL_STEPS_PER_LAUNCH", "MAX_STEPS_PER_LAUNCH", "UNROLLED"]
 
-#: The adaptive schedule's first launch size: short, so a run whose samples all finish within
-#: a few steps wastes nothing; it doubles from there (the spec's oscillator, 1000 steps on a
-#: full device, takes 6 launches: 16, 32, ..., 512).
-INITIAL_STEPS_PER_LAUNCH = 16
-#: The size it grows to at most: on a full device a launch of 1024 steps is hundreds of
-#: microseconds of work against a few microseconds of launch cost, and a WHILE iteration stays
-#: short enough for a progress bar.
-MAX_STEPS_PER_LAUNCH = 1024
 UNROLLED = 8
 _FIELD = {name: k for k, name in enumerate(CONTROL_FIELDS)}
 _DECIDE = ["ptr", "u64", "int"]  # control, condition handle, set it?
@@ -109,36 +101,6 @@ class CudaKernel:
         self.start = self.module.function(START_KERNEL)
         self.local_bytes = int(call(driver().cuFuncGetAttribute, driver().CUfunction_attribute
                                     .CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, self.step))
-
-
-def step_arguments(slots: tuple[Slot, ...], bound: Bound, control: DeviceBuffer,
-                   counters: bool = False):
-    """The step kernel's argument types and values for ``bound``: the count, the control
-    block, the flags, then one value per slot (the layout ``Program.slots`` defines), then for
-    a program that reads counters (``Program.counters``) the seed and the first sample's index
-    (the step number is the control block's ``steps``)."""
-    types, values = ["long long", "ptr", "ptr"], [bound.n, control.ptr, bound.flags.ptr]
-    for slot in slots:
-        name, component = slot.param.name, slot.component
-        if slot.field is not None:  # a Series' row count or row stride (in elements), a
-            types.append(slot_ctype(slot))  # Table's size
-            values.append(int(series_field(slot, bound.arrays[name])))
-        elif slot.is_table:  # the table's data (C-contiguous), read by every thread
-            types.append("ptr")
-            values.append(bound.arrays[name].ptr)
-        elif slot.is_uniform:  # a Param's value, or one component of it
-            types.append(slot_ctype(slot))
-            values.append(uniform_value(slot, bound.uniforms[name]).item())
-        elif slot.param.role is Role.SERIES:  # (T, n), or a component of (T, k, n)...
-            types.append("ptr")
-            values.append(bound.arrays[name].offset((0, *slot.param.index(component))))
-        else:
-            types.append("ptr")
-            values.append(bound.arrays[name].offset(slot.param.index(component)))
-    if counters:
-        types += ["u64", "long long"]
-        values += [bound.seed or 0, bound.first_sample]
-    return types, values
 
 
 class GraphLoop:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..runner import counted
+
 __all__ = ["ChunkReport", "DistributedReport"]
 
 
@@ -83,6 +85,7 @@ class DistributedReport:
     def __str__(self) -> str:
         resumed = f" ({self.resumed} resumed from the checkpoint)" if self.resumed else ""
         workers = len(self.workers)
-        return (f"{self.done}/{self.n} done in {len(self.chunks)} chunks{resumed} on "
-                f"{workers} worker{'' if workers == 1 else 's'}: {self.wall_s * 1e3:.1f} ms, "
-                f"{self.launches} launches in all, slowest sample {self.steps} steps")
+        return (f"{self.done}/{self.n} done in {counted(len(self.chunks), 'chunk')}{resumed} on "
+                f"{counted(workers, 'worker')}: {self.wall_s * 1e3:.1f} ms, "
+                f"{counted(self.launches, 'launch', 'launches')} in all, slowest sample "
+                f"{counted(self.steps, 'step')}")

@@ -44,6 +44,7 @@ from ..backend import HOST
 from ..bindings import bind, check_max_steps, check_steps_per_launch
 from ..errors import BindingTypeError, BindingValueError, EagleError
 from ..plan import Plan, deploy
+from ..progress import progress_bar
 from . import _checkpoint
 from ._chunk import ChunkSpec, run_chunk
 from ._environment import check_scheduler, check_workers, environment
@@ -524,10 +525,8 @@ def _watch(client, futures: list, bounds, n: int, spec: ChunkSpec, timeout, no_w
 
 
 def _bar(spec: ChunkSpec, n: int, chunks: int):
-    from tqdm.auto import tqdm
-
-    return tqdm(total=n, unit="samples", unit_scale=True,
-                desc=f"{spec.kernel.name} ({chunks} chunks)")
+    return progress_bar("run_on_cluster(progress=True)", total=n, unit="samples",
+                        unit_scale=True, desc=f"{spec.kernel.name} ({chunks} chunks)")
 
 
 def _resume_hint(folder, finished: int) -> str:
