@@ -258,3 +258,78 @@ def test_a_client_killed_mid_run_leaves_its_finished_chunks_for_the_next(cli, tm
     finished = chunk_files(folder)
     assert finished < CHUNKS_FAULT
     check_resumed(client, folder, finished)
+
+
+LOCAL_MODULE = """
+import numpy as np
+
+
+def make(lo, hi):
+    return dict(x=np.ones(hi - lo), v=np.zeros(hi - lo), t=np.zeros(hi - lo),
+                omega=np.ones(hi - lo), t_end=np.full(hi - lo, 1e-2))
+
+
+def same(block):
+    return block
+"""
+
+
+def test_what_only_the_client_can_import_is_the_schedulers_failure_with_its_cause(
+        cli, tmp_path, monkeypatch):
+    """An ``init`` from a module of the client's folder cannot be read by the scheduler: the
+    run is refused before it is submitted, as the scheduler's failure with the cause in the
+    message, not as 'chunk 1 (samples ...)'. A dask input built with such a function (not in
+    the description checked first) is reported the same way when the graph reaches the
+    scheduler (issue 45, defect 2)."""
+    cluster, client = cli
+    da = pytest.importorskip("dask.array")
+    (tmp_path / "client_only_helpers.py").write_text(LOCAL_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import client_only_helpers
+
+    try:
+        with pytest.raises(ed.WorkerEnvironmentError) as info:
+            ed.run_on_cluster(spread_oscillator, client, n_samples=100, chunks=2, max_steps=10,
+                              init=client_only_helpers.make, dt=1e-3, timeout=60)
+        message = str(info.value)
+        assert f"the Dask scheduler at {client.scheduler.address} cannot read this run's " \
+               "tasks: ModuleNotFoundError: No module named 'client_only_helpers'" in message
+        assert not any("chunk" in note for note in getattr(info.value, "__notes__", ()))
+
+        lazy = da.ones(100, chunks=50).map_blocks(client_only_helpers.same, dtype=float)
+        with pytest.raises(ed.WorkerEnvironmentError) as info:
+            ed.run_on_cluster(spread_oscillator, client, chunks=2, max_steps=10, x=lazy,
+                              v=np.zeros(100), t=np.zeros(100), omega=np.ones(100), t_end=1.0,
+                              dt=1e-3, timeout=60)
+        assert "could not read the run's task graph: ModuleNotFoundError: No module named " \
+               "'client_only_helpers'" in str(info.value)
+        assert not any("chunk" in note for note in getattr(info.value, "__notes__", ()))
+    finally:
+        sys.modules.pop("client_only_helpers", None)
+
+
+def test_a_worker_whose_ir_format_differs_is_refused_by_name_before_any_work(cli, tmp_path):
+    """Same version strings, another IR format (as an edited hawk/ir.py): refused by name
+    before the run is submitted, at once, never a stall until ``timeout`` (issue 45, defect
+    3)."""
+    cluster, client = cli
+    preload = tmp_path / "edited_ir.py"
+    preload.write_text("import hawk.wire\nhawk.wire.ir_format_digest = lambda: 'edited'\n")
+    cluster.add_worker("edited", "--preload", str(preload))
+    try:
+        client.wait_for_workers(3, timeout=120)
+        edited = next(address for address, info in client.scheduler_info(n_workers=-1)
+                      ["workers"].items() if info["name"] == "edited")
+        start = time.monotonic()
+        with pytest.raises(ed.WorkerEnvironmentError) as info:
+            ed.run_on_cluster(spread_oscillator, client, n_samples=1000, chunks=4,
+                              max_steps=10, init=functools.partial(make_spread, n=1000),
+                              dt=1e-3, timeout=120)
+        assert time.monotonic() - start < 20
+        message = str(info.value)
+        assert f"worker {edited} runs hawk IR format edited (the client has " in message
+        assert message.count("worker tcp://") == 1
+        assert not client.processing()[edited]  # nothing was given to it
+    finally:
+        cluster.kill_worker("edited")
+        wait_for(lambda: len(client.nthreads()) == 2, 60, "the edited worker to leave")

@@ -101,3 +101,18 @@ def test_a_travelled_kernel_keeps_each_specialisation():
     assert back.specialize({}).digest() == oscillator.program.digest()
     with pytest.raises(TypeError, match="was specialised for x as float64, got int64"):
         back.specialize({"x": "int64"})
+
+
+def test_nothing_says_numba_is_checked_or_needed_on_workers():
+    """Issue 45, defect 4: the CPU backend compiles with llvmlite, so no worker needs Numba and
+    the environment guard does not look for it. (Already true of this tree when the issue was
+    worked: this keeps it so.)"""
+    ed = pytest.importorskip("eagle.distributed")
+    assert not any("numba" in key.lower() for key in ed.environment())
+    places = [*(ROOT / "src/eagle/distributed").glob("*.py"),
+              *(ROOT / "docs/guide/many-machines").glob("*.md")]
+    for path in places:
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            lowered = line.lower()
+            if "numba" in lowered and "no worker needs" not in lowered:
+                raise AssertionError(f"{path.relative_to(ROOT)}:{number} mentions Numba: {line}")

@@ -21,8 +21,9 @@ there by its worker, and a rerun skips the chunks already there (``_checkpoint``
 Dask does the scheduling and the retries: a worker that dies mid-chunk has its chunk run again
 elsewhere from the same description, so the result does not change. Before anything is sent,
 the bindings are checked exactly as ``eagle.until_done`` checks them (on one-sample stand-ins),
-and every worker's eagle/hawk/llvmlite/emitter versions are compared with the client's
-(``_environment``).
+every worker's environment (versions, the IR format's and the compiler source's digests) is
+compared with the client's, and the scheduler and every worker unpickle the run's description
+once, so that one that cannot is named before anything is submitted (``_environment``).
 """
 
 from __future__ import annotations
@@ -46,7 +47,13 @@ from ..errors import BindingTypeError, BindingValueError, EagleError
 from ..plan import Plan, deploy
 from . import _checkpoint
 from ._chunk import ChunkSpec, run_chunk
-from ._environment import check_scheduler, check_workers, environment
+from ._environment import (
+    check_readable,
+    check_scheduler,
+    check_workers,
+    environment,
+    scheduler_failure,
+)
 from ._reports import DistributedReport
 
 __all__ = ["run_on_cluster", "ClusterResult", "NoWorkersLeft"]
@@ -217,6 +224,7 @@ def run_on_cluster(plan: Plan | hawk.Kernel, client, *, max_steps: int, chunks=N
                      token=token, environment=expected,
                      progress_topic=f"eagle-progress-{run_id}" if progress else None,
                      seed=bound.seed)
+    check_readable(client, spec)
     mains, summaries = _submit(client, spec, program.name, run_id, bounds, arrays_in, folder,
                                token, workers, resources)
     try:
@@ -481,7 +489,7 @@ def _watch(client, futures: list, bounds, n: int, spec: ChunkSpec, timeout, no_w
                 i = index_of[future.key]
                 status = future.status
                 if status in ("error", "cancelled"):
-                    _raise_chunk_error(future, i, bounds[i])
+                    _raise_chunk_error(future, i, bounds[i], client)
                 try:
                     if status != "finished":
                         raise TimeoutError
@@ -537,14 +545,18 @@ def _resume_hint(folder, finished: int) -> str:
             "with the same checkpoint= skips them")
 
 
-def _raise_chunk_error(future, index: int, bounds: tuple[int, int]) -> None:
+def _raise_chunk_error(future, index: int, bounds: tuple[int, int], client) -> None:
     """Re-raise a failed chunk's own error, noting the chunk and its samples unless its worker
-    already did (an error in making a dask input comes from another task, with no such note)."""
+    already did (an error in making a dask input comes from another task, with no such note);
+    the scheduler's failure to read the graph is reported as the scheduler's, not a chunk's."""
     lo, hi = bounds
     this_chunk = f"chunk {index} (samples {lo} to {hi - 1})"
     try:
         future.result()
     except Exception as exc:
+        failure = scheduler_failure(exc, client)
+        if failure is not None:
+            raise failure from exc
         if not any(this_chunk in note for note in getattr(exc, "__notes__", ())):
             exc.add_note(f"in eagle.distributed {this_chunk}")
         raise
