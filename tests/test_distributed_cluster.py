@@ -333,3 +333,35 @@ def test_a_worker_whose_ir_format_differs_is_refused_by_name_before_any_work(cli
     finally:
         cluster.kill_worker("edited")
         wait_for(lambda: len(client.nthreads()) == 2, 60, "the edited worker to leave")
+
+
+def test_an_ode_solve_moves_its_samples_around_the_scheduler_and_matches_a_local_one(cli):
+    """``eagle.ode.solve(..., client=, chunks=)``: each chunk's inputs go from the client
+    straight to a worker and its results straight back, so the scheduler's bytes do not grow
+    with the samples (20x the samples, the same few kilobytes), and the Solution is the local
+    solve's, bit for bit (issue 45)."""
+    from ode_models import lorenz
+
+    cluster, client = cli
+    moved = {}
+    for n in (2_000, 40_000):
+        rho = np.linspace(20.0, 40.0, n)
+        p = np.stack([np.full(n, 10.0), rho, np.full(n, 8.0 / 3.0)])
+        u0 = np.stack([np.ones(n), np.ones(n), np.full(n, 20.0)])
+        options = dict(p=p, saveat=(0.0, 0.5, 6), rtol=1e-6, atol=1e-6)
+        local = eagle.ode.solve(lorenz, u0, (0.0, 0.5), **options)
+        before = bytes_now(client)
+        remote = eagle.ode.solve(lorenz, u0, (0.0, 0.5), client=client, chunks=4, **options)
+        after = bytes_now(client)
+        moved[n] = {k: after[k] - before[k] for k in after}
+        for name in ("u", "t", "saved", "accepted", "rejected", "status"):
+            assert getattr(local, name).tobytes() == getattr(remote, name).tobytes(), name
+    print(moved)
+    small, large = moved[2_000], moved[40_000]
+    samples = 40_000 * 8 * (3 + 3 + 3 * 6)  # the larger run's u0, p and saved, in bytes
+    assert large["client"] > samples  # the samples did go through the client...
+    # ...not the scheduler: it carries the run's description (the kernel's IR, ~100 kB for
+    # dopri5 on Lorenz with saveat, read once by the scheduler and every worker before the
+    # run) and reports, the same whatever n
+    assert abs(large["scheduler"] - small["scheduler"]) < 40_000, moved
+    assert large["scheduler"] < 1_500_000, moved

@@ -100,6 +100,17 @@ class ClusterResult:
         values = self.client.compute([self.arrays[name] for name in names], sync=True)
         return dict(zip(names, values, strict=True))
 
+    def gather_into(self, arrays: dict) -> None:
+        """Write each chunk's result into ``arrays`` (full-size NumPy arrays by written
+        parameter name, cut along their last axis as the run was), fetched from the worker
+        that holds it straight to the client (not through the scheduler), one chunk at a time
+        (the client holds the full arrays and one chunk's results at most)."""
+        self._require(tuple(arrays))
+        for future, chunk in zip(self._futures, self.report.chunks, strict=True):
+            output = self.client.gather(future, direct=True)
+            for name, target in arrays.items():
+                target[..., chunk.start:chunk.stop] = output.arrays[name]
+
     def to_zarr(self, url, *names: str, overwrite: bool = False) -> str:
         """Write ``names`` (default: every array) to the Zarr store ``url``, one array per name
         (``url/<name>``), each chunk written by the worker that holds it; nothing passes
