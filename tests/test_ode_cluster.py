@@ -7,6 +7,11 @@ neither the models' file nor its module (the kernels travel as IR)."""
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
+
 import numpy as np
 import pytest
 
@@ -21,11 +26,14 @@ FIELDS = ("u", "t", "status", "accepted", "rejected", "events", "saved", "ts", "
           "which_events")
 
 
+def local_cluster():
+    return distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                    host="127.0.0.1", dashboard_address="127.0.0.1:0")
+
+
 @pytest.fixture(scope="module")
 def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=None) as c, \
-            distributed.Client(c) as dask_client:
+    with local_cluster() as c, distributed.Client(c) as dask_client:
         yield dask_client
 
 
@@ -161,3 +169,38 @@ def test_options_the_cluster_cannot_serve_are_refused_by_name(client):
         eagle.ode.solve(lorenz, u0, (0.0, 1.0), p=p, client=client, chunks=11)
     with pytest.raises(TypeError, match="client must be a distributed.Client"):
         eagle.ode.solve(lorenz, u0, (0.0, 1.0), p=p, client="tcp://127.0.0.1:8786")
+
+
+def test_a_worker_killed_mid_run_changes_nothing(monkeypatch):
+    """A worker killed while it runs a chunk (its scattered inputs lost with it): the solve
+    sends the inputs again and finishes with the local solve's bits."""
+    from eagle.ode import cluster
+
+    sent = []
+    scatter = cluster._scatter
+    monkeypatch.setattr(cluster, "_scatter", lambda *a: sent.append(1) or scatter(*a))
+    u0, p = lorenz_sweep(60_000)
+    local = eagle.ode.solve(lorenz, u0, (0.0, 1.0), p=p)
+    killed = []
+    with local_cluster() as c, distributed.Client(c) as client:
+        pids = client.run(os.getpid)
+
+        def kill_a_busy_worker():
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not killed:
+                busy = [w for w, keys in client.processing().items()
+                        if any("eagle-chunk" in str(k) for k in keys) and w in pids]
+                if busy:
+                    time.sleep(0.2)
+                    os.kill(pids[busy[0]], signal.SIGKILL)
+                    killed.append(busy[0])
+                time.sleep(0.01)
+
+        killer = threading.Thread(target=kill_a_busy_worker)
+        killer.start()
+        try:
+            remote = eagle.ode.solve(lorenz, u0, (0.0, 1.0), p=p, client=client, chunks=8)
+        finally:
+            killer.join()
+    assert killed and len(sent) == 2  # the inputs were sent again, once
+    assert_same(local, remote)

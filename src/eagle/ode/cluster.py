@@ -14,9 +14,10 @@ environment guard), so the ``Solution`` is the local solve's, bit for bit, whate
 
 What moves: each chunk's per-sample inputs are scattered from the client straight to a worker,
 and each chunk's results are gathered straight from its worker, so the scheduler carries task
-descriptions and reports only, a few kilobytes whatever the number of samples. A worker that
-dies mid-chunk has its chunk run again elsewhere (its inputs are held by the client's futures;
-Dask re-sends them), giving the same bits.
+descriptions and reports only, bytes that do not grow with the number of samples. Scattered
+data is not something Dask can make again: when a worker that held a chunk's inputs dies, the
+run is cancelled, and ``run`` sends the inputs again from the client (which still holds them
+all) and runs again, up to ``SEND_ATTEMPTS`` times in all, giving the same bits.
 
 Why this split rather than the whole ``solve`` on each chunk: the Solution's post-processing
 and the checks stay in one place (``solver``), the funcs never travel (only the kernels' IR
@@ -26,6 +27,7 @@ does), and the result is the local one by construction rather than by a second c
 from __future__ import annotations
 
 import numbers
+from concurrent.futures import CancelledError
 
 import numpy as np
 
@@ -34,7 +36,11 @@ from hawk.ir import Role
 from ..backend import HOST
 from ..plan import Plan, deploy
 
-__all__ = ["check_options", "run"]
+__all__ = ["check_options", "run", "SEND_ATTEMPTS"]
+
+#: runs tried in all when workers holding the scattered inputs die (each attempt sends them
+#: again from the client)
+SEND_ATTEMPTS = 3
 
 #: the roles bound to one value shared by every sample (sent whole, never cut)
 _WHOLE = (Role.PARAM, Role.TABLE)
@@ -83,16 +89,29 @@ def run(plan: Plan, client, chunks, arrays: dict, tables: dict, *, max_steps: in
     edges = np.linspace(0, n, int(count) + 1).round().astype(np.int64).tolist()
     bounds = list(zip(edges[:-1], edges[1:], strict=True))
     shared = {name: value for name, value in arrays.items() if name not in per_sample}
-    held, lazy = _scatter(client, per_sample, bounds)
-    result = run_on_cluster(deploy(kernel, HOST), client, max_steps=max_steps,
-                            chunks=tuple(hi - lo for lo, hi in bounds), seed=seed,
-                            progress=progress, **lazy, **shared, **tables)
-    try:
-        result.gather_into({name: arrays[name] for name in result.arrays if name in arrays})
-    finally:
-        result.release()
-        del held
-    return result.report
+    sizes = tuple(hi - lo for lo, hi in bounds)
+    attempt = 1
+    while True:
+        held, lazy = _scatter(client, per_sample, bounds)
+        try:
+            result = run_on_cluster(deploy(kernel, HOST), client, max_steps=max_steps,
+                                    chunks=sizes, seed=seed, progress=progress, **lazy,
+                                    **shared, **tables)
+            try:
+                result.gather_into({name: arrays[name] for name in result.arrays
+                                    if name in arrays})
+            finally:
+                result.release()
+            return result.report
+        except CancelledError:
+            # a worker holding scattered inputs died: Dask cannot make them again, but the
+            # client holds them all; send them again and run again (the same bits)
+            if attempt == SEND_ATTEMPTS or all(f.status == "finished" for f in held):
+                raise
+            attempt += 1
+        finally:
+            for future in held:
+                future.release()
 
 
 def _scatter(client, per_sample: dict, bounds) -> tuple[list, dict]:
@@ -113,7 +132,7 @@ def _scatter(client, per_sample: dict, bounds) -> tuple[list, dict]:
                                                  hash=False,
                                                  workers=None if where is None else [where]),
                            strict=True))
-        held.append(futures)
+        held.extend(futures.values())
         for name, future in futures.items():
             blocks[name].append(da.from_delayed(future, pieces[name].shape,
                                                 pieces[name].dtype))
