@@ -174,11 +174,11 @@ def test_options_the_cluster_cannot_serve_are_refused_by_name(client):
 def test_a_worker_killed_mid_run_changes_nothing(monkeypatch):
     """A worker killed while it runs a chunk (its scattered inputs lost with it): the solve
     sends the inputs again and finishes with the local solve's bits."""
-    from eagle.ode import cluster
+    from eagle.distributed import _scattered
 
     sent = []
-    scatter = cluster._scatter
-    monkeypatch.setattr(cluster, "_scatter", lambda *a: sent.append(1) or scatter(*a))
+    scatter = _scattered.scatter
+    monkeypatch.setattr(_scattered, "scatter", lambda *a: sent.append(1) or scatter(*a))
     u0, p = lorenz_sweep(60_000)
     local = eagle.ode.solve(lorenz, u0, (0.0, 1.0), p=p)
     killed = []

@@ -55,6 +55,7 @@ from ._environment import (
     scheduler_failure,
 )
 from ._reports import DistributedReport
+from ._scattered import Scattered
 
 __all__ = ["run_on_cluster", "ClusterResult", "NoWorkersLeft"]
 
@@ -288,7 +289,7 @@ def _check_tables(kernel: hawk.Kernel, bindings: dict) -> None:
 
 
 def _is_array(value) -> bool:
-    return is_array_like(value) or _is_dask(value)
+    return is_array_like(value) or _is_dask(value) or isinstance(value, Scattered)
 
 
 def _is_dask(value) -> bool:
@@ -397,6 +398,8 @@ def _bounds(n: int, chunks) -> list[tuple[int, int]]:
 
 def _dask_chunks(arrays: dict, n: int):
     for value in arrays.values():
+        if isinstance(value, Scattered):
+            return value.sizes
         if _is_dask(value):
             return tuple(value.chunks[-1])
     raise TypeError("chunks= is needed (a number of chunks or their sizes) when no dask array "
@@ -404,7 +407,8 @@ def _dask_chunks(arrays: dict, n: int):
 
 
 def _input_tokens(arrays: dict) -> list:
-    return [(name, value.name if _is_dask(value) else _checkpoint.fingerprint(value))
+    return [(name, value.name if _is_dask(value) else value.token
+             if isinstance(value, Scattered) else _checkpoint.fingerprint(value))
             for name, value in sorted(arrays.items())]
 
 
@@ -432,6 +436,12 @@ def _pieces(arrays: dict, bounds) -> list[dict]:
         if _is_dask(value):
             axes = {value.ndim - 1: sizes, **{axis: -1 for axis in range(value.ndim - 1)}}
             blocks[name] = value.rechunk(axes).to_delayed().reshape(-1)
+    for name, value in arrays.items():
+        if isinstance(value, Scattered):
+            if value.sizes != sizes:
+                raise ValueError(f"{name!r} was scattered in chunks of {value.sizes} samples; "
+                                 f"the run's chunks are {sizes}")
+            blocks[name] = value.futures
     out = []
     for index, (lo, hi) in enumerate(bounds):
         out.append({name: blocks[name][index] if name in blocks

@@ -77,6 +77,7 @@ def run(plan: Plan, client, chunks, arrays: dict, tables: dict, *, max_steps: in
             arrays[name][..., lo:hi] = part[name] for every array the kernel writes
     """
     from ..distributed import run_on_cluster
+    from ..distributed._scattered import scatter
 
     kernel = plan.kernel
     roles = {p.name: p.role for p in kernel.params}
@@ -92,10 +93,10 @@ def run(plan: Plan, client, chunks, arrays: dict, tables: dict, *, max_steps: in
     sizes = tuple(hi - lo for lo, hi in bounds)
     attempt = 1
     while True:
-        held, lazy = _scatter(client, per_sample, bounds)
+        sent = scatter(client, per_sample, bounds)
         try:
             result = run_on_cluster(deploy(kernel, HOST), client, max_steps=max_steps,
-                                    chunks=sizes, seed=seed, progress=progress, **lazy,
+                                    chunks=sizes, seed=seed, progress=progress, **sent,
                                     **shared, **tables)
             try:
                 result.gather_into({name: arrays[name] for name in result.arrays
@@ -106,34 +107,10 @@ def run(plan: Plan, client, chunks, arrays: dict, tables: dict, *, max_steps: in
         except CancelledError:
             # a worker holding scattered inputs died: Dask cannot make them again, but the
             # client holds them all; send them again and run again (the same bits)
-            if attempt == SEND_ATTEMPTS or all(f.status == "finished" for f in held):
+            lost = any(f.status != "finished" for s in sent.values() for f in s.futures)
+            if attempt == SEND_ATTEMPTS or not lost:
                 raise
             attempt += 1
         finally:
-            for future in held:
-                future.release()
-
-
-def _scatter(client, per_sample: dict, bounds) -> tuple[list, dict]:
-    """Each chunk's slices of the per-sample arrays, sent from the client straight to one
-    worker (round robin, so the chunk's inputs sit together), as dask arrays whose blocks are
-    those pieces. Returns the futures (hold them while the run needs the pieces) and the
-    arrays."""
-    from dask import array as da
-
-    workers = sorted(client.nthreads()) or [None]
-    held, blocks = [], {name: [] for name in per_sample}
-    for index, (lo, hi) in enumerate(bounds):
-        pieces = {name: np.ascontiguousarray(value[..., lo:hi])
-                  for name, value in per_sample.items()}
-        where = workers[index % len(workers)]
-        names = list(pieces)  # a list, not the dict: scatter would take its names as keys
-        futures = dict(zip(names, client.scatter([pieces[k] for k in names], direct=True,
-                                                 hash=False,
-                                                 workers=None if where is None else [where]),
-                           strict=True))
-        held.extend(futures.values())
-        for name, future in futures.items():
-            blocks[name].append(da.from_delayed(future, pieces[name].shape,
-                                                pieces[name].dtype))
-    return held, {name: da.concatenate(parts, axis=-1) for name, parts in blocks.items()}
+            for pieces in sent.values():
+                pieces.release()
