@@ -97,9 +97,10 @@ def test_rodas5p_on_robertson_with_per_sample_rates(client):
     assert (remote.status == 1).all()
 
 
-def test_a_sensitivity_solve_with_its_terminal_event_correction(client):
-    """Forward sensitivities to p and the event time's derivative (``dt_dp``), computed on
-    the client after the cluster's integration, as a local solve does."""
+def test_sensitivity_solves_with_a_terminal_event_correction(client):
+    """Forward sensitivities to u0 with the event time's derivative (``dt_du0``, computed on
+    the client after the cluster's integration, as a local solve does), and to a per-sample
+    p with saved sensitivities."""
     n = 64
     u0 = np.stack([np.linspace(5.0, 20.0, n), np.zeros(n)])
     drag = np.linspace(0.5, 0.9, n)  # per-sample restitution, unused by free_fall's motion
@@ -109,6 +110,12 @@ def test_a_sensitivity_solve_with_its_terminal_event_correction(client):
     remote = eagle.ode.solve(free_fall, u0, (0.0, 5.0), client=client, chunks=8, **options)
     assert_same(local, remote)
     assert remote.du_du0.shape == (2, 2, n) and np.isfinite(remote.dt_du0).all()
+    u0, p = lorenz_sweep(40)
+    by_p = dict(p=p, sensitivity="p", saveat=(0.0, 1.0, 3), rtol=1e-8, atol=1e-8)
+    local = eagle.ode.solve(lorenz, u0, (0.0, 1.0), **by_p)
+    remote = eagle.ode.solve(lorenz, u0, (0.0, 1.0), client=client, chunks=8, **by_p)
+    assert_same(local, remote)
+    assert remote.du_dp.shape == (3, 3, 40) and remote.saved_sensitivity.shape == (3, 3, 3, 40)
 
 
 def test_backward_time_with_a_bounce_and_shared_p(client):

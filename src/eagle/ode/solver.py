@@ -51,7 +51,9 @@ class Solution:
         ts: with ``saveat``, the ``T`` recorded times (the same for every sample); else None.
         report: the run's ``eagle.Report``.
         runner: the ``eagle.Runner`` that ran it (``runner.run()`` again continues nothing: all
-            samples are done or at ``max_steps``); its arrays are the ones above.
+            samples are done or at ``max_steps``); its arrays are the ones above. None for a
+            solve on a Dask cluster (``client=``), whose ``report`` is a
+            ``DistributedReport``.
         plan: the deployed kernel (``eagle.Plan``), to bind again without compiling.
         arrays: every array the kernel was bound to, by parameter name.
         du_dp: with ``sensitivity="p"``, ``d u(end) / d p``: ``(k, m, n)`` for ``k`` states
