@@ -274,13 +274,13 @@ def same(block):
 """
 
 
-def test_what_only_the_client_can_import_is_the_schedulers_failure_with_its_cause(
+def test_what_only_the_client_can_import_is_refused_by_name_with_its_cause(
         cli, tmp_path, monkeypatch):
-    """An ``init`` from a module of the client's folder cannot be read by the scheduler: the
-    run is refused before it is submitted, as the scheduler's failure with the cause in the
-    message, not as 'chunk 1 (samples ...)'. A dask input built with such a function (not in
-    the description checked first) is reported the same way when the graph reaches the
-    scheduler (issue 45, defect 2)."""
+    """An ``init`` from a module of the client's folder: the workers cannot read it, so the
+    run is refused before it is submitted, naming each worker and the cause, not as 'chunk 1
+    (samples ...)'; the scheduler need not read it (the spec passes it sealed). A dask input
+    built with such a function does reach the scheduler, whose failure to read the graph is
+    reported as the scheduler's, with the cause (issue 45, defect 2)."""
     cluster, client = cli
     da = pytest.importorskip("dask.array")
     (tmp_path / "client_only_helpers.py").write_text(LOCAL_MODULE)
@@ -292,8 +292,9 @@ def test_what_only_the_client_can_import_is_the_schedulers_failure_with_its_caus
             ed.run_on_cluster(spread_oscillator, client, n_samples=100, chunks=2, max_steps=10,
                               init=client_only_helpers.make, dt=1e-3, timeout=60)
         message = str(info.value)
-        assert f"the Dask scheduler at {client.scheduler.address} cannot read this run's " \
-               "tasks: ModuleNotFoundError: No module named 'client_only_helpers'" in message
+        for worker in client.nthreads():
+            assert f"Dask worker {worker} cannot read this run's tasks: ModuleNotFoundError: " \
+                   "No module named 'client_only_helpers'" in message
         assert not any("chunk" in note for note in getattr(info.value, "__notes__", ()))
 
         lazy = da.ones(100, chunks=50).map_blocks(client_only_helpers.same, dtype=float)
@@ -301,17 +302,20 @@ def test_what_only_the_client_can_import_is_the_schedulers_failure_with_its_caus
             ed.run_on_cluster(spread_oscillator, client, chunks=2, max_steps=10, x=lazy,
                               v=np.zeros(100), t=np.zeros(100), omega=np.ones(100), t_end=1.0,
                               dt=1e-3, timeout=60)
-        assert "could not read the run's task graph: ModuleNotFoundError: No module named " \
-               "'client_only_helpers'" in str(info.value)
+        assert f"the Dask scheduler at {client.scheduler.address} could not read the run's " \
+               "task graph: ModuleNotFoundError: No module named 'client_only_helpers'" \
+               in str(info.value)
         assert not any("chunk" in note for note in getattr(info.value, "__notes__", ()))
     finally:
         sys.modules.pop("client_only_helpers", None)
 
 
-def test_a_worker_whose_ir_format_differs_is_refused_by_name_before_any_work(cli, tmp_path):
+def test_a_worker_whose_ir_format_differs_is_refused_by_name_before_any_work(
+        cli, tmp_path, monkeypatch):
     """Same version strings, another IR format (as an edited hawk/ir.py): refused by name
     before the run is submitted, at once, never a stall until ``timeout`` (issue 45, defect
-    3)."""
+    3). Before, such a worker could not unpickle the chunk's kernel and the run waited for
+    its ``timeout``."""
     cluster, client = cli
     preload = tmp_path / "edited_ir.py"
     preload.write_text("import hawk.wire\nhawk.wire.ir_format_digest = lambda: 'edited'\n")
@@ -330,6 +334,21 @@ def test_a_worker_whose_ir_format_differs_is_refused_by_name_before_any_work(cli
         assert f"worker {edited} runs hawk IR format edited (the client has " in message
         assert message.count("worker tcp://") == 1
         assert not client.processing()[edited]  # nothing was given to it
+
+        # one that joins after the checks (skipped here) is refused by its first chunk, by
+        # name and at once: it checks its environment before it opens the chunk's spec
+        from eagle.distributed import _run
+
+        monkeypatch.setattr(_run, "check_workers", lambda client, expected: [])
+        monkeypatch.setattr(_run, "check_readable", lambda client, spec: None)
+        start = time.monotonic()
+        with pytest.raises(ed.WorkerEnvironmentError) as info:
+            ed.run_on_cluster(spread_oscillator, client, n_samples=1000, chunks=12,
+                              max_steps=10, init=functools.partial(make_spread, n=1000),
+                              dt=1e-3, timeout=120, workers=[edited])
+        assert time.monotonic() - start < 20  # not the timeout
+        assert f"refusing to run on worker {edited}: it runs hawk IR format edited" \
+            in str(info.value)
     finally:
         cluster.kill_worker("edited")
         wait_for(lambda: len(client.nthreads()) == 2, 60, "the edited worker to leave")

@@ -14,9 +14,13 @@ by name, with the same message), and a kernel whose IR a worker cannot read is r
 is unpickled (``hawk.wire.IRFormatError``), never left to stall the run.
 
 The scheduler runs no chunk but unpickles the task graph (current Dask does), so it must be
-able to import eagle and everything the tasks carry (``init``, ``reduce``): ``check_readable``
-has the scheduler and every worker unpickle the run's description before it is submitted, and
-a failure there is reported as that process's, with its cause in the message.
+able to import eagle (``check_scheduler``); the chunks' description passes it sealed, unread
+(``_chunk.SealedSpec``), so it needs none of the user's modules, and a graph it still cannot read
+(a dask input built with a function of such a module) is reported as the scheduler's failure,
+with its cause (``scheduler_failure``). ``check_readable`` has every worker unpickle the run's
+description before it is submitted and names each that cannot, with the cause; a worker that
+joins later opens it only after its environment check, so it fails its chunk by name at once,
+never leaving the run to stall.
 """
 
 from __future__ import annotations
@@ -111,34 +115,31 @@ def check_scheduler(client) -> None:
 
 
 def _read(blob: bytes) -> None:
-    """Run on the scheduler and on each worker: unpickle a run's description."""
+    """Run on each worker: unpickle a run's description."""
     import pickle
 
     pickle.loads(blob)
 
 
 def check_readable(client, description) -> None:
-    """Have the scheduler and every worker unpickle ``description`` (what the run's tasks carry
-    besides the samples: the kernel, ``init``, ``reduce``, the uniforms) before anything is
-    submitted; ``WorkerEnvironmentError`` naming the process and the cause if one cannot (a
-    module of the user's that only the client can import, most often)."""
+    """Have every worker unpickle ``description`` (what the run's tasks carry besides the
+    samples: the kernel, ``init``, ``reduce``, the uniforms) before anything is submitted;
+    ``WorkerEnvironmentError`` naming each worker that cannot, with the cause (a module of the
+    user's that only the client can import, most often). The scheduler is not asked: the spec
+    passes it sealed (``_chunk.SealedSpec``), unread."""
     import cloudpickle
 
     blob = cloudpickle.dumps(description)
-    try:
-        client.run_on_scheduler(_read, blob)
-    except Exception as exc:
+    found = client.run(_read, blob, on_error="return")
+    bad = {worker: _cause(value) for worker, value in found.items()
+           if isinstance(value, BaseException)}
+    if bad:
+        lines = "; ".join(f"Dask worker {worker} cannot read this run's tasks: {text}"
+                          for worker, text in sorted(bad.items()))
         raise WorkerEnvironmentError(
-            f"the Dask scheduler at {_address(client)} cannot read this run's tasks: "
-            f"{_cause(exc)}. Current Dask unpickles task graphs on the scheduler, so what the "
-            "tasks carry (init=, reduce=, and what they name) must be importable there and on "
-            "every worker: install it there, or define it in the script itself") from exc
-    try:
-        client.run(_read, blob)
-    except Exception as exc:
-        raise WorkerEnvironmentError(
-            f"a Dask worker cannot read this run's tasks: {_cause(exc)}. What the tasks carry "
-            "(init=, reduce=, and what they name) must be importable on every worker") from exc
+            f"refusing to run: {lines}. What the tasks carry (init=, reduce=, and what they "
+            "name) must be importable on every worker: install it there, or define it in the "
+            "script itself")
 
 
 def scheduler_failure(exc: BaseException, client) -> WorkerEnvironmentError | None:

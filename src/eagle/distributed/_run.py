@@ -46,7 +46,7 @@ from ..bindings import bind, check_max_steps, check_steps_per_launch
 from ..errors import BindingTypeError, BindingValueError, EagleError
 from ..plan import Plan, deploy
 from . import _checkpoint
-from ._chunk import ChunkSpec, run_chunk
+from ._chunk import ChunkSpec, SealedSpec, run_chunk
 from ._environment import (
     check_readable,
     check_scheduler,
@@ -460,7 +460,7 @@ def _submit(client, spec: ChunkSpec, name: str, run_id: str, bounds, arrays: dic
     its report and reduction (what the client waits on and gathers)."""
     from dask import delayed
 
-    shared_spec = delayed(spec, name=f"eagle-spec-{name}-{run_id}")
+    shared_spec = delayed(SealedSpec.seal(spec), name=f"eagle-spec-{name}-{run_id}")
     mains, summaries = [], []
     for index, ((lo, hi), pieces) in enumerate(zip(bounds, _pieces(arrays, bounds),
                                                    strict=True)):
