@@ -380,7 +380,7 @@ def test_an_ode_solve_moves_its_samples_around_the_scheduler_and_matches_a_local
     samples = 40_000 * 8 * (3 + 3 + 3 * 6)  # the larger run's u0, p and saved, in bytes
     assert large["client"] > samples  # the samples did go through the client...
     # ...not the scheduler: it carries the run's description (the kernel's IR, ~100 kB for
-    # dopri5 on Lorenz with saveat, read once by the scheduler and every worker before the
-    # run) and reports, the same whatever n
+    # dopri5 on Lorenz with saveat, sent to every worker for the check before the run and
+    # once in the graph) and reports, the same whatever n (0.56 MB at both n here)
     assert abs(large["scheduler"] - small["scheduler"]) < 40_000, moved
     assert large["scheduler"] < 1_500_000, moved
