@@ -372,7 +372,8 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
             ``on_stop``, ``noise``) after ``p``: ``f(u, t, p, table0, table1)``, read there
             with ``table[i]`` or ``hawk.interp``/``hawk.interp_grid`` (a drag coefficient
             against Mach number, an atmosphere).
-        threads: CPU threads for this call (default: ``eagle.get_num_threads()``).
+        threads: CPU threads for this call (default: ``eagle.get_num_threads()``); with
+            ``client``, for the client's part (each worker uses its own threads).
         progress: show a bar of samples done.
         client: a ``distributed.Client``: the integration runs on its workers, the samples cut
             into ``chunks`` (default: one per worker thread), each chunk from the kernel's IR
