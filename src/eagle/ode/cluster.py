@@ -13,8 +13,9 @@ nothing but its own inputs, and every worker compiles the same IR with the same 
 environment guard), so the ``Solution`` is the local solve's, bit for bit, whatever ``K``.
 
 What moves: each chunk's per-sample inputs are scattered from the client straight to a worker,
-and each chunk's results are gathered straight from its worker, so the scheduler carries task
-descriptions and reports only, bytes that do not grow with the number of samples. Scattered
+and each chunk's results are gathered straight from its worker (the client must be able to
+connect to the workers), so the scheduler carries task descriptions and reports only, bytes
+that do not grow with the number of samples. Scattered
 data is not something Dask can make again: when a worker that held a chunk's inputs dies, the
 run is cancelled, and ``run`` sends the inputs again from the client (which still holds them
 all) and runs again, up to ``SEND_ATTEMPTS`` times in all, giving the same bits.
