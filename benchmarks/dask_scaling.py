@@ -20,7 +20,15 @@ chunk, the workers' CPU seconds, and the wall time, checks that the arms agree b
 (the gathered state of ``client-arrays`` against the reduction and one gathered ``on-workers``
 run), and writes JSON.
 
+``--ode`` measures ``eagle.ode.solve(..., client=, chunks=)`` instead: a Lorenz parameter sweep
+(rho from 0.5 to 50, dopri5, rtol = atol = 1e-8, to t = 5 with 11 saved times) solved locally
+in the client process (one thread, and every thread it may use) and on clusters of each size in
+``--ode-workers`` (one thread per worker), in ``--chunks`` and 8x as many chunks (the extra
+chunks' cost is the per-chunk cost); each cluster Solution is checked byte for byte against
+the local one.
+
     python benchmarks/dask_scaling.py [--n 1000000 10000000] [--workers 2] [--chunks 8]
+    python benchmarks/dask_scaling.py --ode [--n 100000] [--ode-workers 1 2] [--chunks 8]
 """
 
 from __future__ import annotations
@@ -118,9 +126,21 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--chunks", type=int, default=8)
     out = Path(os.environ["OUT"]) if os.environ.get("OUT") else Path("benchmarks/results")
-    parser.add_argument("--json", type=Path, default=out / "dask_scaling.json")
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--ode", action="store_true", help="measure eagle.ode.solve(client=)")
+    parser.add_argument("--ode-workers", type=int, nargs="+", default=[1, 2])
     args = parser.parse_args()
     traffic.install()
+    if args.ode:
+        from ode_scaling import run_ode
+
+        rows = run_ode(Cluster, snapshot, args.n, args.ode_workers, args.chunks)
+        path = args.json or out / "dask_scaling_ode.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(dict(rows=rows), indent=2))
+        print(f"every cluster Solution equals the local one byte for byte; wrote {path}")
+        return
+    args.json = args.json or out / "dask_scaling.json"
     plan = eagle.deploy(spread_oscillator, "cpu")
     rows = []
     with tempfile.TemporaryDirectory() as folder:

@@ -258,3 +258,129 @@ def test_a_client_killed_mid_run_leaves_its_finished_chunks_for_the_next(cli, tm
     finished = chunk_files(folder)
     assert finished < CHUNKS_FAULT
     check_resumed(client, folder, finished)
+
+
+LOCAL_MODULE = """
+import numpy as np
+
+
+def make(lo, hi):
+    return dict(x=np.ones(hi - lo), v=np.zeros(hi - lo), t=np.zeros(hi - lo),
+                omega=np.ones(hi - lo), t_end=np.full(hi - lo, 1e-2))
+
+
+def same(block):
+    return block
+"""
+
+
+def test_what_only_the_client_can_import_is_refused_by_name_with_its_cause(
+        cli, tmp_path, monkeypatch):
+    """An ``init`` from a module of the client's folder: the workers cannot read it, so the
+    run is refused before it is submitted, naming each worker and the cause, not as 'chunk 1
+    (samples ...)'; the scheduler need not read it (the spec passes it sealed). A dask input
+    built with such a function does reach the scheduler, whose failure to read the graph is
+    reported as the scheduler's, with the cause (issue 45, defect 2)."""
+    cluster, client = cli
+    da = pytest.importorskip("dask.array")
+    (tmp_path / "client_only_helpers.py").write_text(LOCAL_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import client_only_helpers
+
+    try:
+        with pytest.raises(ed.WorkerEnvironmentError) as info:
+            ed.run_on_cluster(spread_oscillator, client, n_samples=100, chunks=2, max_steps=10,
+                              init=client_only_helpers.make, dt=1e-3, timeout=60)
+        message = str(info.value)
+        for worker in client.nthreads():
+            assert f"Dask worker {worker} cannot read this run's tasks: ModuleNotFoundError: " \
+                   "No module named 'client_only_helpers'" in message
+        assert not any("chunk" in note for note in getattr(info.value, "__notes__", ()))
+
+        lazy = da.ones(100, chunks=50).map_blocks(client_only_helpers.same, dtype=float)
+        with pytest.raises(ed.WorkerEnvironmentError) as info:
+            ed.run_on_cluster(spread_oscillator, client, chunks=2, max_steps=10, x=lazy,
+                              v=np.zeros(100), t=np.zeros(100), omega=np.ones(100), t_end=1.0,
+                              dt=1e-3, timeout=60)
+        assert f"the Dask scheduler at {client.scheduler.address} could not read the run's " \
+               "task graph: ModuleNotFoundError: No module named 'client_only_helpers'" \
+               in str(info.value)
+        assert not any("chunk" in note for note in getattr(info.value, "__notes__", ()))
+    finally:
+        sys.modules.pop("client_only_helpers", None)
+
+
+def test_a_worker_whose_ir_format_differs_is_refused_by_name_before_any_work(
+        cli, tmp_path, monkeypatch):
+    """Same version strings, another IR format (as an edited hawk/ir.py): refused by name
+    before the run is submitted, at once, never a stall until ``timeout`` (issue 45, defect
+    3). Before, such a worker could not unpickle the chunk's kernel and the run waited for
+    its ``timeout``."""
+    cluster, client = cli
+    preload = tmp_path / "edited_ir.py"
+    preload.write_text("import hawk.wire\nhawk.wire.ir_format_digest = lambda: 'edited'\n")
+    cluster.add_worker("edited", "--preload", str(preload))
+    try:
+        client.wait_for_workers(3, timeout=120)
+        edited = next(address for address, info in client.scheduler_info(n_workers=-1)
+                      ["workers"].items() if info["name"] == "edited")
+        start = time.monotonic()
+        with pytest.raises(ed.WorkerEnvironmentError) as info:
+            ed.run_on_cluster(spread_oscillator, client, n_samples=1000, chunks=4,
+                              max_steps=10, init=functools.partial(make_spread, n=1000),
+                              dt=1e-3, timeout=120)
+        assert time.monotonic() - start < 20
+        message = str(info.value)
+        assert f"worker {edited} runs hawk IR format edited (the client has " in message
+        assert message.count("worker tcp://") == 1
+        assert not client.processing()[edited]  # nothing was given to it
+
+        # one that joins after the checks (skipped here) is refused by its first chunk, by
+        # name and at once: it checks its environment before it opens the chunk's spec
+        from eagle.distributed import _run
+
+        monkeypatch.setattr(_run, "check_workers", lambda client, expected: [])
+        monkeypatch.setattr(_run, "check_readable", lambda client, spec: None)
+        start = time.monotonic()
+        with pytest.raises(ed.WorkerEnvironmentError) as info:
+            ed.run_on_cluster(spread_oscillator, client, n_samples=1000, chunks=12,
+                              max_steps=10, init=functools.partial(make_spread, n=1000),
+                              dt=1e-3, timeout=120, workers=[edited])
+        assert time.monotonic() - start < 20  # not the timeout
+        assert f"refusing to run on worker {edited}: it runs hawk IR format edited" \
+            in str(info.value)
+    finally:
+        cluster.kill_worker("edited")
+        wait_for(lambda: len(client.nthreads()) == 2, 60, "the edited worker to leave")
+
+
+def test_an_ode_solve_moves_its_samples_around_the_scheduler_and_matches_a_local_one(cli):
+    """``eagle.ode.solve(..., client=, chunks=)``: each chunk's inputs go from the client
+    straight to a worker and its results straight back, so the scheduler's bytes do not grow
+    with the samples (20x the samples, the same few kilobytes), and the Solution is the local
+    solve's, bit for bit (issue 45)."""
+    from ode_models import lorenz
+
+    cluster, client = cli
+    moved = {}
+    for n in (2_000, 40_000):
+        rho = np.linspace(20.0, 40.0, n)
+        p = np.stack([np.full(n, 10.0), rho, np.full(n, 8.0 / 3.0)])
+        u0 = np.stack([np.ones(n), np.ones(n), np.full(n, 20.0)])
+        options = dict(p=p, saveat=(0.0, 0.5, 6), rtol=1e-6, atol=1e-6)
+        local = eagle.ode.solve(lorenz, u0, (0.0, 0.5), **options)
+        before = bytes_now(client)
+        remote = eagle.ode.solve(lorenz, u0, (0.0, 0.5), client=client, chunks=4, **options)
+        after = bytes_now(client)
+        moved[n] = {k: after[k] - before[k] for k in after}
+        for name in ("u", "t", "saved", "accepted", "rejected", "status"):
+            assert getattr(local, name).tobytes() == getattr(remote, name).tobytes(), name
+    print(moved)
+    small, large = moved[2_000], moved[40_000]
+    samples = 40_000 * 8 * (3 + 3 + 3 * 6)  # the larger run's u0, p and saved, in bytes
+    assert large["client"] > samples  # the samples did go through the client...
+    # ...not the scheduler: it carries the run's description (the kernel's IR, ~100 kB for
+    # dopri5 on Lorenz with saveat, sent to every worker for the check before the run and
+    # once in the graph) and reports, the same whatever n (0.56 MB at both n here)
+    assert abs(large["scheduler"] - small["scheduler"]) < 40_000, moved
+    assert large["scheduler"] < 1_500_000, moved

@@ -40,6 +40,7 @@ import inspect
 
 from .errors import Loc
 from .source import KernelSource
+from .wire import func_source_lines, register_source
 
 __all__ = ["Func", "func", "FuncSource", "MAX_UNROLL"]
 
@@ -85,6 +86,29 @@ class Func:
 
     def __call__(self, *args, **kwargs):
         return self.func(*args, **kwargs)
+
+    def __getstate__(self) -> dict:
+        """Pickled, a func is its Python function, its source text and its attributes
+        (``.terminal``...), not its parsed source, whose namespace is its module's globals
+        (``hawk.wire``)."""
+        state = {k: v for k, v in vars(self).items()
+                 if k not in ("source", "signature", "__wrapped__")}
+        state["source_lines"] = func_source_lines(self.func)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        vars(self).update(state)
+        self.__wrapped__ = self.func
+
+    def __getattr__(self, name: str):
+        """A func read back from a pickle parses its source when first asked (the unpickler
+        may not have finished its function when ``__setstate__`` runs)."""
+        if name in ("source", "signature") and "func" in vars(self):
+            self.func = register_source(self.func, *vars(self).pop("source_lines", ()))
+            self.source = FuncSource(self.func)
+            self.signature = inspect.signature(self.func)
+            return vars(self)[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __repr__(self) -> str:
         return f"<hawk.func {self.name}{self.signature}>"

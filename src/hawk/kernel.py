@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import pickle
 from collections.abc import Mapping
 
 import numpy as np
@@ -13,6 +14,7 @@ from .frontend import lower
 from .ir import DType, Parameter, Program, Role
 from .passes import check, optimize
 from .source import KernelSource
+from .wire import check_ir_format, ir_format_digest
 
 __all__ = ["kernel", "Kernel", "ProgramKernel", "KERNEL_OPTIONS", "RESERVED_PARAMETER_NAMES"]
 
@@ -162,6 +164,12 @@ class Kernel:
             self._programs[key] = optimize(lower(self.source, tuple(params), options))
         return self._programs[key]
 
+    def __reduce__(self):
+        """Pickled, a kernel is its IR: every specialisation made so far, read back as a
+        ``ProgramKernel`` (``hawk.wire``), never its Python function and module globals."""
+        programs = (self.program, *(p for p in self._programs.values() if p is not self.program))
+        return program_kernel_from_wire, (ir_format_digest(), pickle.dumps(programs))
+
     def __call__(self, *args, **kwargs):
         raise TypeError(f"hawk kernel {self.name!r} is not called directly; run it with "
                         f"eagle.simulate({self.name}, ...) or "
@@ -174,40 +182,52 @@ class Kernel:
 
 
 class ProgramKernel(Kernel):
-    """A kernel known by one specialisation's IR alone, without its source: how a kernel
+    """A kernel known by its specialisations' IR alone, without its source: how a kernel
     travels to another process (a Dask worker) or comes back from a file. It runs only with
-    the dtypes it was specialised for. ``program`` came out of ``specialize``, so it is not
-    optimized again, only checked (it may have travelled through a file or a network).
+    the dtypes it was specialised for. The programs came out of ``specialize``, so they are not
+    optimized again, only checked (they may have travelled through a file or a network).
 
     Args:
-        program: a ``hawk.ir.Program`` made by ``Kernel.specialize``; an ill-formed one is an
-            ``IRError``.
+        program: a ``hawk.ir.Program`` made by ``Kernel.specialize``, the default
+            specialisation; an ill-formed one is an ``IRError``.
+        *more: the kernel's other specialisations (other dtypes), if any.
     """
 
-    def __init__(self, program: Program):
-        check(program)
+    def __init__(self, program: Program, *more: Program):
+        for each in (program, *more):
+            check(each)
         self.func = None
         self.source = None
         self.program = program
         self.name = program.name
         self.options = dict(program.options)
         self.params = program.params
-        self._programs = {tuple(program.params): program}
+        self._programs = {tuple(each.params): each for each in (program, *more)}
 
     def specialize(self, dtypes: Mapping[str, object]) -> Program:
+        wanted = []
         for p in self.params:
             dtype = dtypes.get(p.name, p.dtype)
             dtype = dtype if isinstance(dtype, DType) else DType.from_numpy(np.dtype(dtype))
-            if dtype is not p.dtype:
-                raise TypeError(f"kernel {self.name!r} was specialised for {p.name} as "
-                                f"{p.dtype.value}, got {dtype.value}")
-        return self.program
-
-    def __reduce__(self):
-        return ProgramKernel, (self.program,)
+            wanted.append(dataclasses.replace(p, dtype=dtype))
+        found = self._programs.get(tuple(wanted))
+        if found is None:
+            p, dtype = next((p, w.dtype) for p, w in zip(self.params, wanted, strict=True)
+                            if w.dtype is not p.dtype)
+            raise TypeError(f"kernel {self.name!r} was specialised for {p.name} as "
+                            f"{p.dtype.value}, got {dtype.value}")
+        return found
 
     def __repr__(self) -> str:
         return f"<hawk.ProgramKernel {self.name}({', '.join(map(str, self.params))})>"
+
+
+def program_kernel_from_wire(digest: str, blob: bytes) -> ProgramKernel:
+    """The ``ProgramKernel`` a kernel was pickled as (``Kernel.__reduce__``); an
+    ``IRFormatError`` before anything is unpickled where this process's IR format differs from
+    the sender's (``hawk.wire``)."""
+    check_ir_format(digest)
+    return ProgramKernel(*pickle.loads(blob))
 
 
 def kernel(func=None, /, **options):

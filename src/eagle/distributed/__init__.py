@@ -13,8 +13,9 @@ its TCP comms (``--preload eagle.distributed.traffic``), for measuring a run.
 
 Importing this module needs no Dask; running needs ``dask[distributed]`` (the ``[dask]``
 extra; ``run_on_cluster`` says so when it is missing) on the client, the scheduler (current Dask
-unpickles task graphs there) and every worker, with the same eagle, hawk, llvmlite and CPU
-emitter everywhere (checked before each run).
+unpickles task graphs there) and every worker, with the same eagle, hawk (its IR format and
+compiler source), llvmlite and CPU emitter everywhere (checked before each run).
+No worker needs Numba (the CPU backend compiles with llvmlite).
 """
 
 from ._chunk import ChunkSpec

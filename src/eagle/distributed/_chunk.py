@@ -29,7 +29,7 @@ from . import _checkpoint
 from ._environment import check_here
 from ._reports import ChunkReport
 
-__all__ = ["ChunkSpec", "ChunkOutput", "run_chunk"]
+__all__ = ["ChunkSpec", "SealedSpec", "ChunkOutput", "run_chunk"]
 
 # One chunk steps at a time in a worker process, on a host team as large as the worker's
 # ``nthreads`` (its share of the machine): Dask may hand a worker ``nthreads`` chunks at once,
@@ -78,6 +78,32 @@ class ChunkSpec:
 
 
 @dataclass(frozen=True)
+class SealedSpec:
+    """A ``ChunkSpec`` as it travels: pickled bytes beside the client's environment.
+
+    The scheduler passes it on without reading it (so it needs none of the modules ``init``
+    or ``reduce`` come from), and a worker checks its environment before it opens the spec:
+    a worker that cannot read it (another IR format, a module it cannot import) fails its
+    chunk at once with its name and the cause, instead of failing to unpickle the task, which
+    Dask retries elsewhere or leaves waiting until the run's ``timeout``.
+    """
+
+    environment: dict
+    blob: bytes
+
+    @classmethod
+    def seal(cls, spec: ChunkSpec) -> SealedSpec:
+        import cloudpickle
+
+        return cls(spec.environment, cloudpickle.dumps(spec))
+
+    def open(self) -> ChunkSpec:
+        import pickle
+
+        return pickle.loads(self.blob)
+
+
+@dataclass(frozen=True)
 class ChunkOutput:
     """A chunk's result: ``arrays`` (None unless the spec keeps them), ``report``, ``reduced``."""
 
@@ -95,13 +121,16 @@ def _worker():
         return None
 
 
-def run_chunk(spec: ChunkSpec, index: int, lo: int, hi: int, pieces: dict) -> ChunkOutput:
+def run_chunk(spec: ChunkSpec | SealedSpec, index: int, lo: int, hi: int,
+              pieces: dict) -> ChunkOutput:
     """Run samples ``lo`` to ``hi - 1`` (see the module docstring); on failure the error gets a
     note naming this chunk and this worker."""
     worker = _worker()
     where = worker.address if worker is not None else socket.gethostname()
     try:
         check_here(spec.environment, where)
+        if isinstance(spec, SealedSpec):
+            spec = spec.open()
         if spec.checkpoint is not None:
             loaded = _checkpoint.load(spec.checkpoint, lo, hi, spec.token)
             if loaded is not None:

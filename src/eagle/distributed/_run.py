@@ -21,8 +21,9 @@ there by its worker, and a rerun skips the chunks already there (``_checkpoint``
 Dask does the scheduling and the retries: a worker that dies mid-chunk has its chunk run again
 elsewhere from the same description, so the result does not change. Before anything is sent,
 the bindings are checked exactly as ``eagle.until_done`` checks them (on one-sample stand-ins),
-and every worker's eagle/hawk/llvmlite/emitter versions are compared with the client's
-(``_environment``).
+every worker's environment (versions, the IR format's and the compiler source's digests) is
+compared with the client's, and the scheduler and every worker unpickle the run's description
+once, so that one that cannot is named before anything is submitted (``_environment``).
 """
 
 from __future__ import annotations
@@ -46,9 +47,16 @@ from ..errors import BindingTypeError, BindingValueError, EagleError
 from ..plan import Plan, deploy
 from ..progress import progress_bar
 from . import _checkpoint
-from ._chunk import ChunkSpec, run_chunk
-from ._environment import check_scheduler, check_workers, environment
+from ._chunk import ChunkSpec, SealedSpec, run_chunk
+from ._environment import (
+    check_readable,
+    check_scheduler,
+    check_workers,
+    environment,
+    scheduler_failure,
+)
 from ._reports import DistributedReport
+from ._scattered import Scattered
 
 __all__ = ["run_on_cluster", "ClusterResult", "NoWorkersLeft"]
 
@@ -93,6 +101,17 @@ class ClusterResult:
         self._require(names)
         values = self.client.compute([self.arrays[name] for name in names], sync=True)
         return dict(zip(names, values, strict=True))
+
+    def gather_into(self, arrays: dict) -> None:
+        """Write each chunk's result into ``arrays`` (full-size NumPy arrays by written
+        parameter name, cut along their last axis as the run was), fetched from the worker
+        that holds it straight to the client (not through the scheduler), one chunk at a time
+        (the client holds the full arrays and one chunk's results at most)."""
+        self._require(tuple(arrays))
+        for future, chunk in zip(self._futures, self.report.chunks, strict=True):
+            output = self.client.gather(future, direct=True)
+            for name, target in arrays.items():
+                target[..., chunk.start:chunk.stop] = output.arrays[name]
 
     def to_zarr(self, url, *names: str, overwrite: bool = False) -> str:
         """Write ``names`` (default: every array) to the Zarr store ``url``, one array per name
@@ -218,6 +237,7 @@ def run_on_cluster(plan: Plan | hawk.Kernel, client, *, max_steps: int, chunks=N
                      token=token, environment=expected,
                      progress_topic=f"eagle-progress-{run_id}" if progress else None,
                      seed=bound.seed)
+    check_readable(client, spec)
     mains, summaries = _submit(client, spec, program.name, run_id, bounds, arrays_in, folder,
                                token, workers, resources)
     try:
@@ -270,7 +290,7 @@ def _check_tables(kernel: hawk.Kernel, bindings: dict) -> None:
 
 
 def _is_array(value) -> bool:
-    return is_array_like(value) or _is_dask(value)
+    return is_array_like(value) or _is_dask(value) or isinstance(value, Scattered)
 
 
 def _is_dask(value) -> bool:
@@ -379,6 +399,8 @@ def _bounds(n: int, chunks) -> list[tuple[int, int]]:
 
 def _dask_chunks(arrays: dict, n: int):
     for value in arrays.values():
+        if isinstance(value, Scattered):
+            return value.sizes
         if _is_dask(value):
             return tuple(value.chunks[-1])
     raise TypeError("chunks= is needed (a number of chunks or their sizes) when no dask array "
@@ -386,7 +408,8 @@ def _dask_chunks(arrays: dict, n: int):
 
 
 def _input_tokens(arrays: dict) -> list:
-    return [(name, value.name if _is_dask(value) else _checkpoint.fingerprint(value))
+    return [(name, value.name if _is_dask(value) else value.token
+             if isinstance(value, Scattered) else _checkpoint.fingerprint(value))
             for name, value in sorted(arrays.items())]
 
 
@@ -414,6 +437,12 @@ def _pieces(arrays: dict, bounds) -> list[dict]:
         if _is_dask(value):
             axes = {value.ndim - 1: sizes, **{axis: -1 for axis in range(value.ndim - 1)}}
             blocks[name] = value.rechunk(axes).to_delayed().reshape(-1)
+    for name, value in arrays.items():
+        if isinstance(value, Scattered):
+            if value.sizes != sizes:
+                raise ValueError(f"{name!r} was scattered in chunks of {value.sizes} samples; "
+                                 f"the run's chunks are {sizes}")
+            blocks[name] = value.futures
     out = []
     for index, (lo, hi) in enumerate(bounds):
         out.append({name: blocks[name][index] if name in blocks
@@ -432,7 +461,7 @@ def _submit(client, spec: ChunkSpec, name: str, run_id: str, bounds, arrays: dic
     its report and reduction (what the client waits on and gathers)."""
     from dask import delayed
 
-    shared_spec = delayed(spec, name=f"eagle-spec-{name}-{run_id}")
+    shared_spec = delayed(SealedSpec.seal(spec), name=f"eagle-spec-{name}-{run_id}")
     mains, summaries = [], []
     for index, ((lo, hi), pieces) in enumerate(zip(bounds, _pieces(arrays, bounds),
                                                    strict=True)):
@@ -482,7 +511,7 @@ def _watch(client, futures: list, bounds, n: int, spec: ChunkSpec, timeout, no_w
                 i = index_of[future.key]
                 status = future.status
                 if status in ("error", "cancelled"):
-                    _raise_chunk_error(future, i, bounds[i])
+                    _raise_chunk_error(future, i, bounds[i], client)
                 try:
                     if status != "finished":
                         raise TimeoutError
@@ -536,14 +565,18 @@ def _resume_hint(folder, finished: int) -> str:
             "with the same checkpoint= skips them")
 
 
-def _raise_chunk_error(future, index: int, bounds: tuple[int, int]) -> None:
+def _raise_chunk_error(future, index: int, bounds: tuple[int, int], client) -> None:
     """Re-raise a failed chunk's own error, noting the chunk and its samples unless its worker
-    already did (an error in making a dask input comes from another task, with no such note)."""
+    already did (an error in making a dask input comes from another task, with no such note);
+    the scheduler's failure to read the graph is reported as the scheduler's, not a chunk's."""
     lo, hi = bounds
     this_chunk = f"chunk {index} (samples {lo} to {hi - 1})"
     try:
         future.result()
     except Exception as exc:
+        failure = scheduler_failure(exc, client)
+        if failure is not None:
+            raise failure from exc
         if not any(this_chunk in note for note in getattr(exc, "__notes__", ())):
             exc.add_note(f"in eagle.distributed {this_chunk}")
         raise

@@ -20,7 +20,7 @@ from ..plan import Plan, deploy
 from ..runner import Report, Runner, simulate, until_done
 from ..threads import get_num_threads, set_num_threads
 from . import arguments as args
-from . import probes
+from . import cluster, probes
 
 __all__ = ["solve", "Solution", "METHODS"]
 
@@ -53,7 +53,9 @@ class Solution:
         ts: with ``saveat``, the ``T`` recorded times (the same for every sample); else None.
         report: the run's ``eagle.Report``.
         runner: the ``eagle.Runner`` that ran it (``runner.run()`` again continues nothing: all
-            samples are done or at ``max_steps``); its arrays are the ones above.
+            samples are done or at ``max_steps``); its arrays are the ones above. None for a
+            solve on a Dask cluster (``client=``), whose ``report`` is a
+            ``DistributedReport``.
         plan: the deployed kernel (``eagle.Plan``), to bind again without compiling.
         arrays: every array the kernel was bound to, by parameter name.
         du_dp: with ``sensitivity="p"``, ``d u(end) / d p``: ``(k, m, n)`` for ``k`` states
@@ -283,7 +285,8 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
           tstops=None, on_stop: Func | None = None, max_step=math.inf,
           max_steps: int = 1_000_000, tables=(), sensitivity: str | None = None,
           jac: Func | None = None,
-          threads: int | None = None, progress: bool = False) -> Solution:
+          threads: int | None = None, progress: bool = False, client=None,
+          chunks: int | None = None) -> Solution:
     """Integrate ``u' = f(u, t, p)`` for every sample from ``t_span[0]`` to ``t_span[1]``.
 
     Nothing passed in is ever written: every array the kernels bind is a new one, and the
@@ -374,8 +377,15 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
             ``on_stop``, ``noise``) after ``p``: ``f(u, t, p, table0, table1)``, read there
             with ``table[i]`` or ``hawk.interp``/``hawk.interp_grid`` (a drag coefficient
             against Mach number, an atmosphere).
-        threads: CPU threads for this call (default: ``eagle.get_num_threads()``).
+        threads: CPU threads for this call (default: ``eagle.get_num_threads()``); with
+            ``client``, for the client's part (each worker uses its own threads).
         progress: show a bar of samples done.
+        client: a ``distributed.Client``: the integration runs on its workers, the samples cut
+            into ``chunks`` (default: one per worker thread), each chunk from the kernel's IR
+            (``eagle.ode.cluster``); the rest of the solve runs here. The ``Solution`` is the
+            local solve's, bit for bit (its ``report`` a ``DistributedReport``, ``runner``
+            None). NumPy ``u0`` only.
+        chunks: with ``client``, the number of chunks (default: the workers' threads).
 
     Returns a ``Solution``. Samples still running at ``max_steps`` are reported there
     (``status == 0``) with an ``eagle.TruncationWarning``.
@@ -386,6 +396,7 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got "
                          f"{method!r}")
     xp = args.array_module(u0)
+    cluster.check_options(client, chunks, xp)
     args.numeric("u0", u0)
     column = u0.ndim == 2 and u0.shape[0] == 1  # (1, n): one state per sample, as (n,)
     if column:
@@ -532,8 +543,13 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                      terminated=xp.zeros(n, dtype=bool), u=u, t=t, k1=arrays["k1"],
                      h=arrays["h"], **tables)
         plan = deploy(kernel)
-        runner = until_done(plan, max_steps=max_steps, seed=seed, **arrays, **tables)
-        report = runner.run(progress=progress)
+        if client is not None:  # the integration on the cluster, into these same arrays
+            runner, report = None, cluster.run(plan, client, chunks, arrays, tables,
+                                               max_steps=max_steps, seed=seed,
+                                               progress=progress)
+        else:
+            runner = until_done(plan, max_steps=max_steps, seed=seed, **arrays, **tables)
+            report = runner.run(progress=progress)
     finally:
         set_num_threads(saved_threads)
     if report.truncated:

@@ -1,0 +1,213 @@
+"""``eagle.ode.solve(..., client=client, chunks=K)`` on a real local cluster (a scheduler and two
+worker processes on loopback): the same ``Solution`` as a local solve of the same ensemble, bit
+for bit, for every kind of solve (issue 45): dopri5 with ``saveat``, events and recorded
+events, a terminal event in backward time with a table, rodas5p on Robertson, a sensitivity
+solve with its event-time correction, fixed steps and an SDE's random draws; the workers need
+neither the models' file nor its module (the kernels travel as IR)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import eagle
+import hawk
+from ode_models import bounce, free_fall, height, lorenz
+
+distributed = pytest.importorskip("distributed")
+
+FIELDS = ("u", "t", "status", "accepted", "rejected", "events", "saved", "ts", "du_dp",
+          "du_du0", "dt_dp", "dt_du0", "saved_sensitivity", "t_events", "u_events",
+          "which_events")
+
+
+def local_cluster():
+    return distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                    host="127.0.0.1", dashboard_address="127.0.0.1:0")
+
+
+@pytest.fixture(scope="module")
+def client():
+    with local_cluster() as c, distributed.Client(c) as dask_client:
+        yield dask_client
+
+
+def assert_same(local, remote):
+    """Every array of the two Solutions equal, bit for bit (NaN where NaN), shapes and dtypes
+    included; the cluster's report counts every sample."""
+    for name in FIELDS:
+        a, b = getattr(local, name), getattr(remote, name)
+        assert (a is None) == (b is None), name
+        if a is not None:
+            assert a.shape == b.shape and a.dtype == b.dtype, name
+            np.testing.assert_array_equal(a, b, err_msg=name)
+            assert a.tobytes() == b.tobytes(), name  # -0.0 and NaN payloads too
+    assert remote.runner is None and remote.report.n == local.report.n
+    assert remote.report.done == local.report.done
+
+
+def lorenz_sweep(n):
+    """Lorenz members whose rho sweeps 20..40 (a parameter sweep), from nearby starts."""
+    rho = np.linspace(20.0, 40.0, n)
+    p = np.stack([np.full(n, 10.0), rho, np.full(n, 8.0 / 3.0)])
+    u0 = np.stack([np.ones(n), np.linspace(0.9, 1.1, n), np.full(n, 20.0)])
+    return u0, p
+
+
+@hawk.func
+def x_crossing(u, t, p):
+    return u.x
+
+
+def test_dopri5_with_saveat_and_recorded_events_over_8_chunks(client):
+    u0, p = lorenz_sweep(403)
+    options = dict(p=p, saveat=(0.0, 2.0, 9), event=x_crossing, terminal=False,
+                   direction=0, record_events=4, rtol=1e-8, atol=1e-8)
+    local = eagle.ode.solve(lorenz, u0, (0.0, 2.0), **options)
+    remote = eagle.ode.solve(lorenz, u0, (0.0, 2.0), client=client, chunks=8, **options)
+    assert_same(local, remote)
+    assert len(remote.report.chunks) == 8 and (remote.events > 0).any()
+    assert {c.stop - c.start for c in remote.report.chunks} == {50, 51}
+    assert len(remote.report.workers) == 2
+
+
+@hawk.func
+def robertson(u, t, k):
+    r1 = k[0] * u[0]
+    r2 = k[1] * u[1] * u[1]
+    r3 = k[2] * u[1] * u[2]
+    return hawk.vec3(-r1 + r3, r1 - r2 - r3, r2)
+
+
+def test_rodas5p_on_robertson_with_per_sample_rates(client):
+    n = 96
+    rng = np.random.default_rng(45)
+    k = np.stack([0.04 * rng.uniform(0.5, 2.0, n), 3e7 * rng.uniform(0.5, 2.0, n),
+                  1e4 * rng.uniform(0.5, 2.0, n)])
+    u0 = np.vstack([np.ones(n), np.zeros(n), np.zeros(n)])
+    options = dict(p=k, method="rodas5p", rtol=1e-6, atol=1e-10, saveat=(0.0, 1e3, 4))
+    local = eagle.ode.solve(robertson, u0, (0.0, 1e3), **options)
+    remote = eagle.ode.solve(robertson, u0, (0.0, 1e3), client=client, chunks=8, **options)
+    assert_same(local, remote)
+    assert (remote.status == 1).all()
+
+
+def test_sensitivity_solves_with_a_terminal_event_correction(client):
+    """Forward sensitivities to u0 with the event time's derivative (``dt_du0``, computed on
+    the client after the cluster's integration, as a local solve does), and to a per-sample
+    p with saved sensitivities."""
+    n = 64
+    u0 = np.stack([np.linspace(5.0, 20.0, n), np.zeros(n)])
+    drag = np.linspace(0.5, 0.9, n)  # per-sample restitution, unused by free_fall's motion
+    options = dict(p=drag, event=height, sensitivity="u0", rtol=1e-9, atol=1e-9,
+                   saveat=(0.0, 1.0, 3))
+    local = eagle.ode.solve(free_fall, u0, (0.0, 5.0), **options)
+    remote = eagle.ode.solve(free_fall, u0, (0.0, 5.0), client=client, chunks=8, **options)
+    assert_same(local, remote)
+    assert remote.du_du0.shape == (2, 2, n) and np.isfinite(remote.dt_du0).all()
+    u0, p = lorenz_sweep(40)
+    by_p = dict(p=p, sensitivity="p", saveat=(0.0, 1.0, 3), rtol=1e-8, atol=1e-8)
+    local = eagle.ode.solve(lorenz, u0, (0.0, 1.0), **by_p)
+    remote = eagle.ode.solve(lorenz, u0, (0.0, 1.0), client=client, chunks=8, **by_p)
+    assert_same(local, remote)
+    assert remote.du_dp.shape == (3, 3, 40) and remote.saved_sensitivity.shape == (3, 3, 3, 40)
+
+
+def test_backward_time_with_a_bounce_and_shared_p(client):
+    """Backward in time (t_end < t0), an ``on_event`` bounce, p shared by every sample (sent
+    whole to every chunk)."""
+    n = 40
+
+    options = dict(p=0.8, event=height, on_event=bounce, direction=0, record_events=2,
+                   rtol=1e-8,
+                   atol=1e-8, saveat=(0.0, -2.0, 5))
+    u0 = np.stack([np.linspace(1.0, 4.0, n), np.zeros(n)])
+    local = eagle.ode.solve(free_fall, u0, (0.0, -2.0), **options)
+    remote = eagle.ode.solve(free_fall, u0, (0.0, -2.0), client=client, chunks=8, **options)
+    assert_same(local, remote)
+    assert (remote.t == -2.0).all() and (remote.events > 0).any()
+
+
+@hawk.func
+def tabulated_decay(u, t, k, times, rates):
+    return -k * hawk.interp(t, times, rates) * u
+
+
+def test_fixed_steps_with_tables_and_an_sdes_draws_follow_the_global_sample_index(client):
+    """rk4 with ``saveat`` (t0 itself recorded on the client) and two tables sent whole to
+    every chunk; euler_maruyama's draws keyed by each sample's global index."""
+    n = 50
+    u0 = np.ones(n)
+    times, rates = np.linspace(0.0, 1.0, 4), np.array([1.0, 2.0, 0.5, 1.5])
+    fixed = dict(p=np.linspace(0.1, 1.0, n), method="rk4", dt=0.01, saveat=(0.0, 1.0, 5),
+                 tables=(times, rates))
+    assert_same(eagle.ode.solve(tabulated_decay, u0, (0.0, 1.0), **fixed),
+                eagle.ode.solve(tabulated_decay, u0, (0.0, 1.0), client=client, chunks=8,
+                                **fixed))
+    noisy = dict(p=0.5, method="euler_maruyama", dt=0.01, noise=height_noise, seed=7)
+    assert_same(eagle.ode.solve(decay_scalar, u0, (0.0, 1.0), **noisy),
+                eagle.ode.solve(decay_scalar, u0, (0.0, 1.0), client=client, chunks=8,
+                                **noisy))
+
+
+@hawk.func
+def decay_scalar(u, t, k):
+    return -k * u
+
+
+@hawk.func
+def height_noise(u, t, k):
+    return 0.3 * u
+
+
+def test_options_the_cluster_cannot_serve_are_refused_by_name(client):
+    u0, p = lorenz_sweep(10)
+    with pytest.raises(ValueError, match="chunks= splits a solve over a Dask cluster: pass "
+                                         "client= too"):
+        eagle.ode.solve(lorenz, u0, (0.0, 1.0), p=p, chunks=2)
+    with pytest.raises(ValueError, match="chunks must be a positive int"):
+        eagle.ode.solve(lorenz, u0, (0.0, 1.0), p=p, client=client, chunks=0)
+    with pytest.raises(ValueError, match="chunks must be at most the 10 samples, got 11"):
+        eagle.ode.solve(lorenz, u0, (0.0, 1.0), p=p, client=client, chunks=11)
+    with pytest.raises(TypeError, match="client must be a distributed.Client"):
+        eagle.ode.solve(lorenz, u0, (0.0, 1.0), p=p, client="tcp://127.0.0.1:8786")
+
+
+def test_a_worker_killed_mid_run_changes_nothing(monkeypatch):
+    """A worker killed while it runs a chunk (its scattered inputs lost with it): the solve
+    sends the inputs again and finishes with the local solve's bits."""
+    from eagle.distributed import _scattered
+
+    sent = []
+    scatter = _scattered.scatter
+    monkeypatch.setattr(_scattered, "scatter", lambda *a: sent.append(1) or scatter(*a))
+    u0, p = lorenz_sweep(60_000)
+    local = eagle.ode.solve(lorenz, u0, (0.0, 1.0), p=p)
+    killed = []
+    with local_cluster() as c, distributed.Client(c) as client:
+        pids = client.run(os.getpid)
+
+        def kill_a_busy_worker():
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not killed:
+                busy = [w for w, keys in client.processing().items()
+                        if any("eagle-chunk" in str(k) for k in keys) and w in pids]
+                if busy:
+                    time.sleep(0.2)
+                    os.kill(pids[busy[0]], signal.SIGKILL)
+                    killed.append(busy[0])
+                time.sleep(0.01)
+
+        killer = threading.Thread(target=kill_a_busy_worker)
+        killer.start()
+        try:
+            remote = eagle.ode.solve(lorenz, u0, (0.0, 1.0), p=p, client=client, chunks=8)
+        finally:
+            killer.join()
+    assert killed and len(sent) == 2  # the inputs were sent again, once
+    assert_same(local, remote)
