@@ -83,7 +83,19 @@ def params(p, xp, n: int, dtype):
                              f"got {len(p)}")
         for i, v in enumerate(p):
             numeric(f"p[{i}]", v)
+        for i, v in enumerate(p):
+            if np.ndim(v) == 1 and np.shape(v)[0] != n:
+                raise ValueError(f"p[{i}] has shape {np.shape(v)}: a sequence p is a "
+                                 f"Vector[{len(p)}] per sample, each entry a number or an "
+                                 f"array ({n},); pass arguments of other shapes as "
+                                 f"args=(...), f(u, t, *args)")
         p = xp.stack([xp.broadcast_to(xp.asarray(v, dtype=dtype), (n,)) for v in p])
+    elif isinstance(p, tuple | list) and len(p) >= 1 and not all(
+            isinstance(v, _NUMBERS) or np.ndim(v) == 0 for v in p):
+        raise ValueError(f"p is a sequence of arrays of different shapes "
+                         f"{[np.shape(v) for v in p]}: a sequence p is one Vector[k] per "
+                         f"sample (numbers or arrays ({n},)); pass a model's several "
+                         f"arguments as args=(...), called f(u, t, *args)")
     p = _new_array("p", p, xp, dtype, "a number, an array or a sequence of numbers or arrays "
                    f"({n},)")
     shape = tuple(p.shape)

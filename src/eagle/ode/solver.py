@@ -13,14 +13,13 @@ import hawk
 from hawk import ode as hawk_ode
 from hawk.inline import Func
 from hawk.ir import MAX_WIDTH
-from hawk.ode.kernels import MAX_EVENTS
+from hawk.ode.kernels import MAX_EVENTS, _takes_index
 
 from ..errors import TruncationWarning
 from ..plan import Plan, deploy
 from ..runner import Report, Runner, simulate, until_done
 from ..threads import get_num_threads, set_num_threads
-from . import arguments as args
-from . import probes
+from . import arguments, model_args, probes
 
 __all__ = ["solve", "Solution", "METHODS"]
 
@@ -139,7 +138,8 @@ def _sensitivity_columns(params, sensitivity, states: int, refused: dict) -> int
         if value is not None:
             raise ValueError(f"sensitivity={sensitivity!r} does not go with {name} yet")
     if params.columns:
-        raise ValueError("sensitivity='p' takes p as numbers or a vector (not a matrix)")
+        raise ValueError("sensitivity='p' takes p as numbers or a vector (not a matrix), or "
+                         "args of at most 64 numbers in all")
     columns = params.width if sensitivity == "p" else states
     width = states + states * columns
     if width > MAX_WIDTH:
@@ -252,10 +252,13 @@ def _per_component(event: Func, direction, terminal, on_event, state, params, di
             default if isinstance(default, tuple) else (default,) * width)
 
 
-def _check_funcs(f: Func, state, params, dims, *, jac, noise, on_stop, on_event) -> None:
+def _check_funcs(f: Func, state, params, dims, *, jac, noise, on_stop, on_event,
+                 given: str | None = None) -> None:
     """The user's funcs return what ``solve`` needs of them (``probes``), before any kernel
-    is built: refusals name ``f``, ``jac``... and the shapes, not the kernels' parameters."""
-    probes.check_result("f", f, state, params, dims, state, "du/dt shaped as u0")
+    is built: refusals name ``f``, ``jac``... and the shapes, not the kernels' parameters
+    (``given``: how the model's arguments were passed, where not as ``p``)."""
+    check = functools.partial(probes.check_result, given=given)
+    check("f", f, state, params, dims, state, "du/dt shaped as u0")
     for name, g, meaning in (("noise", noise, "the diffusion shaped as u0"),
                              ("on_stop", on_stop, "the new state shaped as u0"),
                              ("on_event", on_event, "the new state shaped as u0")):
@@ -263,18 +266,19 @@ def _check_funcs(f: Func, state, params, dims, *, jac, noise, on_stop, on_event)
             continue
         if not isinstance(g, Func):
             raise TypeError(f"{name} must be a @hawk.func taking (u, t, p), got {g!r}")
-        if name != "on_event" or len(g.signature.parameters) == 3 + len(dims):
-            probes.check_result(name, g, state, params, dims, state, meaning)
+        if name != "on_event" or not _takes_index(g, len(dims)):
+            check(name, g, state, params, dims, state, meaning)
     if jac is not None:
         if not isinstance(jac, Func):
             raise TypeError(f"jac must be a @hawk.func jac(u, t, p) returning df/du, got "
                             f"{jac!r}")
         size = 1 if state is hawk.Scalar else state.width
         shape = hawk.Scalar if size == 1 else hawk.Matrix[size, size]
-        probes.check_result("jac", jac, state, params, dims, shape, "df/du")
+        check("jac", jac, state, params, dims, shape, "df/du")
 
 
-def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol=1e-6,
+def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rtol=1e-6,
+          atol=1e-6,
           dt=None, noise: Func | None = None, seed: int | None = None,
           saveat=None, event: Func | None = None, on_event: Func | None = None,
           direction=-1, terminal=None, record_events: int = 0,
@@ -306,7 +310,18 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
             ``(r, c, n)`` (a ``Matrix[r, c]``, r and c up to 16); shared by every sample (one
             value passed by value), any other array ``(m,)`` (a ``Vector[m]``) or ``(r, c)``
             (a ``Matrix[r, c]``, say a rate matrix); or a sequence of k numbers or arrays
-            ``(n,)`` (a ``Vector[k]`` per sample).
+            ``(n,)`` (a ``Vector[k]`` per sample). Default: the number 0.
+        args: instead of ``p``, the model's arguments as SciPy's ``solve_ivp(args=...)`` and
+            diffrax's ``args`` take them: a tuple of numbers and arrays of any of ``p``'s
+            shapes (each its own: a number, a vector, a matrix; per sample with the samples
+            as the last axis, else shared by every sample), passed to ``f`` one by one,
+            ``f(u, t, W1, b1, W2, b2)`` (and so to ``event``, ``on_event``, ``on_stop``,
+            ``noise`` and ``jac``, the tables after them). At most 256 numbers in all (they
+            are packed into one array the kernels bind, and taken out again bit for bit:
+            ``eagle.ode.model_args``; all per sample when one of them is). A tuple ``p`` is
+            always one ``Vector[k]``; arrays of different shapes in ``p`` are refused with a
+            pointer here. With ``sensitivity="p"``, ``du_dp``'s columns are the arguments'
+            numbers in order (each flattened row by row), 64 numbers in all at most.
         method: ``"dopri5"`` (default; adaptive Dormand-Prince 5(4)), ``"tsit5"`` (Tsitouras's
             5(4) pair, usually a little cheaper for the same accuracy; everything ``"dopri5"``
             has), ``"vern7"``, ``"vern9"`` (Verner's 7(6) and 9(8) pairs, with interpolants of
@@ -329,7 +344,12 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         saveat: ``(first, last, count)``: record the state at ``count`` equally spaced times
             from ``first`` to ``last`` into ``Solution.saved`` (the adaptive methods
             interpolate inside their steps; fixed-step methods land a step on each time).
-            Times before a sample's ``t0`` are not recorded (NaN).
+            Or any times, as a 1-D NumPy (CuPy) array sorted in the integration's direction
+            (SciPy's ``t_eval``, diffrax's ``SaveAt(ts=...)``, the observation times of
+            data), recorded the same way (an array equal to the grid gives the grid's bits);
+            a tuple or list is always ``(first, last, count)``; the same times for every
+            sample (``(T, n)`` rows per sample are refused). Times before a sample's ``t0``
+            are not recorded (NaN).
         event: a ``@hawk.func`` ``g(u, t, p)`` whose zero crossing (in ``direction``) is an
             event (the adaptive methods). An event is terminal by default (it ends the sample
             there; SciPy's are not), unless ``on_event`` is given (it is called instead). A
@@ -380,30 +400,41 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got "
                          f"{method!r}")
-    xp = args.array_module(u0)
-    args.numeric("u0", u0)
+    xp = arguments.array_module(u0)
+    arguments.numeric("u0", u0)
     column = u0.ndim == 2 and u0.shape[0] == 1  # (1, n): one state per sample, as (n,)
     if column:
         u0 = u0[0]
-    state, n = args.state_type(u0)
+    state, n = arguments.state_type(u0)
     dtype = u0.dtype if u0.dtype in (np.float32, np.float64) else np.dtype(np.float64)
-    threads = args.threads(threads)
-    record_events = args.record_events(record_events)
+    threads = arguments.threads(threads)
+    record_events = arguments.record_events(record_events)
     if isinstance(max_steps, bool) or not (isinstance(max_steps, int) and max_steps >= 1):
         raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")
     try:
         t0, t_end = t_span
     except (TypeError, ValueError):
         raise ValueError(f"t_span must be a pair (t0, t_end), got {t_span!r}") from None
-    t = args.per_sample("t_span[0]", t0, xp, n, dtype)
-    t_end = args.per_sample("t_span[1]", t_end, xp, n, dtype)
+    t = arguments.per_sample("t_span[0]", t0, xp, n, dtype)
+    t_end = arguments.per_sample("t_span[1]", t_end, xp, n, dtype)
     backward = bool((t_end < t).all())
     if not (backward or bool((t_end > t).all())):
         raise ValueError("t_span: t_end must differ from t0 on the same side for every sample "
                          "(all forward in time, t_end > t0, or all backward, t_end < t0)")
-    p, params = args.params(p, xp, n, dtype)
-    tables, table_dims = args.tables(tables, xp)
+    layout = None
+    if args is not None:
+        if p is not None:
+            raise ValueError("pass the model's parameters as p (f(u, t, p)) or as args "
+                             "(f(u, t, *args)), not both")
+        p, params, layout = model_args.pack(args, xp, n, dtype)
+    else:
+        p, params = arguments.params(0.0 if p is None else p, xp, n, dtype)
+    tables, table_dims = arguments.tables(tables, xp)
     event, direction, terminal = _events(event, direction, terminal, on_event)
+    if layout is not None:  # every func takes the arguments out of the packed p
+        f, event, on_event, on_stop, noise, jac = (
+            model_args.unpacking(g, layout) if isinstance(g, Func) else g
+            for g in (f, event, on_event, on_stop, noise, jac))
     refused = dict(on_event=on_event, tstops=tstops, on_stop=on_stop, noise=noise, jac=jac)
     if sensitivity is not None:  # what it cannot serve, refused before any func is typed
         several = True if (record_events or isinstance(direction, tuple)
@@ -411,7 +442,8 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         _sensitivity_columns(params, sensitivity, u0.shape[0] if u0.ndim == 2 else 1,
                              {**refused, "several events": several})
     _check_funcs(f, state, params, table_dims, jac=jac, noise=noise, on_stop=on_stop,
-                 on_event=on_event)
+                 on_event=on_event,
+                 given=None if layout is None else f"args as {model_args.describe(layout)}")
     if event is not None:
         direction, terminal = _per_component(event, direction, terminal, on_event, state,
                                              params, table_dims)
@@ -450,7 +482,7 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         if max_step is not math.inf:
             raise ValueError(f"max_step is for the adaptive methods; method={method!r} steps by "
                              "dt")
-        dt = args.per_sample("dt", dt, xp, n, dtype, positive=True)
+        dt = arguments.per_sample("dt", dt, xp, n, dtype, positive=True)
     elif dt is not None:
         raise ValueError(f"dt is for the fixed-step methods; method={method!r} chooses its steps "
                          "from rtol and atol")
@@ -461,7 +493,7 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                          "method='euler_maruyama', and that method needs it")
 
     save_first, save_every, save_count = _save_times(saveat)
-    saved = args.allocate("saveat", xp, (save_count, *u0.shape), dtype, np.nan)
+    saved = arguments.allocate("saveat", xp, (save_count, *u0.shape), dtype, np.nan)
     first_save = xp.clip(xp.ceil((t - save_first) / save_every), 0, save_count).astype(np.int64)
 
     u = xp.array(u0, dtype=dtype, copy=True, order="C")
@@ -469,25 +501,25 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
     arrays = dict(p=p, t_end=t_end, u=u, t=t, save_first=save_first, save_every=save_every,
                   save_count=float(save_count), saves=first_save, saved=saved)
     if adaptive:
-        rtol = args.per_sample("rtol", rtol, xp, n, dtype, positive=True)
-        atol = args.per_sample("atol", atol, xp, n, dtype, positive=True)
-        max_step = args.per_sample("max_step", max_step, xp, n, dtype, positive=True,
+        rtol = arguments.per_sample("rtol", rtol, xp, n, dtype, positive=True)
+        atol = arguments.per_sample("atol", atol, xp, n, dtype, positive=True)
+        max_step = arguments.per_sample("max_step", max_step, xp, n, dtype, positive=True,
                                    infinite=True)
         stop_first, stop_every = 0.0, 1.0
         if on_stop is not None and tstops is None:
             raise ValueError("on_stop needs tstops=(first, every): the times it is applied at")
         if tstops is not None:
-            stop_first, stop_every = args.finite_pair("tstops (first, every)", tstops)
+            stop_first, stop_every = arguments.finite_pair("tstops (first, every)", tstops)
             if not stop_every > 0:
                 raise ValueError(f"tstops: every must go the integration's way (positive "
                                  f"forward in time, negative backward), got "
                                  f"{-stop_every if backward else stop_every!r}")
         if record_events > 0:
             arrays.update(
-                t_events=args.allocate("record_events", xp, (record_events, n), dtype, np.nan),
-                u_events=args.allocate("record_events", xp, (record_events, *u.shape), dtype,
+                t_events=arguments.allocate("record_events", xp, (record_events, n), dtype, np.nan),
+                u_events=arguments.allocate("record_events", xp, (record_events, *u.shape), dtype,
                                        np.nan),
-                which_events=args.allocate("record_events", xp, (record_events, n), np.int64,
+                which_events=arguments.allocate("record_events", xp, (record_events, n), np.int64,
                                            -1))
         prepare = hawk_ode.dopri5_start_kernel(f, state, params, tables=table_dims)
         arrays.update(rtol=rtol, atol=atol, max_step=max_step, k1=xp.empty_like(u),

@@ -171,10 +171,13 @@ def _with_index(g: Func, count: int) -> Func:
 
 def _takes_index(on_event: Func, count: int) -> bool:
     """Whether ``on_event`` takes the event's component after ``(u, t, p)`` and the tables
-    (a wrapper that passes its arguments on, ``forwards_to``, as the func it calls)."""
+    (a wrapper that passes its arguments on, ``forwards_to``, as the func it calls; one that
+    spreads ``p`` into several arguments says how many as ``p_count``)."""
+    p_count = 1
     while hasattr(on_event, "forwards_to"):
+        p_count = getattr(on_event, "p_count", p_count)
         on_event = on_event.forwards_to
-    return len(on_event.signature.parameters) == 3 + count + 1
+    return len(on_event.signature.parameters) == 2 + p_count + count + 1
 
 
 @functools.cache
