@@ -21,7 +21,7 @@ from hawk import ode as hawk_ode
 from hawk.ir import MAX_MATRIX_SIDE, MAX_WIDTH
 
 __all__ = ["array_module", "state_type", "numeric", "params", "per_sample", "tables",
-           "finite_pair", "allocate", "threads", "record_events"]
+           "finite_pair", "allocate", "threads", "record_events", "is_array", "listed_times"]
 
 _NUMBERS = (int, float, np.integer, np.floating)
 
@@ -186,6 +186,38 @@ def finite_pair(name: str, value) -> tuple[float, float]:
     if not (math.isfinite(a) and math.isfinite(b)):
         raise ValueError(f"{name} must be finite numbers, got {value!r}")
     return a, b
+
+
+def is_array(value) -> bool:
+    """Whether ``value`` is a NumPy or CuPy array (``saveat`` as an array of times, not the
+    sequence ``(first, last, count)``)."""
+    return isinstance(value, np.ndarray) or type(value).__module__.split(".")[0] == "cupy"
+
+
+def listed_times(name: str, value, xp, dtype, backward: bool):
+    """``saveat`` given as an array of times (SciPy's ``t_eval``, diffrax's ``SaveAt(ts=...)``)
+    as a new 1-D array in the integration's variable (``s = -t`` for ``backward``), increasing;
+    ``ValueError`` naming ``name`` where it is not 1-D, empty, not finite or not strictly
+    sorted in the integration's direction."""
+    numeric(name, value)
+    if value.ndim != 1 or value.shape[0] == 0:
+        raise ValueError(f"{name} as an array of times must be 1-D with at least one time "
+                         f"(the same times for every sample), got shape {tuple(value.shape)}")
+    times = xp.array(value, dtype=dtype, copy=True, order="C")
+    bad = ~xp.isfinite(times)
+    if bool(bad.any()):
+        first = int(xp.argmax(bad))
+        raise ValueError(f"{name} must be finite times, got {float(times[first])!r} at index "
+                         f"{first}")
+    if backward:
+        times = -times
+    unsorted = times[1:] <= times[:-1]
+    if bool(unsorted.any()):
+        first = int(xp.argmax(unsorted)) + 1
+        way = "decreasing (t_end < t0)" if backward else "increasing"
+        raise ValueError(f"{name} must be sorted, strictly {way}: index {first} is "
+                         f"{float(value[first])!r} after {float(value[first - 1])!r}")
+    return times
 
 
 def record_events(value) -> int:

@@ -47,7 +47,8 @@ class Solution:
         events: events per sample (int64): bounces applied, or 1 where the event ended it.
         saved: with ``saveat``, the state at each recorded time: ``(T, n)`` or ``(T, k, n)``
             (NaN where a sample ended first); else None.
-        ts: with ``saveat``, the ``T`` recorded times (the same for every sample); else None.
+        ts: with ``saveat``, the ``T`` recorded times (the same for every sample; a new
+            array, those of an array ``saveat`` in its dtype); else None.
         report: the run's ``eagle.Report``.
         runner: the ``eagle.Runner`` that ran it (``runner.run()`` again continues nothing: all
             samples are done or at ``max_steps``); its arrays are the ones above.
@@ -186,7 +187,8 @@ def _save_times(saveat) -> tuple[float, float, int]:
         first, last, count = saveat
         first, last = float(first), float(last)
     except (TypeError, ValueError):
-        raise ValueError(f"saveat must be (first, last, count), got {saveat!r}") from None
+        raise ValueError(f"saveat must be (first, last, count) or an array of times "
+                         f"(np.asarray(times)), got {saveat!r}") from None
     if not (math.isfinite(first) and math.isfinite(last)):
         raise ValueError(f"saveat: first and last must be finite, got {first!r} and {last!r}")
     if isinstance(count, bool) or not (isinstance(count, int | np.integer) and count >= 1):
@@ -447,6 +449,9 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
     if event is not None:
         direction, terminal = _per_component(event, direction, terminal, on_event, state,
                                              params, table_dims)
+    listed = None  # saveat as an array of times, in the integration's variable
+    if arguments.is_array(saveat):
+        listed = arguments.listed_times("saveat", saveat, xp, dtype, backward)
     if backward:  # solved forward in s = -t: du/ds = -f(u, -s, p)
         if method == "euler_maruyama":
             raise ValueError("t_span: an SDE (method='euler_maruyama') runs forward in time "
@@ -457,7 +462,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             for g in (f, event, on_event, on_stop, jac))
         direction = tuple(-d for d in direction) if isinstance(direction, tuple) \
             else -direction
-        saveat, tstops = _negated(saveat), _negated(tstops)
+        saveat = saveat if listed is not None else _negated(saveat)
+        tstops = _negated(tstops)
     states = u0.shape[0] if u0.ndim == 2 else 1
     columns = 0
     if sensitivity is not None:
@@ -492,9 +498,15 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
         raise ValueError("noise (the SDE's diffusion g(u, t, p)) goes with "
                          "method='euler_maruyama', and that method needs it")
 
-    save_first, save_every, save_count = _save_times(saveat)
+    if listed is None:
+        save_first, save_every, save_count = _save_times(saveat)
+        first_save = xp.clip(xp.ceil((t - save_first) / save_every), 0,
+                             save_count).astype(np.int64)
+    else:  # the kernels read time k from the Table bound as save_every
+        save_first, save_every, save_count = 0.0, listed, int(listed.shape[0])
+        first_save = xp.searchsorted(listed, t, side="left").astype(np.int64)
     saved = arguments.allocate("saveat", xp, (save_count, *u0.shape), dtype, np.nan)
-    first_save = xp.clip(xp.ceil((t - save_first) / save_every), 0, save_count).astype(np.int64)
+    saving = "times" if listed is not None else saveat is not None  # the kernels' saveat
 
     u = xp.array(u0, dtype=dtype, copy=True, order="C")
     zeros = (lambda: xp.zeros(n, dtype=np.int64))
@@ -527,7 +539,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
                       accepted=zeros(), rejected=zeros(), status=zeros())
         kernel = hawk_ode.dopri5_kernel(f, state, params, event=event, on_event=on_event,
                                         direction=direction, tstops=tstops is not None,
-                                        on_stop=on_stop, saveat=saveat is not None,
+                                        on_stop=on_stop, saveat=saving,
                                         tables=table_dims, method=method, terminal=terminal,
                                         record_events=record_events > 0, jac=jac)
         first_stop = xp.maximum(xp.ceil((t - stop_first) / stop_every), 0).astype(np.int64)
@@ -535,14 +547,16 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
                       stops=first_stop)
     else:
         if method == "euler_maruyama":
-            kernel = hawk_ode.sde_kernel(f, noise, state, params, saveat=saveat is not None,
+            kernel = hawk_ode.sde_kernel(f, noise, state, params, saveat=saving,
                                          tables=table_dims)
         else:
             kernel = hawk_ode.fixed_step_kernel(f, method, state, params,
-                                                saveat=saveat is not None, tables=table_dims)
+                                                saveat=saving, tables=table_dims)
         at_start = first_save < save_count
         if saveat is not None and bool(at_start.any()):  # a recorded time at t0 itself
-            index = xp.flatnonzero(at_start & (save_first + first_save * save_every == t))
+            first_time = listed[xp.minimum(first_save, save_count - 1)] if listed is not None \
+                else save_first + first_save * save_every
+            index = xp.flatnonzero(at_start & (first_time == t))
             saved[first_save[index], ..., index] = u[..., index].T if u.ndim == 2 else u[index]
             first_save[index] += 1
         arrays.update(dt=dt, steps=zeros())
@@ -572,7 +586,9 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
         finite = xp.isfinite(u).all(axis=0) if u.ndim == 2 else xp.isfinite(u)
         status = xp.where(finite, (t >= t_end).astype(np.int64), hawk_ode.STATUS_FAILED)
     ts = None
-    if saveat is not None:
+    if listed is not None:
+        ts = listed.copy()
+    elif saveat is not None:
         ts = save_first + xp.arange(save_count) * save_every
     sensitivities = {}
     if sensitivity is not None and event is not None:  # the end moves with a terminal event

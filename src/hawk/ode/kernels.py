@@ -256,7 +256,9 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             implies ``tstops``.
         saveat: record the state at the times ``save_first + k * save_every``, ``k`` from 0 to
             ``save_count - 1``, into the ``Series`` ``saved`` (row ``k``), from the step's
-            interpolant (fourth order; seventh and ninth for ``vern7`` and ``vern9``).
+            interpolant (fourth order; seventh and ninth for ``vern7`` and ``vern9``). With
+            ``saveat="times"``, at the times listed in ``save_every``, then a ``Table`` (1-D,
+            sorted, ``save_count`` of them; ``save_first`` unread): ``save_time``.
         saves_per_step: at most this many recorded times fall in one step (a step is shortened
             to end at the last of them): each costs an interpolation per step.
         method: ``"dopri5"``, ``"tsit5"``, ``"vern7"``, ``"vern9"``, ``"rosenbrock23"`` or
@@ -330,6 +332,7 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
     has_jacobian = jac is not None
     given = _given_jacobian(jac, len(tables)) if has_jacobian else _never
     has_saves = bool(saveat)
+    save_time, SaveTimes = _save_times(saveat)
     has_event = event is not None
     ends_at_event = on_event is None
     has_stops = bool(tstops) or on_stop is not None
@@ -347,7 +350,7 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
     TimeRows, StateRows = (Series[Scalar], Series[State]) if records else (Param, Param)
 
     def adaptive(p: params, t_end: Scalar, rtol: Scalar, atol: Scalar, max_step: Scalar,
-               stop_first: Param, stop_every: Param, save_first: Param, save_every: Param,
+               stop_first: Param, stop_every: Param, save_first: Param, save_every: SaveTimes,
                save_count: Param, terminated: Terminated, u: Mutable[State],
                k1: Mutable[State], t: Mutable[Scalar], h: Mutable[Scalar], c: Mutable[Scalar],
                accepted: Mutable[Scalar], rejected: Mutable[Scalar], status: Mutable[Scalar],
@@ -364,7 +367,7 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         if has_saves:
             last_save = saves + (saves_per_step - 1)
             if last_save < save_count:
-                h_step = hawk.minimum(h_step, save_first + last_save * save_every - t)
+                h_step = hawk.minimum(h_step, save_time(save_first, save_every, last_save) - t)
         t_new = t + h_step
         at_stop = False
         if has_stops:
@@ -422,7 +425,7 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         if has_saves:  # the recorded times this step passed, up to where it ended
             passed = 0
             for j in range(saves_per_step):
-                t_save = save_first + (saves + j) * save_every
+                t_save = save_time(save_first, save_every, saves + j)
                 if ok and saves + j < save_count and t_save <= t_reached:
                     inside = value(u, h_step, q, (t_save - t) / h_step)
                     saved[saves + j] = u_new if t_save == t_new else inside
@@ -459,6 +462,31 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
     adaptive.__name__ = adaptive.__qualname__ = method  # the kernel's (and reports') name
     return hawk.kernel(adaptive, dtypes={**dict.fromkeys(_COUNTS, "int64"),
                                          "which_events": "int64"})
+
+
+@hawk.func
+def _grid_time(first, every, k):
+    """Recorded time ``k`` of the grid ``first + k * every``."""
+    return first + k * every
+
+
+@hawk.func
+def _listed_time(first, times, k):
+    """Recorded time ``k`` of a sorted ``Table`` of times (an index past its end reads the last
+    one: a table read is clamped)."""
+    return times[k]
+
+
+def _save_times(saveat) -> tuple:
+    """``saveat`` (``False``, ``True``: the grid, ``"times"``: a table of times) as the func
+    giving recorded time ``k`` and the annotation of the kernels' ``save_every``."""
+    if saveat == "times":
+        return _listed_time, Table
+    if saveat not in (True, False):
+        raise ValueError(f"saveat must be True (the grid save_first + k * save_every), "
+                         f"'times' (a Table of times bound as save_every) or False, got "
+                         f"{saveat!r}")
+    return _grid_time, Param
 
 
 @hawk.func
@@ -543,7 +571,8 @@ def dopri5_start_kernel(f: Func, state=Vec3, params=Scalar, *,
 
 
 @hawk.func
-def _fixed_step(t, dt, t_end, save_first, save_every, save_count, saves, has_saves):
+def _fixed_step(t, dt, t_end, save_first, save_every, save_count, saves, has_saves,
+                save_time):
     """A fixed step's size and where it ends: ``dt``, or shorter (or up to ``LANDING_SLACK``
     longer) to land exactly on ``t_end`` or on the next recorded time; ``(h, t_new, ends,
     at_save)``."""
@@ -552,7 +581,7 @@ def _fixed_step(t, dt, t_end, save_first, save_every, save_count, saves, has_sav
     t_new = t_end if ends else t + h_step
     at_save = False
     if has_saves:
-        t_save = save_first + saves * save_every
+        t_save = save_time(save_first, save_every, saves)
         at_save = saves < save_count and t_save - t <= h_step * (1.0 + LANDING_SLACK)
         if at_save:
             h_step, t_new = t_save - t, t_save
@@ -566,19 +595,21 @@ def _fixed_kernel(f, g, method: str, state, params, saveat: bool,
     stepper = FIXED_METHODS.get(method)
     stochastic = method == "euler_maruyama"
     has_saves = bool(saveat)
+    save_time, SaveTimes = _save_times(saveat)
     T0, T1, T2 = _table_types(tables)
     model = _with_tables(f, len(tables))
     noise = _with_tables(g, len(tables)) if g is not None else _never
     State = state
 
     @hawk.kernel(dtypes={"steps": "int64", "saves": "int64"})
-    def fixed_step(p: params, dt: Scalar, t_end: Scalar, save_first: Param, save_every: Param,
+    def fixed_step(p: params, dt: Scalar, t_end: Scalar, save_first: Param,
+                   save_every: SaveTimes,
                    save_count: Param, terminated: Terminated, u: Mutable[State],
                    t: Mutable[Scalar], steps: Mutable[Scalar], saves: Mutable[Scalar],
                    saved: Series[State], table0: T0, table1: T1, table2: T2):
         args = (p, table0, table1, table2)
         h_step, t_new, ends, at_save = _fixed_step(t, dt, t_end, save_first, save_every,
-                                                   save_count, saves, has_saves)
+                                                   save_count, saves, has_saves, save_time)
         if stochastic:
             u = euler_maruyama(model, noise, u, t, h_step, args)
         else:
@@ -613,7 +644,8 @@ def fixed_step_kernel(f: Func, method: str = "rk4", state=Vec3, params=Scalar, *
             ``hawk.Vector[K]``).
         params: how ``p`` is bound: ``hawk.Scalar``, ``hawk.Param`` or a vector type (as for
             ``dopri5_kernel``).
-        saveat: land on and record the times ``save_first + k * save_every``.
+        saveat: land on and record the times ``save_first + k * save_every`` (``"times"``:
+            those listed in the ``Table`` ``save_every``, as for ``dopri5_kernel``).
         tables: the dimensions of the tables the model reads (as for ``dopri5_kernel``).
     """
     _check_func("f", f)
@@ -637,7 +669,8 @@ def sde_kernel(f: Func, g: Func, state=Vec3, params=Scalar, *,
             ``hawk.Vector[K]``).
         params: how ``p`` is bound: ``hawk.Scalar``, ``hawk.Param`` or a vector type (as for
             ``dopri5_kernel``).
-        saveat: land on and record the times ``save_first + k * save_every``.
+        saveat: land on and record the times ``save_first + k * save_every`` (``"times"``:
+            those listed in the ``Table`` ``save_every``, as for ``dopri5_kernel``).
         tables: the dimensions of the tables the model reads (as for ``dopri5_kernel``).
     """
     _check_func("f", f)
