@@ -12,7 +12,7 @@ import numpy as np
 import hawk
 from hawk import ode as hawk_ode
 from hawk.inline import Func
-from hawk.ir import MAX_WIDTH
+from hawk.ir import MAX_WIDTH, Role
 from hawk.ode.kernels import MAX_EVENTS, _takes_index
 
 from ..errors import TruncationWarning
@@ -279,6 +279,29 @@ def _check_funcs(f: Func, state, params, dims, *, jac, noise, on_stop, on_event,
         check("jac", jac, state, params, dims, shape, "df/du")
 
 
+def _locate_recorded(kernel, xp, p, per_sample: bool, t_events, rows, which, shape, tables):
+    """The events of a pure recording (``hawk.ode.recorded_row_width``): each recorded row's
+    step located by ``kernel`` (``hawk.ode.event_location_kernel``), one row per sample.
+    Returns ``(t_events, u_events)``, ``u_events`` shaped ``(K, *shape)``, NaN where unused."""
+    t_located = xp.full(t_events.shape, np.nan, dtype=t_events.dtype)
+    u_located = xp.full((t_events.shape[0], *shape), np.nan, dtype=rows.dtype)
+    r, j = xp.nonzero(which >= 0)
+    m = int(r.shape[0])
+    if m == 0:
+        return t_located, u_located
+    t_out = xp.empty(m, dtype=t_events.dtype)
+    u_out = xp.empty((*shape[:-1], m), dtype=rows.dtype)
+    simulate(kernel, max_steps=1, p=p[..., j] if per_sample else p,
+             row=xp.ascontiguousarray(rows[r, :, j].T), which=which[r, j], t=t_events[r, j],
+             t_event=t_out, u_event=u_out, terminated=xp.zeros(m, dtype=bool), **tables)
+    t_located[r, j] = t_out
+    if len(shape) == 2:
+        u_located[r, :, j] = u_out.T
+    else:
+        u_located[r, j] = u_out
+    return t_located, u_located
+
+
 def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rtol=1e-6,
           atol=1e-6,
           dt=None, noise: Func | None = None, seed: int | None = None,
@@ -526,11 +549,15 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
                 raise ValueError(f"tstops: every must go the integration's way (positive "
                                  f"forward in time, negative backward), got "
                                  f"{-stop_every if backward else stop_every!r}")
+        # a pure recording's rows hold each crossing's step, located after the run
+        row_width = hawk_ode.recorded_row_width(state, on_event, terminal, record_events)
         if record_events > 0:
+            rows = (row_width, n) if row_width else u.shape
             arrays.update(
-                t_events=arguments.allocate("record_events", xp, (record_events, n), dtype, np.nan),
-                u_events=arguments.allocate("record_events", xp, (record_events, *u.shape), dtype,
-                                       np.nan),
+                t_events=arguments.allocate("record_events", xp, (record_events, n), dtype,
+                                            np.nan),
+                u_events=arguments.allocate("record_events", xp, (record_events, *rows), dtype,
+                                            np.nan),
                 which_events=arguments.allocate("record_events", xp, (record_events, n), np.int64,
                                            -1))
         prepare = hawk_ode.dopri5_start_kernel(f, state, params, tables=table_dims)
@@ -607,8 +634,17 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
         u, saved = u[None], saved[:, None]
     recorded = {}
     if record_events and adaptive:
-        recorded = dict(t_events=-arrays["t_events"] if backward else arrays["t_events"],
-                        u_events=arrays["u_events"], which_events=arrays["which_events"])
+        t_events, u_events = arrays["t_events"], arrays["u_events"]
+        if row_width:
+            located = _locate_recorded(
+                hawk_ode.event_location_kernel(f, state, params, event=event,
+                                               direction=direction, tables=table_dims,
+                                               method=method, jac=jac),
+                xp, p, params.role is Role.SCALAR, t_events, u_events, arrays["which_events"],
+                u.shape, tables)
+            t_events, u_events = located
+        recorded = dict(t_events=-t_events if backward else t_events, u_events=u_events,
+                        which_events=arrays["which_events"])
     if backward:
         t = -t
         ts = None if ts is None else -ts

@@ -17,10 +17,10 @@ to arrays and runs them; use the kernels directly to keep the arrays (and a runn
 import functools
 
 import hawk
-from hawk import Mutable, Param, Scalar, Series, Table, Terminated, Vec3
+from hawk import Mutable, Param, Scalar, Series, Table, Terminated, Vec3, Vector
 from hawk.annotations import Annotation
 from hawk.inline import Func
-from hawk.ir import Role
+from hawk.ir import MAX_WIDTH, Role
 
 from .dopri5 import (
     dense_coefficients,
@@ -272,7 +272,9 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         record_events: record every event (terminal or not) into the ``Series``
             ``t_events``, ``u_events`` and ``which_events`` (the component), row ``events``,
             in time order across steps (within one step, in the components' order), up to
-            their rows; else those three are not read (no binding needed).
+            their rows; else those three are not read (no binding needed). Where no
+            component acts (``recorded_row_width``), the rows hold each crossing's step and
+            ``event_location_kernel`` locates them after the run.
         tables: the dimensions of the tables the model reads, at most ``MAX_TABLES``: then
             ``f``, ``event``, ``on_event`` and ``on_stop`` take them after ``p``
             (``f(u, t, p, table0, table1)``), bound as ``table0``, ``table1``... (the unread
@@ -348,6 +350,11 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
     records = bool(record_events)
     State = state
     TimeRows, StateRows = (Series[Scalar], Series[State]) if records else (Param, Param)
+    # a pure recording (no component acts) writes each crossing's step, located afterwards
+    row_width = recorded_row_width(state, None if ends_at_event else on_event, terminal,
+                                   records)
+    if row_width:
+        StateRows = Series[Vector[row_width]]
 
     def adaptive(p: params, t_end: Scalar, rtol: Scalar, atol: Scalar, max_step: Scalar,
                stop_first: Param, stop_every: Param, save_first: Param, save_every: SaveTimes,
@@ -405,7 +412,15 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                 acts = not ends_at_event or (terminals >> i) & 1 == 1
                 if ok and crossed_i and acts and theta_i < theta:
                     hit, theta, which = True, theta_i, i
-            if records:
+            if records and row_width > 0:  # the step of each crossing, for after the run
+                for i in range(hawk.width(g_old)):
+                    if ok and _crosses(picked, u, t, h_step, q, (args, i), g_old, g_new,
+                                       (directions // 3**i) % 3 - 1, event_samples, value):
+                        t_events[events] = t
+                        u_events[events] = hawk.concat(u, k1, t_new, h_step)
+                        which_events[events] = i
+                        events += 1
+            elif records:
                 for i in range(hawk.width(g_old)):
                     crossed_i, theta_i = _crossing_of(picked, u, t, h_step, q, (args, i),
                                                       g_old, g_new,
@@ -502,6 +517,38 @@ def _tally(ok, accepted, rejected, status, t, t_end, failed):
     if failed:
         status = STATUS_FAILED
     return accepted, rejected, status
+
+
+@hawk.func
+def _crosses(g, u, t, h, q, pick, g_old, g_new, direction, samples, value):
+    """Whether component ``pick[1]`` of a vector-valued event crosses zero in ``direction``
+    during the step (``_crossing_of`` without locating it)."""
+    if hawk.width(g_old) == 1:
+        old, new = g_old, g_new
+    else:
+        old, new = g_old[pick[1]], g_new[pick[1]]
+    hit, sign, lo, hi, f_lo, f_hi = first_crossing(g, u, t, h, q, pick, old, new, direction,
+                                                   samples, value)
+    return hit
+
+
+def recorded_row_width(state, on_event, terminal, record_events) -> int:
+    """The width of a recorded event's row in ``u_events`` where ``dopri5_kernel`` leaves its
+    location to ``event_location_kernel``, else 0. That is a pure recording (a Poincaré
+    section): ``record_events`` with no component that acts (``terminal`` False for every
+    one, no ``on_event``). Nothing in the step then needs the crossing's time, so the step
+    only finds which components crossed and writes its start ``(u, k1)``, end time and size
+    in the row ``(u, k1, t_new, h)`` (``t_events``: its start time); the location, twelve
+    evaluations of the event on the interpolant, is paid once per event afterwards instead
+    of on every step of every sample (a branch-free step computes it whether or not anything
+    crossed). The same computation on the same numbers: the same bits. 0 where the row would
+    be wider than ``MAX_WIDTH`` (a state of more than 31 components)."""
+    if not record_events or on_event is not None or terminal is None:
+        return 0
+    if any(terminal if isinstance(terminal, tuple) else (terminal,)):
+        return 0
+    width = 2 * (1 if state is Scalar else state.width) + 2
+    return width if width <= MAX_WIDTH else 0
 
 
 @hawk.func
