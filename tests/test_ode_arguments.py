@@ -168,3 +168,92 @@ def test_a_wrong_result_names_f_and_the_arguments():
     with pytest.raises(ValueError, match=r"f must return du/dt.*args as \(Matrix\[3, 3\], "
                                          r"a number\); wrong_shape\(\) returned"):
         eagle.ode.solve(wrong_shape, np.ones((2, N)), (0.0, 1.0), args=(np.eye(3), 1.0))
+
+
+@hawk.func
+def drift(u, t, rate, level):
+    return -rate * (u - level)
+
+
+@hawk.func
+def spread(u, t, rate, level):
+    return 0.1 * level + 0.0 * u
+
+
+@hawk.func
+def kick(u, t, rate, level):
+    return u + level
+
+
+@hawk.func
+def drift_p(u, t, p):
+    return -p[0] * (u - p[1])
+
+
+@hawk.func
+def spread_p(u, t, p):
+    return 0.1 * p[1] + 0.0 * u
+
+
+@hawk.func
+def kick_p(u, t, p):
+    return u + p[1]
+
+
+def test_noise_and_on_stop_take_the_arguments():
+    """An SDE's diffusion and a stop's update get the arguments too: the same bits as the
+    same model on a hand-packed ``p`` (the same seed)."""
+    rate = np.linspace(0.5, 1.5, N)
+    p = np.stack([rate, np.full(N, 2.0)])
+    u0 = np.ones(N)
+    sde = eagle.ode.solve(drift, u0, (0.0, 1.0), args=(rate, 2.0), method="euler_maruyama",
+                          noise=spread, dt=0.01, seed=7)
+    sde_p = eagle.ode.solve(drift_p, u0, (0.0, 1.0), p, method="euler_maruyama",
+                            noise=spread_p, dt=0.01, seed=7)
+    np.testing.assert_array_equal(sde.u, sde_p.u)
+    kicked = eagle.ode.solve(drift, u0, (0.0, 2.0), args=(rate, 2.0), tstops=(0.5, 0.5),
+                             on_stop=kick)
+    kicked_p = eagle.ode.solve(drift_p, u0, (0.0, 2.0), p, tstops=(0.5, 0.5), on_stop=kick_p)
+    np.testing.assert_array_equal(kicked.u, kicked_p.u)
+    assert not np.array_equal(kicked.u, eagle.ode.solve(drift, u0, (0.0, 2.0),
+                                                        args=(rate, 2.0)).u)
+
+
+@hawk.func
+def _tanh(v):
+    out = hawk.zeros(hawk.width(v))
+    for i in range(hawk.width(v)):
+        out[i] = math.tanh(v[i])
+    return out
+
+
+@hawk.func
+def tiny_net(u, t, W1, b1, W2, b2):
+    return W2 @ _tanh(W1 @ u + b1) + b2 - 0.5 * u
+
+
+def test_the_sensitivity_to_a_small_networks_weights_against_finite_differences():
+    """``du/dp`` for ``args=(W1, b1, W2, b2)`` (4 x 2, 4, 2 x 4, 2: 22 numbers, the state
+    and its sensitivities 2 + 2 x 22 = 46 components): each column against central
+    differences of tightly solved runs, in the arguments' order, row by row."""
+    rng = np.random.default_rng(5)
+    weights = [rng.normal(size=(4, 2)) * 0.7, rng.normal(size=4) * 0.2,
+               rng.normal(size=(2, 4)) * 0.7, rng.normal(size=2) * 0.2]
+    u0 = np.array([[0.5, -0.3, 1.0], [0.2, 0.4, -0.6]])
+    tight = dict(rtol=1e-11, atol=1e-11)
+    sol = eagle.ode.solve(tiny_net, u0, (0.0, 1.0), args=tuple(weights), sensitivity="p",
+                          **tight)
+    assert sol.du_dp.shape == (2, 22, 3)
+    flat = np.concatenate([w.ravel() for w in weights])
+    sizes = np.cumsum([0] + [w.size for w in weights])
+
+    def end_state(numbers):
+        parts = [numbers[a:b].reshape(w.shape) for a, b, w in zip(sizes[:-1], sizes[1:],
+                                                                  weights, strict=True)]
+        return eagle.ode.solve(tiny_net, u0, (0.0, 1.0), args=tuple(parts), **tight).u
+
+    for j in (0, 7, 9, 13, 21):  # a number of each argument
+        step = np.zeros(22)
+        step[j] = 1e-5
+        central = (end_state(flat + step) - end_state(flat - step)) / 2e-5
+        np.testing.assert_allclose(sol.du_dp[:, j], central, rtol=1e-5, atol=1e-8)

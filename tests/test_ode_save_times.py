@@ -108,3 +108,14 @@ def test_the_grid_kernels_keep_their_code_and_the_listed_ones_read_a_table():
     assert "save_every: Table" in str(listed.specialize({}))
     with pytest.raises(ValueError, match="saveat must be True"):
         hawk.ode.dopri5_kernel(decay, hawk.Scalar, hawk.Scalar, saveat="grid")
+
+
+def test_the_times_are_copied_not_written():
+    times = np.array([0.25, 0.5, 1.0])
+    times.flags.writeable = False
+    sol = eagle.ode.solve(decay, np.ones(3), (1.5, 0.0), 1.0, saveat=times[::-1].copy())
+    again = eagle.ode.solve(decay, np.ones(3), (0.0, 1.5), 1.0, saveat=times)
+    np.testing.assert_array_equal(times, [0.25, 0.5, 1.0])
+    assert sol.ts is not times and again.ts is not times
+    np.testing.assert_array_equal(sol.ts, [1.0, 0.5, 0.25])
+    np.testing.assert_allclose(sol.saved[:, 0], np.exp(-(sol.ts - 1.5)), rtol=1e-5)

@@ -137,10 +137,10 @@ def _entry(offset: int, shape: tuple, columns: int, width: int) -> Func:
     def entry(P):
         if kind == 0:
             return at(P, offset)
-        if kind == 1:
-            v = hawk.zeros(cols)
-            for j in range(cols):
-                v[j] = at(P, offset + j)
+        if kind == 1:  # built by concat: hawk.zeros takes at most 16 components
+            v = at(P, offset)
+            for j in range(1, cols):
+                v = hawk.concat(v, at(P, offset + j))
             return v
         m = hawk.zeros(rows, cols)
         for r in range(rows):
