@@ -394,7 +394,11 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             terminal unless ``on_event`` is given.
         record_events: record each sample's first ``record_events`` events (terminal or not)
             into ``Solution.t_events``, ``u_events`` and ``which_events`` (SciPy's
-            ``t_events``/``y_events``).
+            ``t_events``/``y_events``). Where nothing acts (``terminal=False`` for every
+            event, no ``on_event``: a Poincaré section), the steps only note which event
+            crossed and each is located after the run, once per event, with the same bits
+            (``hawk.ode.event_location_kernel``; ``Solution.arrays["u_events"]`` then holds
+            the steps' rows).
         tstops: ``(first, every)``: steps land exactly on ``first + k * every`` (the adaptive
             methods).
         on_stop: a ``@hawk.func`` ``(u, t, p) -> u`` applied at each of those times.
