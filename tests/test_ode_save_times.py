@@ -91,8 +91,13 @@ def test_sensitivities_at_listed_times_and_times_before_t0():
                                             r"index 2 is 1.0 after 2.0"),
     (np.array([3.0, 1.0, 2.0]), (3.0, 0.0), r"saveat must be sorted, strictly decreasing"),
     (np.array([0.0, np.nan]), (0.0, 3.0), r"saveat must be finite times, got nan at index 1"),
-    (np.zeros((3, 4)), (0.0, 3.0), r"saveat as an array of times must be 1-D"),
-    (np.array([]), (0.0, 3.0), r"saveat as an array of times must be 1-D"),
+    (np.zeros((3, 5)), (0.0, 3.0), r"saveat as an array of times must be \(T,\)"),
+    (np.zeros((3, 4, 4)), (0.0, 3.0), r"saveat as an array of times must be \(T,\)"),
+    (np.array([[0.0, 1.0, 1.0, 1.0], [1.0, 2.0, 0.5, 2.0]]), (0.0, 3.0),
+     r"saveat must be sorted, strictly increasing: row 1 of column 2 is 0.5 after 1.0"),
+    (np.array([[0.0, 1.0, 1.0, 1.0], [1.0, 2.0, np.inf, 2.0]]), (0.0, 3.0),
+     r"saveat must be finite times, got inf at row 1 of column 2"),
+    (np.array([]), (0.0, 3.0), r"saveat as an array of times must be \(T,\)"),
     (np.array([1 + 1j]), (0.0, 3.0), r"saveat must be real numbers"),
     ([0.0, 1.0, 2.0, 3.0], (0.0, 3.0), r"saveat must be \(first, last, count\) or an array"),
 ])
@@ -119,3 +124,28 @@ def test_the_times_are_copied_not_written():
     assert sol.ts is not times and again.ts is not times
     np.testing.assert_array_equal(sol.ts, [1.0, 0.5, 0.25])
     np.testing.assert_allclose(sol.saved[:, 0], np.exp(-(sol.ts - 1.5)), rtol=1e-5)
+
+
+@pytest.mark.parametrize("method, span", [("dopri5", (0.0, 6.0)), ("rk4", (0.0, 6.0)),
+                                          ("tsit5", (6.0, 0.0))])
+def test_times_per_sample_are_each_samples_own(method, span):
+    """``saveat`` of shape ``(T, n)``: column ``j`` is sample ``j``'s times (its observation
+    times), read at ``hawk.sample_index()``; each sample's rows are the bits of a solve of that
+    sample alone with its column as ``(T,)``."""
+    rng = np.random.default_rng(11)
+    n = 4
+    times = np.sort(rng.uniform(0.5, 5.5, (9, n)), axis=0)
+    if span[0] > span[1]:
+        times = times[::-1].copy()
+    starts = np.array([[1.0, 2.0, 0.5, 1.5], [0.5, 1.0, 1.5, 0.25]])
+    p = (1.1, 0.4, 0.4, 0.1)
+    options = dict(dt=0.05) if method == "rk4" else {}
+    sol = eagle.ode.solve(lotka_volterra, starts, span, p, method=method, saveat=times,
+                          **options)
+    assert sol.saved.shape == (9, 2, n) and sol.ts.shape == (9, n)
+    np.testing.assert_array_equal(sol.ts, times)
+    for j in range(n):
+        alone = eagle.ode.solve(lotka_volterra, starts[:, j:j + 1], span, p, method=method,
+                                saveat=times[:, j], **options)
+        np.testing.assert_array_equal(sol.saved[:, :, j], alone.saved[:, :, 0])
+        np.testing.assert_array_equal(sol.u[:, j], alone.u[:, 0])

@@ -194,29 +194,37 @@ def is_array(value) -> bool:
     return isinstance(value, np.ndarray) or type(value).__module__.split(".")[0] == "cupy"
 
 
-def listed_times(name: str, value, xp, dtype, backward: bool):
+def listed_times(name: str, value, xp, n: int, dtype, backward: bool):
     """``saveat`` given as an array of times (SciPy's ``t_eval``, diffrax's ``SaveAt(ts=...)``)
     as a new 1-D array in the integration's variable (``s = -t`` for ``backward``), increasing;
-    ``ValueError`` naming ``name`` where it is not 1-D, empty, not finite or not strictly
-    sorted in the integration's direction."""
+    ``ValueError`` naming ``name`` where it is not ``(T,)`` or ``(T, n)`` (a column per
+    sample), empty, not finite or not strictly sorted in the integration's direction."""
     numeric(name, value)
-    if value.ndim != 1 or value.shape[0] == 0:
-        raise ValueError(f"{name} as an array of times must be 1-D with at least one time "
-                         f"(the same times for every sample), got shape {tuple(value.shape)}")
+    if not (value.ndim == 1 or (value.ndim == 2 and value.shape[1] == n)) \
+            or value.shape[0] == 0:
+        raise ValueError(f"{name} as an array of times must be (T,) (the same times for every "
+                         f"sample) or (T, {n}) (a column of times per sample), T >= 1, got "
+                         f"shape {tuple(value.shape)}")
     times = xp.array(value, dtype=dtype, copy=True, order="C")
     bad = ~xp.isfinite(times)
     if bool(bad.any()):
-        first = int(xp.argmax(bad))
-        raise ValueError(f"{name} must be finite times, got {float(times[first])!r} at index "
-                         f"{first}")
+        first = int(xp.argmax(bad.ravel()))
+        where = f"index {first}" if times.ndim == 1 else \
+            f"row {first // n} of column {first % n}"
+        raise ValueError(f"{name} must be finite times, got {float(times.ravel()[first])!r} "
+                         f"at {where}")
     if backward:
         times = -times
     unsorted = times[1:] <= times[:-1]
     if bool(unsorted.any()):
-        first = int(xp.argmax(unsorted)) + 1
+        first = int(xp.argmax(unsorted.ravel()))
+        row, column = (first + 1, None) if times.ndim == 1 else divmod(first, n)
+        where = f"index {row}" if column is None else f"row {row + 1} of column {column}"
+        at = (row,) if column is None else (row + 1, column)
+        before = (row - 1,) if column is None else (row, column)
         way = "decreasing (t_end < t0)" if backward else "increasing"
-        raise ValueError(f"{name} must be sorted, strictly {way}: index {first} is "
-                         f"{float(value[first])!r} after {float(value[first - 1])!r}")
+        raise ValueError(f"{name} must be sorted, strictly {way}: {where} is "
+                         f"{float(value[at])!r} after {float(value[before])!r}")
     return times
 
 

@@ -47,8 +47,9 @@ class Solution:
         events: events per sample (int64): bounces applied, or 1 where the event ended it.
         saved: with ``saveat``, the state at each recorded time: ``(T, n)`` or ``(T, k, n)``
             (NaN where a sample ended first); else None.
-        ts: with ``saveat``, the ``T`` recorded times (the same for every sample; a new
-            array, those of an array ``saveat`` in its dtype); else None.
+        ts: with ``saveat``, the ``T`` recorded times (a new array, those of an array
+            ``saveat`` in its dtype: ``(T,)``, or ``(T, n)`` for times per sample); else
+            None.
         report: the run's ``eagle.Report``.
         runner: the ``eagle.Runner`` that ran it (``runner.run()`` again continues nothing: all
             samples are done or at ``max_steps``); its arrays are the ones above.
@@ -369,12 +370,12 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
         saveat: ``(first, last, count)``: record the state at ``count`` equally spaced times
             from ``first`` to ``last`` into ``Solution.saved`` (the adaptive methods
             interpolate inside their steps; fixed-step methods land a step on each time).
-            Or any times, as a 1-D NumPy (CuPy) array sorted in the integration's direction
-            (SciPy's ``t_eval``, diffrax's ``SaveAt(ts=...)``, the observation times of
-            data), recorded the same way (an array equal to the grid gives the grid's bits);
-            a tuple or list is always ``(first, last, count)``; the same times for every
-            sample (``(T, n)`` rows per sample are refused). Times before a sample's ``t0``
-            are not recorded (NaN).
+            Or any times, as a NumPy (CuPy) array strictly sorted in the integration's
+            direction (SciPy's ``t_eval``, diffrax's ``SaveAt(ts=...)``, the observation
+            times of data), recorded the same way (an array equal to the grid gives the
+            grid's bits): ``(T,)`` for every sample, or ``(T, n)``, a column of times per
+            sample (each sample's own observation times); a tuple or list is always
+            ``(first, last, count)``. Times before a sample's ``t0`` are not recorded (NaN).
         event: a ``@hawk.func`` ``g(u, t, p)`` whose zero crossing (in ``direction``) is an
             event (the adaptive methods). An event is terminal by default (it ends the sample
             there; SciPy's are not), unless ``on_event`` is given (it is called instead). A
@@ -478,7 +479,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
                                              params, table_dims)
     listed = None  # saveat as an array of times, in the integration's variable
     if arguments.is_array(saveat):
-        listed = arguments.listed_times("saveat", saveat, xp, dtype, backward)
+        listed = arguments.listed_times("saveat", saveat, xp, n, dtype, backward)
     if backward:  # solved forward in s = -t: du/ds = -f(u, -s, p)
         if method == "euler_maruyama":
             raise ValueError("t_span: an SDE (method='euler_maruyama') runs forward in time "
@@ -531,9 +532,12 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
                              save_count).astype(np.int64)
     else:  # the kernels read time k from the Table bound as save_every
         save_first, save_every, save_count = 0.0, listed, int(listed.shape[0])
-        first_save = xp.searchsorted(listed, t, side="left").astype(np.int64)
+        # the first time not before each sample's t0
+        first_save = (listed < t).sum(axis=0).astype(np.int64) if listed.ndim == 2 \
+            else xp.searchsorted(listed, t, side="left").astype(np.int64)
     saved = arguments.allocate("saveat", xp, (save_count, *u0.shape), dtype, np.nan)
-    saving = "times" if listed is not None else saveat is not None  # the kernels' saveat
+    saving = saveat is not None if listed is None else \
+        "sample_times" if listed.ndim == 2 else "times"  # the kernels' saveat
 
     u = xp.array(u0, dtype=dtype, copy=True, order="C")
     zeros = (lambda: xp.zeros(n, dtype=np.int64))
@@ -585,8 +589,11 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
                                                 saveat=saving, tables=table_dims)
         at_start = first_save < save_count
         if saveat is not None and bool(at_start.any()):  # a recorded time at t0 itself
-            first_time = listed[xp.minimum(first_save, save_count - 1)] if listed is not None \
-                else save_first + first_save * save_every
+            if listed is None:
+                first_time = save_first + first_save * save_every
+            else:
+                last = xp.minimum(first_save, save_count - 1)
+                first_time = listed[last, xp.arange(n)] if listed.ndim == 2 else listed[last]
             index = xp.flatnonzero(at_start & (first_time == t))
             saved[first_save[index], ..., index] = u[..., index].T if u.ndim == 2 else u[index]
             first_save[index] += 1

@@ -258,7 +258,9 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             ``save_count - 1``, into the ``Series`` ``saved`` (row ``k``), from the step's
             interpolant (fourth order; seventh and ninth for ``vern7`` and ``vern9``). With
             ``saveat="times"``, at the times listed in ``save_every``, then a ``Table`` (1-D,
-            sorted, ``save_count`` of them; ``save_first`` unread): ``save_time``.
+            sorted, ``save_count`` of them; ``save_first`` unread): ``save_time``; with
+            ``"sample_times"``, a ``Table[2]`` ``(save_count, n)``, column ``j`` sample
+            ``j``'s times (read at ``hawk.sample_index()``).
         saves_per_step: at most this many recorded times fall in one step (a step is shortened
             to end at the last of them): each costs an interpolation per step.
         method: ``"dopri5"``, ``"tsit5"``, ``"vern7"``, ``"vern9"``, ``"rosenbrock23"`` or
@@ -492,15 +494,25 @@ def _listed_time(first, times, k):
     return times[k]
 
 
+@hawk.func
+def _sample_time(first, times, k):
+    """Recorded time ``k`` of this sample: column ``hawk.sample_index()`` of a ``Table[2]``
+    of times ``(T, n)``, each column sorted."""
+    return times[k, hawk.sample_index()]
+
+
 def _save_times(saveat) -> tuple:
-    """``saveat`` (``False``, ``True``: the grid, ``"times"``: a table of times) as the func
-    giving recorded time ``k`` and the annotation of the kernels' ``save_every``."""
+    """``saveat`` (``False``, ``True``: the grid, ``"times"``: a table of times,
+    ``"sample_times"``: a table ``(T, n)`` of each sample's times) as the func giving recorded
+    time ``k`` and the annotation of the kernels' ``save_every``."""
     if saveat == "times":
         return _listed_time, Table
+    if saveat == "sample_times":
+        return _sample_time, Table[2]
     if saveat not in (True, False):
         raise ValueError(f"saveat must be True (the grid save_first + k * save_every), "
-                         f"'times' (a Table of times bound as save_every) or False, got "
-                         f"{saveat!r}")
+                         f"'times' (a Table of times bound as save_every), 'sample_times' (a "
+                         f"Table[2] (T, n), a column per sample) or False, got {saveat!r}")
     return _grid_time, Param
 
 
