@@ -1,7 +1,7 @@
 """A pure recording of events (issue 43, item 4: ``record_events`` with nothing terminal and no
 ``on_event``, a Poincaré section) locates its events after the run
-(``hawk.ode.event_location_kernel``), once per event instead of on every step, with the bits
-the step's own location gives.
+(``hawk.ode.recorded.event_location_kernel``), once per event instead of on every step, with the
+bits the step's own location gives.
 
 The reference for the bits: the same solve with one more event component that is terminal but
 never crosses. A component that acts makes the step locate every crossing itself (the path
@@ -21,7 +21,7 @@ import pytest
 
 import eagle.ode
 import hawk
-from hawk import ode
+from hawk.ode.kernels import recorded_row_width
 
 N = 24
 
@@ -104,10 +104,10 @@ def test_several_components_per_sample_arguments_and_backward_time():
 
 def test_which_recordings_are_located_after_the_run():
     vec2 = hawk.Vec2
-    assert ode.recorded_row_width(vec2, None, False, True) == 6
-    assert ode.recorded_row_width(hawk.Scalar, None, (False, False), True) == 4
-    assert ode.recorded_row_width(vec2, None, (False, True), True) == 0  # one ends the sample
-    assert ode.recorded_row_width(vec2, None, None, True) == 0  # terminal by default
-    assert ode.recorded_row_width(vec2, spring, False, True) == 0  # an on_event acts
-    assert ode.recorded_row_width(vec2, None, False, False) == 0  # nothing recorded
-    assert ode.recorded_row_width(hawk.Vector[32], None, False, True) == 0  # too wide a row
+    assert recorded_row_width(vec2, None, False, True) == 6
+    assert recorded_row_width(hawk.Scalar, None, (False, False), True) == 4
+    assert recorded_row_width(vec2, None, (False, True), True) == 0  # one ends the sample
+    assert recorded_row_width(vec2, None, None, True) == 0  # terminal by default
+    assert recorded_row_width(vec2, spring, False, True) == 0  # an on_event acts
+    assert recorded_row_width(vec2, None, False, False) == 0  # nothing recorded
+    assert recorded_row_width(hawk.Vector[32], None, False, True) == 0  # too wide a row

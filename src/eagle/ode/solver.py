@@ -13,7 +13,8 @@ import hawk
 from hawk import ode as hawk_ode
 from hawk.inline import Func
 from hawk.ir import MAX_WIDTH, Role
-from hawk.ode.kernels import MAX_EVENTS, _takes_index
+from hawk.ode.kernels import MAX_EVENTS, _takes_index, recorded_row_width
+from hawk.ode.recorded import event_location_kernel
 
 from ..errors import TruncationWarning
 from ..plan import Plan, deploy
@@ -281,8 +282,9 @@ def _check_funcs(f: Func, state, params, dims, *, jac, noise, on_stop, on_event,
 
 
 def _locate_recorded(kernel, xp, p, per_sample: bool, t_events, rows, which, shape, tables):
-    """The events of a pure recording (``hawk.ode.recorded_row_width``): each recorded row's
-    step located by ``kernel`` (``hawk.ode.event_location_kernel``), one row per sample.
+    """The events of a pure recording (``hawk.ode.kernels.recorded_row_width``): each
+    recorded row's step located by ``kernel`` (``hawk.ode.recorded.event_location_kernel``),
+    one row per sample.
     Returns ``(t_events, u_events)``, ``u_events`` shaped ``(K, *shape)``, NaN where unused."""
     t_located = xp.full(t_events.shape, np.nan, dtype=t_events.dtype)
     u_located = xp.full((t_events.shape[0], *shape), np.nan, dtype=rows.dtype)
@@ -398,8 +400,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             ``t_events``/``y_events``). Where nothing acts (``terminal=False`` for every
             event, no ``on_event``: a Poincaré section), the steps only note which event
             crossed and each is located after the run, once per event, with the same bits
-            (``hawk.ode.event_location_kernel``; ``Solution.arrays["u_events"]`` then holds
-            the steps' rows).
+            (``hawk.ode.recorded.event_location_kernel``; ``Solution.arrays["u_events"]``
+            then holds the steps' rows).
         tstops: ``(first, every)``: steps land exactly on ``first + k * every`` (the adaptive
             methods).
         on_stop: a ``@hawk.func`` ``(u, t, p) -> u`` applied at each of those times.
@@ -558,7 +560,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
                                  f"forward in time, negative backward), got "
                                  f"{-stop_every if backward else stop_every!r}")
         # a pure recording's rows hold each crossing's step, located after the run
-        row_width = hawk_ode.recorded_row_width(state, on_event, terminal, record_events)
+        row_width = recorded_row_width(state, on_event, terminal, record_events)
         if record_events > 0:
             rows = (row_width, n) if row_width else u.shape
             arrays.update(
@@ -648,7 +650,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
         t_events, u_events = arrays["t_events"], arrays["u_events"]
         if row_width:
             located = _locate_recorded(
-                hawk_ode.event_location_kernel(f, state, params, event=event,
+                event_location_kernel(f, state, params, event=event,
                                                direction=direction, tables=table_dims,
                                                method=method, jac=jac),
                 xp, p, params.role is Role.SCALAR, t_events, u_events, arrays["which_events"],

@@ -45,12 +45,10 @@ from .kernels import (
     dopri5_kernel,
     dopri5_start_kernel,
     fixed_step_kernel,
-    recorded_row_width,
     rosenbrock23_kernel,
     sde_kernel,
 )
 from .pi_control import pi_control
-from .recorded import event_location_kernel
 from .rodas import rodas5p_attempt, rodas5p_control, rodas5p_value
 from .rosenbrock import (
     automatic_jacobian,
@@ -71,8 +69,7 @@ __all__ = [
     "rosenbrock23_kernel", "rosenbrock23_attempt", "rosenbrock23_control", "rosenbrock23_value",
     "rodas5p_attempt", "rodas5p_control", "rodas5p_value", "automatic_jacobian",
     "forward_sensitivity",
-    "event_correction_kernel", "event_location_kernel", "recorded_row_width", "tsit5_attempt",
-    "tsit5_value",
+    "event_correction_kernel", "tsit5_attempt", "tsit5_value",
     "vern7_attempt", "vern7_value", "vern7_control", "vern9_attempt", "vern9_value",
     "vern9_control", "pi_control",
     "STATUS_RUNNING", "STATUS_DONE", "STATUS_EVENT", "STATUS_FAILED", "FIXED_METHODS",
