@@ -1,7 +1,7 @@
 """What recording events costs: a driven pendulum's Poincaré section (issue 43, item 4).
 
     python benchmarks/record_events.py [--n 400] [--periods 100] [--keep 100] [--rounds 5]
-                                       [--threads T] [--method dopri5]
+                                       [--threads T] [--method dopri5] [--event-samples 4]
 
 The ensemble: ``n`` damped pendulums driven at frequency ``Omega`` with amplitudes spread over
 ``[0.9, 1.5]`` (regular and chaotic members), ``theta'' = -gamma theta' - sin(theta) +
@@ -15,6 +15,9 @@ compile, is timed apart):
   watched, nothing kept;
 - ``recorded``: the same with ``record_events=keep``: each member's first ``keep`` crossings
   in ``t_events``/``u_events``.
+
+``--event-samples``: the points each step is looked at (``solve``'s ``event_samples``; 4 by
+default, 1 for the step's ends only, SciPy's rule), in both arms.
 
 Printed: each round's times and ratio, the median ratio (recorded / plain), the machine's load
 (``os.getloadavg``), and checks (a failed one exits non-zero): both arms end in the same bits
@@ -59,7 +62,8 @@ def ensemble(n: int):
 def solve(u0, p, t_end, keep, args):
     return eagle.ode.solve(pendulum, u0, (0.0, t_end), p, method=args.method, rtol=1e-8,
                            atol=1e-8, event=section, direction=1, terminal=False,
-                           record_events=keep, threads=args.threads)
+                           record_events=keep, threads=args.threads,
+                           event_samples=args.event_samples)
 
 
 def main(argv=None) -> int:
@@ -70,13 +74,15 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--method", default="dopri5")
+    parser.add_argument("--event-samples", type=int, default=4)
     args = parser.parse_args(argv)
     u0, p, omega = ensemble(args.n)
     # a little past the last period, so its crossing is inside the span
     t_end = (args.periods + 0.25) * 2 * math.pi / omega
     arms = {"plain": 0, "recorded": args.keep}
     print(f"driven pendulum, n={args.n}, {args.periods} periods, keep={args.keep}, "
-          f"method={args.method}, threads={args.threads or eagle.get_num_threads()}")
+          f"method={args.method}, event_samples={args.event_samples}, "
+          f"threads={args.threads or eagle.get_num_threads()}")
     results = {}
     for name, keep in arms.items():
         start = time.perf_counter()

@@ -111,3 +111,23 @@ def test_which_recordings_are_located_after_the_run():
     assert recorded_row_width(vec2, spring, False, True) == 0  # an on_event acts
     assert recorded_row_width(vec2, None, False, False) == 0  # nothing recorded
     assert recorded_row_width(hawk.Vector[32], None, False, True) == 0  # too wide a row
+
+
+def test_event_samples_one_looks_at_the_steps_ends_only():
+    """``event_samples=1`` (SciPy's rule: a step's ends only) finds the section's crossings
+    too, to the same tolerance; a bad count is refused by name."""
+    p = _pendulum_p()
+    common = dict(rtol=1e-8, atol=1e-8, record_events=12, event=section, direction=1,
+                  terminal=False)
+    ends = eagle.ode.solve(pendulum, np.zeros((2, N)), (0.0, 10.25 * 3 * math.pi), p,
+                           event_samples=1, **common)
+    inside = eagle.ode.solve(pendulum, np.zeros((2, N)), (0.0, 10.25 * 3 * math.pi), p,
+                             **common)
+    exact = np.broadcast_to(3 * math.pi * np.arange(1, 11)[:, None], (10, N))
+    np.testing.assert_allclose(ends.t_events[:10], exact, atol=1e-9, rtol=0)
+    np.testing.assert_allclose(ends.u_events[:10], inside.u_events[:10], atol=1e-8)
+    np.testing.assert_array_equal(ends.u, inside.u)
+    for bad in (0, 65, 2.0, True):
+        with pytest.raises(ValueError, match="event_samples must be an int from 1 to 64"):
+            eagle.ode.solve(pendulum, np.zeros((2, N)), (0.0, 1.0), p, event_samples=bad,
+                            **common)

@@ -309,7 +309,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
           atol=1e-6,
           dt=None, noise: Func | None = None, seed: int | None = None,
           saveat=None, event: Func | None = None, on_event: Func | None = None,
-          direction=-1, terminal=None, record_events: int = 0,
+          direction=-1, terminal=None, record_events: int = 0, event_samples: int = 4,
           tstops=None, on_stop: Func | None = None, max_step=math.inf,
           max_steps: int = 1_000_000, tables=(), sensitivity: str | None = None,
           jac: Func | None = None,
@@ -395,6 +395,12 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             components of a vector-valued ``event`` (up to 16: several event functions at
             once, SciPy's ``events=[...]`` with their ``.terminal``). Default: the event is
             terminal unless ``on_event`` is given.
+        event_samples: the points a step is looked at for an event (the adaptive methods):
+            its end and ``event_samples - 1`` equally spaced inside, each an interpolation
+            and an evaluation of ``g``, so that two crossings inside one step are seen
+            (as long as the parts are shorter than the time between them; bound the step
+            with ``max_step``). ``1`` looks at the step's ends only, as SciPy does: the
+            cheapest, for events that cannot come in pairs within a step. Default 4.
         record_events: record each sample's first ``record_events`` events (terminal or not)
             into ``Solution.t_events``, ``u_events`` and ``which_events`` (SciPy's
             ``t_events``/``y_events``). Where nothing acts (``terminal=False`` for every
@@ -441,6 +447,10 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
     dtype = u0.dtype if u0.dtype in (np.float32, np.float64) else np.dtype(np.float64)
     threads = arguments.threads(threads)
     record_events = arguments.record_events(record_events)
+    if isinstance(event_samples, bool) or not (isinstance(event_samples, int | np.integer)
+                                               and 1 <= event_samples <= 64):
+        raise ValueError(f"event_samples must be an int from 1 to 64 (the points a step is "
+                         f"looked at for an event), got {event_samples!r}")
     if isinstance(max_steps, bool) or not (isinstance(max_steps, int) and max_steps >= 1):
         raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")
     try:
@@ -578,7 +588,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
                                         direction=direction, tstops=tstops is not None,
                                         on_stop=on_stop, saveat=saving,
                                         tables=table_dims, method=method, terminal=terminal,
-                                        record_events=record_events > 0, jac=jac)
+                                        record_events=record_events > 0, jac=jac,
+                                        event_samples=int(event_samples))
         first_stop = xp.maximum(xp.ceil((t - stop_first) / stop_every), 0).astype(np.int64)
         arrays.update(stop_first=stop_first, stop_every=stop_every, events=zeros(),
                       stops=first_stop)
@@ -652,7 +663,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             located = _locate_recorded(
                 event_location_kernel(f, state, params, event=event,
                                                direction=direction, tables=table_dims,
-                                               method=method, jac=jac),
+                                               method=method, jac=jac,
+                                               event_samples=int(event_samples)),
                 xp, p, params.role is Role.SCALAR, t_events, u_events, arrays["which_events"],
                 u.shape, tables)
             t_events, u_events = located
