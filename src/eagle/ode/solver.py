@@ -13,7 +13,7 @@ import hawk
 from hawk import ode as hawk_ode
 from hawk.inline import Func
 from hawk.ir import MAX_WIDTH, Role
-from hawk.ode.kernels import MAX_EVENTS, _takes_index, recorded_row_width
+from hawk.ode.kernels import _takes_index, recorded_row_width
 from hawk.ode.recorded import event_location_kernel
 
 from ..errors import TruncationWarning
@@ -21,6 +21,7 @@ from ..plan import Plan, deploy
 from ..runner import Report, Runner, simulate, until_done
 from ..threads import get_num_threads, set_num_threads
 from . import arguments, model_args, probes
+from .events import as_one_event, locate_recorded, per_component
 
 __all__ = ["solve", "Solution", "METHODS"]
 
@@ -201,61 +202,6 @@ def _save_times(saveat) -> tuple[float, float, int]:
     return first, (last - first) / (count - 1) if count > 1 else 1.0, count
 
 
-@functools.cache
-def _stacked(funcs: tuple[Func, ...]) -> Func:
-    """One vector-valued event of the event functions ``funcs``: component ``i`` is
-    ``funcs[i](u, t, p, ...)``."""
-    if len(funcs) == 1:
-        return funcs[0]
-    head, rest = funcs[0], _stacked(funcs[1:])
-
-    @hawk.func
-    def events(u, t, *more):
-        return hawk.concat(head(u, t, *more), rest(u, t, *more))
-
-    return events
-
-
-def _events(event, direction, terminal, on_event):
-    """``event`` as one func: a list or tuple of funcs (SciPy's ``events=[...]``) is stacked
-    into one vector-valued event, each function's ``.terminal`` and ``.direction`` attributes
-    (SciPy's) read where ``terminal``/``direction`` are not given per component."""
-    if event is None or isinstance(event, Func):
-        return event, direction, terminal
-    if not isinstance(event, list | tuple) or not event:
-        raise TypeError(f"event must be a @hawk.func g(u, t, p), or a list of them (several "
-                        f"events), got {event!r}")
-    for i, g in enumerate(event):
-        if not isinstance(g, Func):
-            raise TypeError(f"event[{i}] must be a @hawk.func g(u, t, p), got {g!r}")
-    if len(event) > MAX_EVENTS:
-        raise ValueError(f"event: at most {MAX_EVENTS} event functions, got "
-                         f"{len(event)}")
-    if terminal is None and any(hasattr(g, "terminal") for g in event):
-        terminal = tuple(bool(getattr(g, "terminal", on_event is None)) for g in event)
-    if not isinstance(direction, tuple) and any(hasattr(g, "direction") for g in event):
-        direction = tuple(int(getattr(g, "direction", direction)) for g in event)
-    return _stacked(tuple(event)), direction, terminal
-
-
-def _per_component(event: Func, direction, terminal, on_event, state, params, dims):
-    """``direction`` and ``terminal`` for each component of a vector-valued ``event`` (a
-    single value stands for every one), checked against the number of its components."""
-    width = probes.result_width("event", event, state, params, dims)
-    if width == 1:
-        return direction, terminal
-    if width > MAX_EVENTS:
-        raise ValueError(f"event returns {width} components; at most {MAX_EVENTS} "
-                         f"events are watched at once")
-    default = on_event is None if terminal is None else terminal
-    for name, value in (("direction", direction), ("terminal", default)):
-        if isinstance(value, tuple) and len(value) != width:
-            raise ValueError(f"{name} has {len(value)} entries but event returns {width} "
-                             f"components: give one {name} per component, or one for all")
-    return (direction if isinstance(direction, tuple) else (direction,) * width,
-            default if isinstance(default, tuple) else (default,) * width)
-
-
 def _check_funcs(f: Func, state, params, dims, *, jac, noise, on_stop, on_event,
                  given: str | None = None) -> None:
     """The user's funcs return what ``solve`` needs of them (``probes``), before any kernel
@@ -279,30 +225,6 @@ def _check_funcs(f: Func, state, params, dims, *, jac, noise, on_stop, on_event,
         size = 1 if state is hawk.Scalar else state.width
         shape = hawk.Scalar if size == 1 else hawk.Matrix[size, size]
         check("jac", jac, state, params, dims, shape, "df/du")
-
-
-def _locate_recorded(kernel, xp, p, per_sample: bool, t_events, rows, which, shape, tables):
-    """The events of a pure recording (``hawk.ode.kernels.recorded_row_width``): each
-    recorded row's step located by ``kernel`` (``hawk.ode.recorded.event_location_kernel``),
-    one row per sample.
-    Returns ``(t_events, u_events)``, ``u_events`` shaped ``(K, *shape)``, NaN where unused."""
-    t_located = xp.full(t_events.shape, np.nan, dtype=t_events.dtype)
-    u_located = xp.full((t_events.shape[0], *shape), np.nan, dtype=rows.dtype)
-    r, j = xp.nonzero(which >= 0)
-    m = int(r.shape[0])
-    if m == 0:
-        return t_located, u_located
-    t_out = xp.empty(m, dtype=t_events.dtype)
-    u_out = xp.empty((*shape[:-1], m), dtype=rows.dtype)
-    simulate(kernel, max_steps=1, p=p[..., j] if per_sample else p,
-             row=xp.ascontiguousarray(rows[r, :, j].T), which=which[r, j], t=t_events[r, j],
-             t_event=t_out, u_event=u_out, terminated=xp.zeros(m, dtype=bool), **tables)
-    t_located[r, j] = t_out
-    if len(shape) == 2:
-        u_located[r, :, j] = u_out.T
-    else:
-        u_located[r, j] = u_out
-    return t_located, u_located
 
 
 def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rtol=1e-6,
@@ -472,7 +394,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
     else:
         p, params = arguments.params(0.0 if p is None else p, xp, n, dtype)
     tables, table_dims = arguments.tables(tables, xp)
-    event, direction, terminal = _events(event, direction, terminal, on_event)
+    event, direction, terminal = as_one_event(event, direction, terminal, on_event)
     if layout is not None:  # every func takes the arguments out of the packed p
         f, event, on_event, on_stop, noise, jac = (
             model_args.unpacking(g, layout) if isinstance(g, Func) else g
@@ -487,7 +409,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
                  on_event=on_event,
                  given=None if layout is None else f"args as {model_args.describe(layout)}")
     if event is not None:
-        direction, terminal = _per_component(event, direction, terminal, on_event, state,
+        direction, terminal = per_component(event, direction, terminal, on_event, state,
                                              params, table_dims)
     listed = None  # saveat as an array of times, in the integration's variable
     if arguments.is_array(saveat):
@@ -660,7 +582,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
     if record_events and adaptive:
         t_events, u_events = arrays["t_events"], arrays["u_events"]
         if row_width:
-            located = _locate_recorded(
+            located = locate_recorded(
                 event_location_kernel(f, state, params, event=event,
                                                direction=direction, tables=table_dims,
                                                method=method, jac=jac,
