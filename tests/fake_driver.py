@@ -55,6 +55,7 @@ class FakeDriver:
         self.captured_streams: list[int] = []  # every stream a capture began on
         self.graph_launch_streams: list[int] = []  # the stream of every cuGraphLaunch
         self._current = threading.local()  # .stack: this thread's contexts, innermost last
+        self._checking = threading.local()  # .active: inside a real binding's call
         self._ids = itertools.count(1)
 
     def __getattr__(self, name):
@@ -64,14 +65,22 @@ class FakeDriver:
         fake = getattr(self, "_" + name, None)
 
         def call(*args):
-            try:
-                attribute(*args)  # the real binding's argument checks
-            except DynamicLibNotFoundError:
-                pass
-            except RuntimeError as exc:  # no driver, as cuda-bindings 13.5 ("... driver ...")
-                message = str(exc).lower()  # and 13.0 ("Failed to dlopen libcuda.so.1") say it
-                if "driver" not in message and "libcuda" not in message:
-                    raise
+            # The real binding's argument checks. With no driver, each call tries to load
+            # libcuda under cuda-pathfinder's lock; a finaliser (DeviceBuffer.__del__) that the
+            # garbage collector runs inside that load calls the driver again on this thread,
+            # and waiting for the same lock would hang the process: a nested call skips them.
+            if not getattr(self._checking, "active", False):
+                self._checking.active = True
+                try:
+                    attribute(*args)
+                except DynamicLibNotFoundError:
+                    pass
+                except RuntimeError as exc:  # no driver: cuda-bindings 13.5 ("... driver ...")
+                    message = str(exc).lower()  # and 13.0 ("Failed to dlopen libcuda.so.1")
+                    if "driver" not in message and "libcuda" not in message:
+                        raise
+                finally:
+                    self._checking.active = False
             self.calls.append(name)
             if name in NEEDS_CONTEXT and not self._stack():
                 self.context_errors.append(name)
