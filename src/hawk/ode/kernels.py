@@ -680,18 +680,10 @@ def sde_kernel(f: Func, g: Func, state=Vec3, params=Scalar, *,
                saveat: bool = False, tables: tuple = ()) -> hawk.Kernel:
     """The Euler-Maruyama ensemble kernel of the Ito SDE ``du = f(u, t, p) dt + g(u, t, p) dW``
     (diagonal noise: ``g`` is shaped as ``u``), with fixed steps and ``saveat`` as
-    ``fixed_step_kernel``'s (same parameters). Its draws need a seed.
-
-    Args:
-        f: the right-hand side (the drift), a ``@hawk.func`` ``f(u, t, p)`` shaped as ``u``.
-        g: the diffusion, a ``@hawk.func`` ``g(u, t, p)`` shaped as ``u``.
-        state: ``u``'s type: ``hawk.Scalar`` or a vector type (``hawk.Vec2`` ...
-            ``hawk.Vector[K]``).
-        params: how ``p`` is bound: ``hawk.Scalar``, ``hawk.Param`` or a vector type (as for
-            ``dopri5_kernel``).
-        saveat: land on and record the times ``save_first + k * save_every`` (``"times"``:
-            those listed in the ``Table`` ``save_every``, as for ``dopri5_kernel``).
-        tables: the dimensions of the tables the model reads (as for ``dopri5_kernel``).
+    ``fixed_step_kernel``'s (same parameters). Its draws need a seed. The arguments are
+    ``fixed_step_kernel``'s, the drift ``f`` and the diffusion ``g`` (a ``@hawk.func`` ``g(u, t,
+    p)`` shaped as ``u``) in place of its ``method``: ``state``, ``params``, ``saveat`` (the
+    grid, or ``"times"``) and ``tables`` as there.
     """
     _check_func("f", f)
     _check_func("g", g)
