@@ -327,3 +327,37 @@ def test_the_suite_checks_every_refusal_for_internal_names():
         pytest.raises(ValueError, refuse)
     with pytest.raises(ValueError, match="u0 must"):
         raise ValueError("u0 must be real numbers")
+
+
+def test_a_list_of_events_matches_scipys_events_list():
+    """SciPy's form ``events=[g0, g1]`` (non-terminal, directions as attributes) against
+    ``solve_ivp(events=[...])``: the same crossings, at the same times to the tolerance, in the
+    same order, each with the index of the function that fired (issue 43)."""
+    from scipy.integrate import solve_ivp
+
+    u0 = np.array([[1.0, 0.6], [0.0, 0.3]])
+    height.terminal, height.direction = False, -1
+    speed.terminal, speed.direction = False, 1
+    try:
+        sol = solve(spring, u0, (0.0, 12.0), p=np.array([1.0, 2.0]), event=[height, speed],
+                    record_events=8, rtol=1e-10, atol=1e-12)
+    finally:
+        del height.terminal, height.direction, speed.terminal, speed.direction
+    for i in range(2):
+        rate = (1.0, 2.0)[i]
+
+        def h(t, y):
+            return y[0]
+
+        def s(t, y):
+            return y[1]
+
+        h.direction, s.direction = -1, 1
+        ref = solve_ivp(lambda t, y, rate=rate: [y[1], -rate * y[0]], (0.0, 12.0), u0[:, i],
+                        events=[h, s], rtol=1e-10, atol=1e-12)
+        expected = sorted([(t, 0) for t in ref.t_events[0]] + [(t, 1) for t in ref.t_events[1]])
+        count = int((sol.which_events[:, i] >= 0).sum())
+        assert count == len(expected) > 2
+        np.testing.assert_allclose(sol.t_events[:count, i], [t for t, _ in expected],
+                                   rtol=0, atol=1e-7)
+        assert list(sol.which_events[:count, i]) == [k for _, k in expected]
