@@ -19,6 +19,7 @@ from ..errors import TruncationWarning
 from ..plan import Plan, deploy
 from ..runner import Report, Runner, simulate, until_done
 from ..threads import get_num_threads, set_num_threads
+from . import adjoint as adjoints
 from . import arguments as args
 from . import cluster, probes
 
@@ -71,6 +72,8 @@ class Solution:
         t_events, u_events, which_events: with ``record_events=K``, each sample's first ``K``
             events: their times ``(K, n)``, states ``(K, ...)`` and event components
             ``(K, n)`` (NaN and -1 in unused rows; ``events`` counts them all); else None.
+        adjoint: with ``adjoint=True``, what ``vjp`` needs (``eagle.ode.adjoint.Record``; the
+            recorded steps are ``arrays["steps_u"]``, ``"steps_t"``, ``"steps_h"``); else None.
     """
 
     u: object
@@ -93,6 +96,24 @@ class Solution:
     t_events: object = None
     u_events: object = None
     which_events: object = None
+    adjoint: object = None
+
+    def vjp(self, du) -> adjoints.Gradients:
+        """The cotangents of ``p`` and ``u0`` for a cotangent ``du`` of the end state ``u``
+        (shaped as ``u``): ``Gradients(p, u0)``, by one backward pass over each sample's
+        accepted steps (``eagle.ode.adjoint``); needs ``solve(..., adjoint=True)``.
+
+        The gradient is that of the computed solution with each accepted step's size held
+        fixed: the step-size controller's dependence on ``p`` and ``u0`` is left out, as
+        discrete adjoints with fixed accepted steps do (it is of the order of the
+        tolerances). For a ``p`` shared by every sample the per-sample cotangents are summed
+        over the samples left to right, the same bit for bit on every run.
+
+        Args:
+            du: the cotangent of ``Solution.u`` (say ``dL/du`` of a loss), a NumPy or CuPy
+                array shaped as ``u``.
+        """
+        return adjoints.vjp(self, du)
 
     @property
     def done(self):
@@ -284,7 +305,8 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
           direction=-1, terminal=None, record_events: int = 0,
           tstops=None, on_stop: Func | None = None, max_step=math.inf,
           max_steps: int = 1_000_000, tables=(), sensitivity: str | None = None,
-          jac: Func | None = None,
+          jac: Func | None = None, adjoint: bool = False,
+          adjoint_steps: int = adjoints.DEFAULT_STEPS,
           threads: int | None = None, progress: bool = False, client=None,
           chunks: int | None = None) -> Solution:
     """Integrate ``u' = f(u, t, p)`` for every sample from ``t_span[0]`` to ``t_span[1]``.
@@ -386,6 +408,13 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
             local solve's, bit for bit (its ``report`` a ``DistributedReport``, ``runner``
             None). NumPy ``u0`` only.
         chunks: with ``client``, the number of chunks (default: the workers' threads).
+        adjoint: keep each sample's accepted steps, for ``Solution.vjp`` (reverse-mode
+            gradients in ``p`` and ``u0`` for any number of parameters; ``eagle.ode.adjoint``):
+            the explicit adaptive methods, without events, stops, ``saveat``, ``sensitivity``
+            or ``client`` yet. The end state is the plain solve's, bit for bit.
+        adjoint_steps: with ``adjoint``, the accepted steps kept per sample (default 1024; each
+            costs ``(k + 2) * 8`` bytes per sample in float64); a sample that needs more is
+            refused by this name after the forward run.
 
     Returns a ``Solution``. Samples still running at ``max_steps`` are reported there
     (``status == 0``) with an ``eagle.TruncationWarning``.
@@ -426,6 +455,10 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                            or isinstance(terminal, tuple)) else None
         _sensitivity_columns(params, sensitivity, u0.shape[0] if u0.ndim == 2 else 1,
                              {**refused, "several events": several})
+    if adjoint:
+        adjoint_steps = adjoints.check(method, adjoint_steps, dict(
+            event=event, tstops=tstops, on_stop=on_stop, saveat=saveat, sensitivity=sensitivity,
+            client=client, noise=noise, jac=jac))
     _check_funcs(f, state, params, table_dims, jac=jac, noise=noise, on_stop=on_stop,
                  on_event=on_event)
     if event is not None:
@@ -520,6 +553,11 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         first_stop = xp.maximum(xp.ceil((t - stop_first) / stop_every), 0).astype(np.int64)
         arrays.update(stop_first=stop_first, stop_every=stop_every, events=zeros(),
                       stops=first_stop)
+        if adjoint:  # the same steps, each accepted one recorded (eagle.ode.adjoint)
+            record = adjoints.Record(f, state, params, table_dims, method, params.role is
+                                     hawk.Param.role, column, tables)
+            kernel = adjoints.kernel(record)
+            arrays.update(adjoints.scratch(xp, adjoint_steps, u.shape, dtype))
     else:
         if stochastic:
             kernel = hawk_ode.sde_kernel(f, noise, state, params, saveat=saveat is not None,
@@ -548,7 +586,9 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                                                max_steps=max_steps, seed=seed,
                                                progress=progress)
         else:
-            runner = until_done(plan, max_steps=max_steps, seed=seed, **arrays, **tables)
+            bound = arrays if not adjoint else {name: arrays[name]
+                                                for name in adjoints.PARAMETERS}
+            runner = until_done(plan, max_steps=max_steps, seed=seed, **bound, **tables)
             report = runner.run(progress=progress)
     finally:
         set_num_threads(saved_threads)
@@ -556,6 +596,8 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         warnings.warn(f"eagle.ode.solve: {report.n - report.done} of {report.n} samples were "
                       f"still running at max_steps={max_steps} (status 0); raise max_steps",
                       TruncationWarning, stacklevel=2)
+    if adjoint:
+        adjoints.check_budget(arrays, adjoint_steps, xp)
     if adaptive:
         status, accepted = arrays["status"], arrays["accepted"]
         rejected, events = arrays["rejected"], arrays["events"]
@@ -591,4 +633,4 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
     return Solution(u=u, t=t, status=status, accepted=accepted, rejected=rejected,
                     events=events, saved=saved if saveat is not None else None, ts=ts,
                     report=report, runner=runner, plan=plan, arrays=arrays, **sensitivities,
-                    **recorded)
+                    **recorded, adjoint=record if adjoint else None)

@@ -1,0 +1,164 @@
+"""``solve(..., adjoint=True)`` and ``Solution.vjp``: reverse-mode gradients of an ensemble solve.
+
+The forward solve runs ``hawk.ode.adjoint.recording_kernel`` in place of the adaptive kernel
+(the same steps, the same end state bit for bit) and keeps each sample's accepted steps: the
+state at the step's start, its time and its size, ``adjoint_steps`` rows per sample at most,
+``(k + 2) * 8`` bytes a row for ``k`` states (float64). ``vjp`` then runs
+``hawk.ode.adjoint.backward_kernel`` over those rows, last first, from the cotangent of the end
+state.
+
+The gradient is that of the computed solution's step map at its accepted steps: each step's
+size is held fixed, the controller's dependence on ``p`` and ``u0`` left out (as discrete
+adjoints with fixed accepted steps do; that part is of the order of the tolerances). It agrees
+with ``sensitivity="p"`` contracted with the same cotangent to the tolerances' scale, and with
+finite differences of the same steps replayed to rounding.
+
+Everything the adjoint cannot take is refused here by name, before anything is compiled or run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from hawk import ode as hawk_ode
+from hawk.ode.adjoint import ADJOINT_METHODS, backward_kernel, gradient_type, recording_kernel
+
+from ..runner import until_done
+from . import arguments as args
+
+__all__ = ["Record", "Gradients", "check", "scratch", "kernel", "check_budget", "vjp",
+           "DEFAULT_STEPS"]
+
+#: the accepted steps kept per sample unless ``adjoint_steps=`` says otherwise
+DEFAULT_STEPS = 1024
+
+
+class Gradients(NamedTuple):
+    """What ``Solution.vjp`` returns: the cotangents of the solve's inputs.
+
+    Attributes:
+        p: shaped as the ``p`` the solve bound: per sample ``(n,)``, ``(m, n)`` or
+            ``(r, c, n)``; for a ``p`` shared by every sample (a number, ``(m,)`` or
+            ``(r, c)``), the per-sample cotangents summed over the samples left to right, so
+            the sum is the same bit for bit on every run.
+        u0: shaped as ``u0``.
+    """
+
+    p: object
+    u0: object
+
+
+@dataclass(frozen=True)
+class Record:
+    """What the backward pass needs of a solve made with ``adjoint=True``.
+
+    Attributes:
+        f: the right-hand side the kernel integrated (in ``s = -t`` for a backward solve).
+        state, params: the kernel's types of ``u`` and ``p``.
+        table_dims: the dimensions of the model's tables.
+        method: the method's name.
+        shared: whether ``p`` is one for every sample.
+        column: ``u0`` was given as ``(1, n)``.
+        tables: the model's tables as bound (``table0``...).
+    """
+
+    f: object
+    state: object
+    params: object
+    table_dims: tuple
+    method: str
+    shared: bool
+    column: bool
+    tables: dict
+
+
+def check(method: str, steps, refused: dict) -> int:
+    """``adjoint_steps`` as an int, after refusing what the adjoint cannot take: ``method``
+    outside ``ADJOINT_METHODS`` and every option in ``refused`` (name -> value) that is set."""
+    if method not in ADJOINT_METHODS:
+        raise ValueError(f"adjoint=True takes method= one of "
+                         f"{', '.join(map(repr, ADJOINT_METHODS))}, got method={method!r}")
+    for name, value in refused.items():
+        if value is not None and value is not False and value != 0:
+            raise ValueError(f"adjoint=True does not go with {name} yet")
+    if isinstance(steps, bool) or not (isinstance(steps, int | np.integer) and steps >= 1):
+        raise ValueError(f"adjoint_steps must be an int >= 1 (the accepted steps kept per "
+                         f"sample), got {steps!r}")
+    return int(steps)
+
+
+def scratch(xp, steps: int, shape: tuple, dtype) -> dict:
+    """The rows the forward kernel records into, refused by the name ``adjoint_steps`` where
+    they would not fit."""
+    n = shape[-1]
+    return dict(budget=float(steps),
+                steps_u=args.allocate("adjoint_steps", xp, (steps, *shape), dtype, np.nan),
+                steps_t=args.allocate("adjoint_steps", xp, (steps, n), dtype, np.nan),
+                steps_h=args.allocate("adjoint_steps", xp, (steps, n), dtype, np.nan))
+
+
+def kernel(record: Record):
+    """The recording forward kernel for ``record``'s model and method."""
+    return recording_kernel(record.f, record.state, record.params, tables=record.table_dims,
+                            method=record.method)
+
+
+#: the forward kernel's parameters that the plain adaptive kernel's arrays also hold
+PARAMETERS = ("p", "t_end", "rtol", "atol", "max_step", "budget", "u", "k1", "t", "h", "c",
+              "accepted", "rejected", "status", "steps_u", "steps_t", "steps_h")
+
+
+def check_budget(arrays: dict, steps: int, xp) -> None:
+    """``ValueError`` naming ``adjoint_steps`` where a sample used every row before it was
+    done (the forward kernel stopped it there)."""
+    short = (arrays["status"] == hawk_ode.STATUS_RUNNING) & (arrays["accepted"] >= steps)
+    count = int(short.sum())
+    if count:
+        first = int(xp.argmax(short))
+        states = arrays["u"].shape[0] if arrays["u"].ndim == 2 else 1
+        raise ValueError(
+            f"adjoint_steps={steps}: {count} of {short.size} samples (the first: sample "
+            f"{first}) need more accepted steps than that; raise adjoint_steps (each step "
+            f"kept costs {(states + 2) * arrays['u'].dtype.itemsize} bytes per sample)")
+
+
+def vjp(solution, du) -> Gradients:
+    """The cotangents of ``p`` and ``u0`` for the cotangent ``du`` of ``solution.u``
+    (``Solution.vjp``)."""
+    record = solution.adjoint
+    if record is None:
+        raise ValueError("vjp needs a solution made with eagle.ode.solve(..., adjoint=True): "
+                         "this one kept no steps")
+    arrays = solution.arrays
+    u = arrays["u"]
+    xp = args.array_module(u)
+    args.numeric("du", du)
+    expected = tuple(solution.u.shape)
+    shape = tuple(getattr(du, "shape", np.shape(du)))
+    if shape != expected:
+        raise ValueError(f"du must be shaped as Solution.u, {expected}, got {shape}")
+    lam = xp.array(xp.asarray(du), dtype=u.dtype, copy=True, order="C").reshape(u.shape)
+    n = u.shape[-1]
+    gradient = gradient_type(record.params)
+    columns = gradient.columns
+    mu_shape = (n,) if gradient.width == 1 else \
+        ((gradient.width // columns, columns, n) if columns else (gradient.width, n))
+    mu = xp.zeros(mu_shape, dtype=u.dtype)
+    back = backward_kernel(record.f, record.state, record.params, tables=record.table_dims,
+                           method=record.method)
+    tables = record.tables
+    row = xp.array(arrays["accepted"], dtype=np.int64, copy=True)
+    until_done(back, max_steps=int(row.max()) + 1, p=arrays["p"], steps_u=arrays["steps_u"],
+               steps_t=arrays["steps_t"], steps_h=arrays["steps_h"], row=row, lam=lam, mu=mu,
+               **tables).run()
+    if record.shared:
+        host = mu.get() if hasattr(mu, "get") else mu
+        summed = np.cumsum(host, axis=-1)[..., -1]  # left to right over the samples
+        p_bar = float(summed) if summed.ndim == 0 else summed
+    else:
+        p_bar = mu
+    u0_bar = lam[None] if record.column else lam
+    return Gradients(p=p_bar, u0=u0_bar)
