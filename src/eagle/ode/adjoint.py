@@ -5,7 +5,7 @@ The forward solve runs ``hawk.ode.adjoint.recording_kernel`` in place of the ada
 state at the step's start, its time and its size, ``adjoint_steps`` rows per sample at most,
 ``(k + 2) * 8`` bytes a row for ``k`` states (float64). ``vjp`` then runs
 ``hawk.ode.adjoint.backward_kernel`` over those rows, last first, from the cotangent of the end
-state.
+state and/or of the ``saveat`` states (through the interpolant that made them).
 
 The gradient is that of the computed solution's step map at its accepted steps: each step's
 size is held fixed, the controller's dependence on ``p`` and ``u0`` left out (as discrete
@@ -63,6 +63,8 @@ class Record:
         shared: whether ``p`` is one for every sample.
         column: ``u0`` was given as ``(1, n)``.
         tables: the model's tables as bound (``table0``...).
+        first_save: with ``saveat``, each sample's first recorded time's index (int64);
+            else None.
     """
 
     f: object
@@ -73,6 +75,7 @@ class Record:
     shared: bool
     column: bool
     tables: dict
+    first_save: object = None
 
 
 def check(method: str, steps, refused: dict) -> int:
@@ -103,12 +106,13 @@ def scratch(xp, steps: int, shape: tuple, dtype) -> dict:
 def kernel(record: Record):
     """The recording forward kernel for ``record``'s model and method."""
     return recording_kernel(record.f, record.state, record.params, tables=record.table_dims,
-                            method=record.method)
+                            method=record.method, saveat=record.first_save is not None)
 
 
 #: the forward kernel's parameters that the plain adaptive kernel's arrays also hold
 PARAMETERS = ("p", "t_end", "rtol", "atol", "max_step", "budget", "u", "k1", "t", "h", "c",
-              "accepted", "rejected", "status", "steps_u", "steps_t", "steps_h")
+              "accepted", "rejected", "status", "steps_u", "steps_t", "steps_h",
+              "save_first", "save_every", "save_count", "saves", "saved")
 
 
 def check_budget(arrays: dict, steps: int, xp) -> None:
@@ -125,9 +129,20 @@ def check_budget(arrays: dict, steps: int, xp) -> None:
             f"kept costs {(states + 2) * arrays['u'].dtype.itemsize} bytes per sample)")
 
 
-def vjp(solution, du) -> Gradients:
-    """The cotangents of ``p`` and ``u0`` for the cotangent ``du`` of ``solution.u``
-    (``Solution.vjp``)."""
+def _cotangent(name: str, value, expected: tuple, like, xp):
+    """``value`` as a new array of ``like``'s dtype, refused naming ``name`` unless it is real
+    numbers shaped ``expected``."""
+    args.numeric(name, value)
+    shape = tuple(getattr(value, "shape", np.shape(value)))
+    if shape != expected:
+        what = "Solution.u" if name == "du" else "Solution.saved"
+        raise ValueError(f"{name} must be shaped as {what}, {expected}, got {shape}")
+    return xp.array(xp.asarray(value), dtype=like.dtype, copy=True, order="C")
+
+
+def vjp(solution, du=None, dsaved=None) -> Gradients:
+    """The cotangents of ``p`` and ``u0`` for the cotangents ``du`` of ``solution.u`` and
+    ``dsaved`` of ``solution.saved`` (``Solution.vjp``; either may be None, not both)."""
     record = solution.adjoint
     if record is None:
         raise ValueError("vjp needs a solution made with eagle.ode.solve(..., adjoint=True): "
@@ -135,12 +150,19 @@ def vjp(solution, du) -> Gradients:
     arrays = solution.arrays
     u = arrays["u"]
     xp = args.array_module(u)
-    args.numeric("du", du)
-    expected = tuple(solution.u.shape)
-    shape = tuple(getattr(du, "shape", np.shape(du)))
-    if shape != expected:
-        raise ValueError(f"du must be shaped as Solution.u, {expected}, got {shape}")
-    lam = xp.array(xp.asarray(du), dtype=u.dtype, copy=True, order="C").reshape(u.shape)
+    if du is None and dsaved is None:
+        raise ValueError("vjp needs du (the cotangent of Solution.u), dsaved (of "
+                         "Solution.saved) or both")
+    if dsaved is not None and record.first_save is None:
+        raise ValueError("dsaved needs a solve with saveat=: this one saved no states")
+    lam = xp.zeros_like(u) if du is None else \
+        _cotangent("du", du, tuple(solution.u.shape), u, xp).reshape(u.shape)
+    saved = arrays["saved"]
+    if dsaved is None:
+        rows = xp.zeros((1, *u.shape), dtype=u.dtype)
+    else:
+        rows = _cotangent("dsaved", dsaved, tuple(solution.saved.shape), u, xp)
+        rows = rows.reshape(saved.shape)
     n = u.shape[-1]
     gradient = gradient_type(record.params)
     columns = gradient.columns
@@ -149,11 +171,16 @@ def vjp(solution, du) -> Gradients:
     mu = xp.zeros(mu_shape, dtype=u.dtype)
     back = backward_kernel(record.f, record.state, record.params, tables=record.table_dims,
                            method=record.method)
-    tables = record.tables
     row = xp.array(arrays["accepted"], dtype=np.int64, copy=True)
+    if record.first_save is None:
+        first_save, saves = xp.zeros(n, dtype=np.int64), xp.zeros(n, dtype=np.int64)
+    else:
+        first_save, saves = record.first_save, xp.array(arrays["saves"], copy=True)
     until_done(back, max_steps=int(row.max()) + 1, p=arrays["p"], steps_u=arrays["steps_u"],
-               steps_t=arrays["steps_t"], steps_h=arrays["steps_h"], row=row, lam=lam, mu=mu,
-               **tables).run()
+               steps_t=arrays["steps_t"], steps_h=arrays["steps_h"], dsaved=rows,
+               save_first=arrays["save_first"], save_every=arrays["save_every"],
+               first_save=first_save, row=row, lam=lam, mu=mu,
+               t_next=xp.array(arrays["t"], copy=True), saves=saves, **record.tables).run()
     if record.shared:
         host = mu.get() if hasattr(mu, "get") else mu
         summed = np.cumsum(host, axis=-1)[..., -1]  # left to right over the samples

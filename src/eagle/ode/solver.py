@@ -98,10 +98,11 @@ class Solution:
     which_events: object = None
     adjoint: object = None
 
-    def vjp(self, du) -> adjoints.Gradients:
+    def vjp(self, du=None, dsaved=None) -> adjoints.Gradients:
         """The cotangents of ``p`` and ``u0`` for a cotangent ``du`` of the end state ``u``
-        (shaped as ``u``): ``Gradients(p, u0)``, by one backward pass over each sample's
-        accepted steps (``eagle.ode.adjoint``); needs ``solve(..., adjoint=True)``.
+        and/or ``dsaved`` of the ``saveat`` states: ``Gradients(p, u0)``, by one backward
+        pass over each sample's accepted steps (``eagle.ode.adjoint``); needs
+        ``solve(..., adjoint=True)``.
 
         The gradient is that of the computed solution with each accepted step's size held
         fixed: the step-size controller's dependence on ``p`` and ``u0`` is left out, as
@@ -111,9 +112,11 @@ class Solution:
 
         Args:
             du: the cotangent of ``Solution.u`` (say ``dL/du`` of a loss), a NumPy or CuPy
-                array shaped as ``u``.
+                array shaped as ``u``; None for none.
+            dsaved: the cotangent of ``Solution.saved``, shaped as it (``dL/d saved``; zeros
+                where a row is NaN); None for none.
         """
-        return adjoints.vjp(self, du)
+        return adjoints.vjp(self, du, dsaved)
 
     @property
     def done(self):
@@ -410,8 +413,9 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         chunks: with ``client``, the number of chunks (default: the workers' threads).
         adjoint: keep each sample's accepted steps, for ``Solution.vjp`` (reverse-mode
             gradients in ``p`` and ``u0`` for any number of parameters; ``eagle.ode.adjoint``):
-            the explicit adaptive methods, without events, stops, ``saveat``, ``sensitivity``
-            or ``client`` yet. The end state is the plain solve's, bit for bit.
+            the explicit adaptive methods, with ``saveat`` (``vjp(dsaved=...)``), without
+            events, stops, ``sensitivity`` or ``client`` yet. The end state is the plain
+            solve's, bit for bit.
         adjoint_steps: with ``adjoint``, the accepted steps kept per sample (default 1024; each
             costs ``(k + 2) * 8`` bytes per sample in float64); a sample that needs more is
             refused by this name after the forward run.
@@ -457,7 +461,7 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                              {**refused, "several events": several})
     if adjoint:
         adjoint_steps = adjoints.check(method, adjoint_steps, dict(
-            event=event, tstops=tstops, on_stop=on_stop, saveat=saveat, sensitivity=sensitivity,
+            event=event, tstops=tstops, on_stop=on_stop, sensitivity=sensitivity,
             client=client, noise=noise, jac=jac))
     _check_funcs(f, state, params, table_dims, jac=jac, noise=noise, on_stop=on_stop,
                  on_event=on_event)
@@ -555,7 +559,8 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                       stops=first_stop)
         if adjoint:  # the same steps, each accepted one recorded (eagle.ode.adjoint)
             record = adjoints.Record(f, state, params, table_dims, method, params.role is
-                                     hawk.Param.role, column, tables)
+                                     hawk.Param.role, column, tables,
+                                     None if saveat is None else first_save.copy())
             kernel = adjoints.kernel(record)
             arrays.update(adjoints.scratch(xp, adjoint_steps, u.shape, dtype))
     else:
