@@ -63,7 +63,7 @@ def test_the_recording_solve_ends_where_the_plain_one_does_bit_for_bit(method, s
     steps_t, steps_h = sol.arrays["steps_t"], sol.arrays["steps_h"]
     for i in range(u0.shape[1]):  # the rows: the accepted steps, end to end
         k = int(sol.accepted[i])
-        assert steps_t[0, i] == 0.0 and np.isnan(steps_t[k:, i]).all()
+        assert steps_t[0, i] == 0.0
         np.testing.assert_array_equal(steps_t[1:k, i], steps_t[:k - 1, i] + steps_h[:k - 1, i])
         assert abs(steps_t[k - 1, i] + steps_h[k - 1, i] - 0.5) < 1e-15
         np.testing.assert_array_equal(sol.arrays["steps_u"][0, :, i], u0[:, i])

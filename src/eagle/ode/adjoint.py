@@ -95,12 +95,18 @@ def check(method: str, steps, refused: dict) -> int:
 
 def scratch(xp, steps: int, shape: tuple, dtype) -> dict:
     """The rows the forward kernel records into, refused by the name ``adjoint_steps`` where
-    they would not fit."""
+    they would not fit. Left unfilled: a row past a sample's accepted steps is never read (and
+    filling ``adjoint_steps`` rows would cost more than the solve when few are used)."""
     n = shape[-1]
-    return dict(budget=float(steps),
-                steps_u=args.allocate("adjoint_steps", xp, (steps, *shape), dtype, np.nan),
-                steps_t=args.allocate("adjoint_steps", xp, (steps, n), dtype, np.nan),
-                steps_h=args.allocate("adjoint_steps", xp, (steps, n), dtype, np.nan))
+    rows = {"steps_u": (steps, *shape), "steps_t": (steps, n), "steps_h": (steps, n)}
+    nbytes = sum(int(np.prod(s)) for s in rows.values()) * np.dtype(dtype).itemsize
+    args._fits("adjoint_steps", xp, nbytes, f"{steps} rows of each sample's accepted steps")
+    try:
+        return dict(budget=float(steps),
+                    **{name: xp.empty(s, dtype=dtype) for name, s in rows.items()})
+    except MemoryError:  # CuPy's OutOfMemoryError is one too
+        raise ValueError(f"adjoint_steps: {steps} rows of each sample's accepted steps "
+                         f"({nbytes} bytes) cannot be allocated now") from None
 
 
 def kernel(record: Record):
