@@ -413,9 +413,9 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         chunks: with ``client``, the number of chunks (default: the workers' threads).
         adjoint: keep each sample's accepted steps, for ``Solution.vjp`` (reverse-mode
             gradients in ``p`` and ``u0`` for any number of parameters; ``eagle.ode.adjoint``):
-            the explicit adaptive methods, with ``saveat`` (``vjp(dsaved=...)``), without
-            events, stops, ``sensitivity`` or ``client`` yet. The end state is the plain
-            solve's, bit for bit.
+            every adaptive method (the Rosenbrock ones without ``jac=``), with ``saveat``
+            (``vjp(dsaved=...)``), without events, stops, ``sensitivity`` or ``client``
+            yet. The end state is the plain solve's, bit for bit.
         adjoint_steps: with ``adjoint``, the accepted steps kept per sample (default 1024; each
             costs ``(k + 2) * 8`` bytes per sample in float64); a sample that needs more is
             refused by this name after the forward run.

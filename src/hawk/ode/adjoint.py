@@ -1,11 +1,12 @@
 """The adjoint of an adaptive solve: a forward kernel that records each sample's accepted steps,
 and a backward kernel that walks them in reverse (issue 44, the solve's part).
 
-Forward (``recording_kernel``): the adaptive kernel of ``hawk.ode.kernels`` for an explicit
-method without events or stops, ``saveat`` included (the same ops in the same order, so the
-same end state and saved states bit for bit), which also writes, at each accepted step ``k``,
-the state at the step's start ``u_k``, its time ``t_k`` and its size ``h_k`` into the
-``Series`` ``steps_u``, ``steps_t`` and ``steps_h`` (row ``k``). A sample that would take more
+Forward (``recording_kernel``): the adaptive kernel of ``hawk.ode.kernels`` for an adaptive
+method (explicit, or Rosenbrock with ``hawk.jacobian``'s Jacobian) without events or stops,
+``saveat`` included (the same ops in the same order, so the same end state and saved states
+bit for bit), which also writes, at each accepted step ``k``, the state at the step's start
+``u_k``, its time ``t_k`` and its size ``h_k`` into the ``Series`` ``steps_u``, ``steps_t``
+and ``steps_h`` (row ``k``). A sample that would take more
 accepted steps than the rows hold (``budget``) stops there with ``status`` still running, for
 the caller to refuse.
 
@@ -19,7 +20,9 @@ at their ``theta``, or ``u_{k+1}`` for one at the step's end, as the forward cho
 again from the recorded times (a countdown of ``saves``). What comes out is the gradient of the
 computed solution as a function of ``u0`` and ``p`` with the accepted steps' sizes held fixed:
 the controller's dependence on ``p`` is left out, as discrete adjoints with fixed accepted
-steps do (its effect is of the order of the tolerances).
+steps do (its effect is of the order of the tolerances). A Rosenbrock step's Jacobian
+(``hawk.jacobian``, forward mode) and linear solves (``hawk.solve``'s LU) are differentiated
+in reverse through the ops they lower to.
 
 The recorded rows are read back as tables (``Table[3]`` for a vector state, ``Table[2]`` for a
 number and for the times and sizes) at the sample's own column, ``hawk.sample_index()``.
@@ -50,9 +53,9 @@ from .methods import METHODS
 __all__ = ["ADJOINT_METHODS", "recording_kernel", "backward_kernel", "step_map",
            "step_objective", "gradient_type"]
 
-#: the methods the adjoint takes: the explicit adaptive ones (a tableau, no Jacobian)
-ADJOINT_METHODS = tuple(name for name, m in METHODS.items()
-                        if m.adaptive and not m.implicit and m.tableau is not None)
+#: the methods the adjoint takes: every adaptive one (the Rosenbrock methods' Jacobian and
+#: linear solves differentiated through ``hawk.jacobian`` and ``hawk.solve``'s algorithm)
+ADJOINT_METHODS = tuple(name for name, m in METHODS.items() if m.adaptive)
 
 
 def _check_method(method: str) -> None:
@@ -72,7 +75,7 @@ def recording_kernel(f: Func, state, params, *, tables: tuple = (), method: str 
         state: ``u``'s type: ``hawk.Scalar`` or a vector type.
         params: how ``p`` is bound (as for ``dopri5_kernel``).
         tables: the dimensions of the tables the model reads.
-        method: an explicit adaptive method (``ADJOINT_METHODS``).
+        method: an adaptive method (``ADJOINT_METHODS``).
         saveat: record the state at ``save_first + k * save_every`` into ``saved``, as
             ``dopri5_kernel`` does (the same steps, shortened the same way).
         saves_per_step: at most this many recorded times fall in one step.
@@ -255,7 +258,7 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
         state: ``u``'s type.
         params: how ``p`` is bound.
         tables: the dimensions of the tables the model reads.
-        method: the explicit adaptive method the forward solve took.
+        method: the adaptive method the forward solve took.
         saves_per_step: the forward kernel's.
 
     Its parameters: ``p`` and ``table0..2`` as the forward kernel's; ``steps_u``, ``steps_t``,
