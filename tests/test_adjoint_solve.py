@@ -19,8 +19,10 @@ import pytest
 import eagle
 import eagle.ode
 import hawk
+from backends import target  # noqa: F401  (the fixture)
+from differential import assert_matches_reference, reference_run
 from hawk import Mutable, Scalar, Table, Terminated, Vector
-from hawk.ode.adjoint import ADJOINT_METHODS, step_map
+from hawk.ode.adjoint import ADJOINT_METHODS, backward_kernel, recording_kernel, step_map
 from hawk.ode.kernels import _with_tables
 
 
@@ -385,3 +387,50 @@ def test_robertsons_gradient_matches_jax_grad_through_diffrax_kvaerno5():
     g = sol.vjp(np.repeat(du[:, None], 2, axis=1))
     np.testing.assert_allclose(g.p / 2, theirs_k, rtol=3e-8)  # two equal samples, summed
     assert np.abs(g.u0[:, 0] - theirs_u0).max() < 3e-8 * np.abs(theirs_u0).max()
+
+
+def test_the_adjoint_kernels_equal_the_reference_on_every_backend(target):  # noqa: F811
+    """The recording kernel and the backward kernel (with saved states) on each backend
+    against the reference executor, 40 Lorenz samples (tsit5)."""
+    u0, p = _lorenz_start(40)
+    sol = eagle.ode.solve(lorenz, u0, (0.0, 0.5), p=p, method="tsit5", rtol=1e-6, atol=1e-6,
+                          saveat=(0.0, 0.5, 6), adjoint=True, adjoint_steps=64)
+    a, record = sol.arrays, sol.adjoint
+    dsaved = np.random.default_rng(6).normal(size=sol.saved.shape)
+    backward = backward_kernel(record.f, record.state, record.params, method="tsit5")
+    bindings = dict(p=p, steps_u=a["steps_u"], steps_t=a["steps_t"], steps_h=a["steps_h"],
+                    dsaved=dsaved, save_first=a["save_first"], save_every=a["save_every"],
+                    first_save=record.first_save.copy(), row=a["accepted"].copy(),
+                    lam=np.ones_like(u0), mu=np.zeros_like(p), t_next=a["t"].copy(),
+                    saves=a["saves"].copy())
+    expected, _ = reference_run(backward, bindings, 1000)
+    g = sol.vjp(np.ones_like(u0), dsaved)
+    np.testing.assert_array_equal(expected["mu"], g.p)  # vjp runs this very kernel
+    arrays = target.put(bindings)
+    eagle.until_done(eagle.deploy(backward, target.target.device), max_steps=1000,
+                     **arrays).run()
+    actual = target.get(arrays)
+    assert_matches_reference({k: actual[k] for k in ("lam", "mu", "row", "saves")},
+                             {k: expected[k] for k in ("lam", "mu", "row", "saves")},
+                             target.target.exact_math, rtol=1e-12)
+    forward = recording_kernel(record.f, record.state, record.params, method="tsit5",
+                               saveat=True)
+    start = dict(p=p, t_end=np.full(40, 0.5), rtol=np.full(40, 1e-6), atol=np.full(40, 1e-6),
+                 max_step=np.full(40, np.inf), save_first=0.0, save_every=0.1,
+                 save_count=6.0, saves=np.zeros(40, dtype=np.int64),
+                 saved=np.full((6, 3, 40), np.nan), budget=64.0, u=u0.copy(),
+                 k1=np.zeros_like(u0), t=np.zeros(40), h=np.full(40, 0.01),
+                 c=np.full(40, 1e-4), accepted=np.zeros(40, dtype=np.int64),
+                 rejected=np.zeros(40, dtype=np.int64), status=np.zeros(40, dtype=np.int64),
+                 steps_u=np.full((64, 3, 40), np.nan), steps_t=np.full((64, 40), np.nan),
+                 steps_h=np.full((64, 40), np.nan))
+    start["k1"] = np.vstack([p[0] * (u0[1] - u0[0]), u0[0] * (p[1] - u0[2]) - u0[1],
+                             u0[0] * u0[1] - p[2] * u0[2]])
+    expected, _ = reference_run(forward, start, 1000)
+    arrays = target.put(start)
+    eagle.until_done(eagle.deploy(forward, target.target.device), max_steps=1000,
+                     **arrays).run()
+    actual = target.get(arrays)
+    names = ("u", "saved", "steps_u", "steps_t", "steps_h")
+    assert_matches_reference({k: actual[k] for k in names}, {k: expected[k] for k in names},
+                             target.target.exact_math, rtol=1e-9, counts_within=1)
