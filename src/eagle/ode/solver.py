@@ -22,6 +22,7 @@ from ..threads import get_num_threads, set_num_threads
 from . import adjoint as adjoints
 from . import arguments as args
 from . import cluster, probes
+from .adjoint import Gradients
 
 __all__ = ["solve", "Solution", "METHODS"]
 
@@ -98,7 +99,7 @@ class Solution:
     which_events: object = None
     adjoint: object = None
 
-    def vjp(self, du=None, dsaved=None) -> adjoints.Gradients:
+    def vjp(self, du=None, dsaved=None) -> Gradients:
         """The cotangents of ``p`` and ``u0`` for a cotangent ``du`` of the end state ``u``
         and/or ``dsaved`` of the ``saveat`` states: ``Gradients(p, u0)``, by one backward
         pass over each sample's accepted steps (``eagle.ode.adjoint``); needs
