@@ -42,8 +42,8 @@ class Gradients(NamedTuple):
     Attributes:
         p: shaped as the ``p`` the solve bound: per sample ``(n,)``, ``(m, n)`` or
             ``(r, c, n)``; for a ``p`` shared by every sample (a number, ``(m,)`` or
-            ``(r, c)``), the per-sample cotangents summed over the samples left to right, so
-            the sum is the same bit for bit on every run.
+            ``(r, c)``), the per-sample cotangents summed over the samples left to right (on
+            the host), so the sum is the same bit for bit on every run.
         u0: shaped as ``u0``.
     """
 
@@ -190,7 +190,7 @@ def vjp(solution, du=None, dsaved=None) -> Gradients:
     if record.shared:
         host = mu.get() if hasattr(mu, "get") else mu
         summed = np.cumsum(host, axis=-1)[..., -1]  # left to right over the samples
-        p_bar = float(summed) if summed.ndim == 0 else summed
+        p_bar = float(summed) if summed.ndim == 0 else xp.asarray(summed)
     else:
         p_bar = mu
     u0_bar = lam[None] if record.column else lam
