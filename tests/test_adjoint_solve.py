@@ -285,7 +285,10 @@ def _falls(u, t, p):
 @pytest.mark.parametrize("options, named", [
     (dict(method="rosenbrock23", jac=_falls), "jac"),
     (dict(method="rk4", dt=0.1), "method"),
-    (dict(event=_falls), "event"),
+    (dict(event=_falls, terminal=False), "terminal"),
+    (dict(event=[_falls, _falls]), "several"),
+    (dict(event=_falls, record_events=2), "record_events"),
+    (dict(event=_falls, on_event=_falls), "on_event"),
     (dict(tstops=(0.0, 0.5)), "tstops"),
     (dict(sensitivity="p"), "sensitivity"),
     (dict(adjoint_steps=0), "adjoint_steps"),
@@ -402,7 +405,8 @@ def test_the_adjoint_kernels_equal_the_reference_on_every_backend(target):  # no
                     dsaved=dsaved, save_first=a["save_first"], save_every=a["save_every"],
                     first_save=record.first_save.copy(), row=a["accepted"].copy(),
                     lam=np.ones_like(u0), mu=np.zeros_like(p), t_next=a["t"].copy(),
-                    saves=a["saves"].copy())
+                    saves=a["saves"].copy(), status=a["status"], accepted=a["accepted"],
+                    theta_end=a["theta_end"])
     expected, _ = reference_run(backward, bindings, 1000)
     g = sol.vjp(np.ones_like(u0), dsaved)
     np.testing.assert_array_equal(expected["mu"], g.p)  # vjp runs this very kernel
@@ -423,7 +427,8 @@ def test_the_adjoint_kernels_equal_the_reference_on_every_backend(target):  # no
                  c=np.full(40, 1e-4), accepted=np.zeros(40, dtype=np.int64),
                  rejected=np.zeros(40, dtype=np.int64), status=np.zeros(40, dtype=np.int64),
                  steps_u=np.full((64, 3, 40), np.nan), steps_t=np.full((64, 40), np.nan),
-                 steps_h=np.full((64, 40), np.nan))
+                 steps_h=np.full((64, 40), np.nan), events=np.zeros(40, dtype=np.int64),
+                 theta_end=np.zeros(40))
     start["k1"] = np.vstack([p[0] * (u0[1] - u0[0]), u0[0] * (p[1] - u0[2]) - u0[1],
                              u0[0] * u0[1] - p[2] * u0[2]])
     expected, _ = reference_run(forward, start, 1000)
@@ -529,3 +534,58 @@ def test_saved_states_of_a_solve_backward_in_time():
     g = sol.vjp(dsaved=np.ones((5, 3)))
     np.testing.assert_allclose(g.p, ((2.0 - ts) * np.exp(p * (2.0 - ts))).sum(axis=0),
                                rtol=1e-8)
+
+
+@hawk.func
+def falling(u, t, g):
+    return hawk.vec2(u[1], -g)
+
+
+@hawk.func
+def ground(u, t, g):
+    return u[0]
+
+
+@pytest.mark.parametrize("method", ["tsit5", "rodas5p"])
+def test_a_terminal_events_time_moves_with_p_and_u0(method):
+    """A body falling from x0 at v0 under gravity g, ended where x = 0: the end speed is
+    v* = -sqrt(v0**2 + 2 g x0), and the end height is 0 whatever the inputs. The event's
+    time moves with them (implicit differentiation of g(u(t*)) = 0 on the step's
+    interpolant): d v*/d g = -x0 / |v*|, d v*/d x0 = -g / |v*|, d v*/d v0 = -v0 / |v*|."""
+    x0, v0, g = np.array([1.0, 2.0, 5.0]), np.array([0.0, 1.0, -2.0]), np.array([9.8, 3.0, 1.0])
+    u0 = np.vstack([x0, v0])
+    sol = eagle.ode.solve(falling, u0, (0.0, 10.0), p=g, method=method, rtol=1e-10,
+                          atol=1e-12, event=ground, adjoint=True)
+    assert (sol.status == 2).all()
+    plain = eagle.ode.solve(falling, u0, (0.0, 10.0), p=g, method=method, rtol=1e-10,
+                            atol=1e-12, event=ground)
+    for name in ("u", "t", "status", "accepted", "rejected", "events"):
+        np.testing.assert_array_equal(getattr(sol, name), getattr(plain, name))
+    speed = np.sqrt(v0**2 + 2 * g * x0)
+    np.testing.assert_allclose(sol.u[1], -speed, rtol=1e-8)
+    by_speed = sol.vjp(np.vstack([np.zeros(3), np.ones(3)]))
+    np.testing.assert_allclose(by_speed.p, -x0 / speed, rtol=1e-7)
+    np.testing.assert_allclose(by_speed.u0, np.vstack([-g / speed, -v0 / speed]), rtol=1e-7,
+                               atol=1e-12)
+    by_height = sol.vjp(np.vstack([np.ones(3), np.zeros(3)]))
+    assert np.abs(by_height.p).max() < 1e-8 and np.abs(by_height.u0).max() < 1e-8
+
+
+def test_a_terminal_event_against_forward_sensitivities():
+    """Lorenz ended where u[2] rises through 20 (after some steps), 4 samples: the adjoint
+    against sensitivity='p' with its event correction, contracted (1e-7 of the largest)."""
+    u0, p = _lorenz_start()
+    kw = dict(method="dopri5", rtol=1e-10, atol=1e-10, event=_height_20, direction=1)
+    sol = eagle.ode.solve(lorenz, u0, (0.0, 2.0), p=p, adjoint=True, **kw)
+    assert (sol.status == 2).all() and (sol.accepted > 20).all()
+    du = np.random.default_rng(10).normal(size=u0.shape)
+    g = sol.vjp(du)
+    by_p = eagle.ode.solve(lorenz, u0, (0.0, 2.0), p=p, sensitivity="p", **kw)
+    np.testing.assert_allclose(by_p.u, sol.u, rtol=1e-9)  # its own steps: the tangents too
+    expected = np.einsum("kmn,kn->mn", by_p.du_dp, du)
+    assert np.abs(g.p - expected).max() < 1e-7 * np.abs(expected).max()
+
+
+@hawk.func
+def _height_20(u, t, p):
+    return u[2] - 20.0

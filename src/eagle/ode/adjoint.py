@@ -13,6 +13,10 @@ adjoints with fixed accepted steps do; that part is of the order of the toleranc
 with ``sensitivity="p"`` contracted with the same cotangent to the tolerances' scale, and with
 finite differences of the same steps replayed to rounding.
 
+A terminal event's time moves with ``p`` and ``u0``: the last step of a sample it ended is
+differentiated through ``g(u(t*), t*) = 0`` on the step's interpolant (implicit
+differentiation, as ``Solution.dt_dp`` is by forward sensitivities).
+
 Everything the adjoint cannot take is refused here by name, before anything is compiled or run.
 """
 
@@ -65,6 +69,8 @@ class Record:
         tables: the model's tables as bound (``table0``...).
         first_save: with ``saveat``, each sample's first recorded time's index (int64);
             else None.
+        event: the terminal event (in the kernel's time), or None.
+        direction: its direction.
     """
 
     f: object
@@ -76,11 +82,14 @@ class Record:
     column: bool
     tables: dict
     first_save: object = None
+    event: object = None
+    direction: int = -1
 
 
 def check(method: str, steps, refused: dict) -> int:
     """``adjoint_steps`` as an int, after refusing what the adjoint cannot take: ``method``
-    outside ``ADJOINT_METHODS`` and every option in ``refused`` (name -> value) that is set."""
+    outside ``ADJOINT_METHODS`` and every option in ``refused`` (name -> value) that is set
+    (an ``event`` is taken: one terminal event function, checked by ``check_event``)."""
     if method not in ADJOINT_METHODS:
         raise ValueError(f"adjoint=True takes method= one of "
                          f"{', '.join(map(repr, ADJOINT_METHODS))}, got method={method!r}")
@@ -93,6 +102,21 @@ def check(method: str, steps, refused: dict) -> int:
     return int(steps)
 
 
+def check_event(event, direction, terminal, record_events) -> None:
+    """Refuse, by name, an event the adjoint cannot take: several (a vector-valued event, or
+    per-component directions or terminal flags), one that is not terminal, or recorded
+    events."""
+    if event is None:
+        return
+    if isinstance(direction, tuple) or isinstance(terminal, tuple):
+        raise ValueError("adjoint=True takes one terminal event function, not several "
+                         "(event, direction, terminal)")
+    if terminal is False:
+        raise ValueError("adjoint=True takes a terminal event only (terminal=False)")
+    if record_events:
+        raise ValueError("adjoint=True does not go with record_events yet")
+
+
 def scratch(xp, steps: int, shape: tuple, dtype) -> dict:
     """The rows the forward kernel records into, refused by the name ``adjoint_steps`` where
     they would not fit. Left unfilled: a row past a sample's accepted steps is never read (and
@@ -102,7 +126,7 @@ def scratch(xp, steps: int, shape: tuple, dtype) -> dict:
     nbytes = sum(int(np.prod(s)) for s in rows.values()) * np.dtype(dtype).itemsize
     args._fits("adjoint_steps", xp, nbytes, f"{steps} rows of each sample's accepted steps")
     try:
-        return dict(budget=float(steps),
+        return dict(budget=float(steps), theta_end=xp.zeros(n, dtype=dtype),
                     **{name: xp.empty(s, dtype=dtype) for name, s in rows.items()})
     except MemoryError:  # CuPy's OutOfMemoryError is one too
         raise ValueError(f"adjoint_steps: {steps} rows of each sample's accepted steps "
@@ -112,13 +136,15 @@ def scratch(xp, steps: int, shape: tuple, dtype) -> dict:
 def kernel(record: Record):
     """The recording forward kernel for ``record``'s model and method."""
     return recording_kernel(record.f, record.state, record.params, tables=record.table_dims,
-                            method=record.method, saveat=record.first_save is not None)
+                            method=record.method, saveat=record.first_save is not None,
+                            event=record.event, direction=record.direction)
 
 
 #: the forward kernel's parameters that the plain adaptive kernel's arrays also hold
 PARAMETERS = ("p", "t_end", "rtol", "atol", "max_step", "budget", "u", "k1", "t", "h", "c",
               "accepted", "rejected", "status", "steps_u", "steps_t", "steps_h",
-              "save_first", "save_every", "save_count", "saves", "saved")
+              "save_first", "save_every", "save_count", "saves", "saved", "events",
+              "theta_end")
 
 
 def check_budget(arrays: dict, steps: int, xp) -> None:
@@ -176,7 +202,7 @@ def vjp(solution, du=None, dsaved=None) -> Gradients:
         ((gradient.width // columns, columns, n) if columns else (gradient.width, n))
     mu = xp.zeros(mu_shape, dtype=u.dtype)
     back = backward_kernel(record.f, record.state, record.params, tables=record.table_dims,
-                           method=record.method)
+                           method=record.method, event=record.event)
     row = xp.array(arrays["accepted"], dtype=np.int64, copy=True)
     if record.first_save is None:
         first_save, saves = xp.zeros(n, dtype=np.int64), xp.zeros(n, dtype=np.int64)
@@ -186,7 +212,8 @@ def vjp(solution, du=None, dsaved=None) -> Gradients:
                steps_t=arrays["steps_t"], steps_h=arrays["steps_h"], dsaved=rows,
                save_first=arrays["save_first"], save_every=arrays["save_every"],
                first_save=first_save, row=row, lam=lam, mu=mu,
-               t_next=xp.array(arrays["t"], copy=True), saves=saves, **record.tables).run()
+               t_next=xp.array(arrays["t"], copy=True), saves=saves, status=arrays["status"],
+               accepted=arrays["accepted"], theta_end=arrays["theta_end"], **record.tables).run()
     if record.shared:
         host = mu.get() if hasattr(mu, "get") else mu
         summed = np.cumsum(host, axis=-1)[..., -1]  # left to right over the samples

@@ -415,8 +415,10 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         adjoint: keep each sample's accepted steps, for ``Solution.vjp`` (reverse-mode
             gradients in ``p`` and ``u0`` for any number of parameters; ``eagle.ode.adjoint``):
             every adaptive method (the Rosenbrock ones without ``jac=``), with ``saveat``
-            (``vjp(dsaved=...)``), without events, stops, ``sensitivity`` or ``client``
-            yet. The end state is the plain solve's, bit for bit.
+            (``vjp(dsaved=...)``) and one terminal ``event`` (its time moves with ``p`` and
+            ``u0``), without several events, ``on_event``, ``record_events``, stops,
+            ``sensitivity`` or ``client`` yet. The end state is the plain solve's, bit for
+            bit.
         adjoint_steps: with ``adjoint``, the accepted steps kept per sample (default 1024; each
             costs ``(k + 2) * 8`` bytes per sample in float64); a sample that needs more is
             refused by this name after the forward run.
@@ -462,13 +464,16 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                              {**refused, "several events": several})
     if adjoint:
         adjoint_steps = adjoints.check(method, adjoint_steps, dict(
-            event=event, tstops=tstops, on_stop=on_stop, sensitivity=sensitivity,
+            on_event=on_event, tstops=tstops, on_stop=on_stop, sensitivity=sensitivity,
             client=client, noise=noise, jac=jac))
+        adjoints.check_event(event, direction, terminal, record_events)
     _check_funcs(f, state, params, table_dims, jac=jac, noise=noise, on_stop=on_stop,
                  on_event=on_event)
     if event is not None:
         direction, terminal = _per_component(event, direction, terminal, on_event, state,
                                              params, table_dims)
+        if adjoint:  # a vector-valued event: several
+            adjoints.check_event(event, direction, terminal, record_events)
     stochastic = hawk_ode.METHODS[method].stochastic
     if backward:  # solved forward in s = -t: du/ds = -f(u, -s, p)
         if stochastic:
@@ -561,7 +566,8 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         if adjoint:  # the same steps, each accepted one recorded (eagle.ode.adjoint)
             record = adjoints.Record(f, state, params, table_dims, method, params.role is
                                      hawk.Param.role, column, tables,
-                                     None if saveat is None else first_save.copy())
+                                     None if saveat is None else first_save.copy(), event,
+                                     direction)
             kernel = adjoints.kernel(record)
             arrays.update(adjoints.scratch(xp, adjoint_steps, u.shape, dtype))
     else:

@@ -39,11 +39,14 @@ from hawk import Mutable, Param, Scalar, Series, Table, Terminated
 from hawk.inline import Func
 from hawk.ir import Role
 
+from .events import first_crossing, locate
 from .kernels import (
     SMALLEST_STEP,
+    STATUS_EVENT,
     STATUS_RUNNING,
     _check_func,
     _check_types,
+    _never,
     _table_types,
     _tally,
     _with_tables,
@@ -66,7 +69,9 @@ def _check_method(method: str) -> None:
 
 @functools.cache
 def recording_kernel(f: Func, state, params, *, tables: tuple = (), method: str = "dopri5",
-                     saveat: bool = False, saves_per_step: int = 4) -> hawk.Kernel:
+                     saveat: bool = False, saves_per_step: int = 4, event: Func | None = None,
+                     direction: int = -1, event_tol: float = 1e-12,
+                     event_iterations: int = 12, event_samples: int = 4) -> hawk.Kernel:
     """The adaptive ensemble kernel of ``u' = f(u, t, p)`` (``dopri5_kernel``'s parameters,
     without events and stops) that also records each accepted step.
 
@@ -79,6 +84,10 @@ def recording_kernel(f: Func, state, params, *, tables: tuple = (), method: str 
         saveat: record the state at ``save_first + k * save_every`` into ``saved``, as
             ``dopri5_kernel`` does (the same steps, shortened the same way).
         saves_per_step: at most this many recorded times fall in one step.
+        event: a terminal event ``g(u, t, p)`` (a number; tables after ``p``), located as
+            ``dopri5_kernel`` locates it (``direction``, ``event_tol``, ``event_iterations``,
+            ``event_samples`` as there); the sample ends there, its step recorded like any
+            other and the fraction of it where the event is in ``theta_end``.
 
     Its parameters beyond ``dopri5_kernel``'s: ``budget`` (``Param``, the rows of the three
     ``Series``) and ``steps_u`` (``Series`` of ``u``'s type), ``steps_t``, ``steps_h``
@@ -95,6 +104,9 @@ def recording_kernel(f: Func, state, params, *, tables: tuple = (), method: str 
     model = _with_tables(f, len(tables))
     State = state
     has_saves = bool(saveat)
+    _check_func("event", event, required=False)
+    has_event = event is not None
+    event = _with_tables(event, len(tables)) if has_event else _never
 
     def recording(p: params, t_end: Scalar, rtol: Scalar, atol: Scalar, max_step: Scalar,
                   save_first: Param, save_every: Param, save_count: Param,
@@ -103,7 +115,8 @@ def recording_kernel(f: Func, state, params, *, tables: tuple = (), method: str 
                   k1: Mutable[State], t: Mutable[Scalar], h: Mutable[Scalar],
                   c: Mutable[Scalar], accepted: Mutable[Scalar], rejected: Mutable[Scalar],
                   status: Mutable[Scalar], steps_u: Series[State], steps_t: Series[Scalar],
-                  steps_h: Series[Scalar], table0: T0, table1: T1, table2: T2):
+                  steps_h: Series[Scalar], events: Mutable[Scalar],
+                  theta_end: Mutable[Scalar], table0: T0, table1: T1, table2: T2):
         args = (p, table0, table1, table2)
         # the step, exactly as dopri5_kernel takes it without events or stops
         h_step = hawk.minimum(hawk.minimum(h, max_step), t_end - t)
@@ -119,11 +132,24 @@ def recording_kernel(f: Func, state, params, *, tables: tuple = (), method: str 
         if ok and h_step < h:  # a shortened step does not shrink the next one
             h_next = hawk.maximum(h_next, h)
         h_next = hawk.minimum(h_next, max_step)
+        hit = False
+        t_reached = t_new
+        if has_event:  # as dopri5_kernel locates a single terminal event
+            hit, sign, lo, hi, f_lo, f_hi = first_crossing(
+                event, u, t, h_step, q, args, event(u, t, args), event(u_new, t_new, args),
+                direction, event_samples, value)
+            hit = hit and ok
+            theta = locate(event, u, t, h_step, q, args, sign, lo, hi, f_lo, f_hi, event_tol,
+                           event_iterations, value)
+            t_event = t + theta * h_step
+            u_event = value(u, h_step, q, theta)
+            if hit:
+                t_reached = t_event
         if has_saves:  # the recorded times this step passed, up to where it ended
             passed = 0
             for j in range(saves_per_step):
                 t_save = save_first + (saves + j) * save_every
-                if ok and saves + j < save_count and t_save <= t_new:
+                if ok and saves + j < save_count and t_save <= t_reached:
                     inside = value(u, h_step, q, (t_save - t) / h_step)
                     saved[saves + j] = u_new if t_save == t_new else inside
                     passed += 1
@@ -133,6 +159,12 @@ def recording_kernel(f: Func, state, params, *, tables: tuple = (), method: str 
             steps_u[accepted] = u
             steps_t[accepted] = t
             steps_h[accepted] = h_step
+        if hit:
+            events += 1
+            u, t = u_event, t_event
+            status = STATUS_EVENT
+            theta_end = theta
+        elif ok:
             u, k1, t = u_new, k_next, t_new
         accepted, rejected, status = _tally(ok, accepted, rejected, status, t, t_end, failed)
         h, c = h_next, c_next
@@ -140,7 +172,8 @@ def recording_kernel(f: Func, state, params, *, tables: tuple = (), method: str 
 
     recording.__name__ = recording.__qualname__ = f"{method}_recording"
     return hawk.kernel(recording, dtypes={"accepted": "int64", "rejected": "int64",
-                                          "status": "int64", "saves": "int64"})
+                                          "status": "int64", "saves": "int64",
+                                          "events": "int64"})
 
 
 @functools.cache
@@ -160,33 +193,71 @@ def step_map(method: str):
 
 
 @functools.cache
-def step_objective(method: str, saves_per_step: int):
+def step_objective(method: str, saves_per_step: int, has_event: bool = False):
     """The ``@hawk.func`` pair ``(in_u, in_p)`` of the number a backward step differentiates:
     ``<lam, Phi(u, p; t, h)>`` plus ``<cts[j], s_j>`` over the step's recorded times ``j``,
     ``s_j`` the state saved there (``u_new`` where ``ends[j]`` is 1, else the interpolant at
     ``thetas[j]``; a ``cts[j]`` of zeros for a slot the step has no time in).
-    ``in_u(u, p, t, h, model, tables, lam, cts, thetas, ends)``; ``in_p`` takes ``p`` first."""
+    ``in_u(u, p, t, h, model, tables, lam, cts, thetas, ends, event, ev)``; ``in_p`` takes
+    ``p`` first. With ``has_event``, ``ev = (e, theta, c)``: where ``e`` is 1 (the step a
+    terminal event ended) ``<lam, Phi>`` is replaced by ``<lam, s(theta)> - c g(s(theta),
+    t + theta h)``, ``s`` the interpolant and ``c`` the multiplier that moves ``theta`` with
+    ``u`` and ``p`` (``event_multiplier``)."""
     _check_method(method)
     chosen = METHODS[method]
     attempt, value = chosen.attempt, chosen.value
     count = saves_per_step
 
     @hawk.func
-    def in_u(u, p, t, h, model, tables, lam, cts, thetas, ends):
+    def in_u(u, p, t, h, model, tables, lam, cts, thetas, ends, event, ev):
         args = (p, tables[0], tables[1], tables[2])
         k1 = model(u, t, args)
         u_new, err, q, k_next = attempt(model, u, k1, t, h, args)
         total = hawk.total(lam * u_new)
+        if has_event:
+            at = value(u, h, q, ev[1])
+            ended = hawk.total(lam * at) - ev[2] * event(at, t + ev[1] * h, args)
+            total = (1.0 - ev[0]) * total + ev[0] * ended
         for j in range(count):
             inside = value(u, h, q, thetas[j])
             total = total + hawk.total(cts[j] * (ends[j] * u_new + (1.0 - ends[j]) * inside))
         return total
 
     @hawk.func
-    def in_p(p, u, t, h, model, tables, lam, cts, thetas, ends):
-        return in_u(u, p, t, h, model, tables, lam, cts, thetas, ends)
+    def in_p(p, u, t, h, model, tables, lam, cts, thetas, ends, event, ev):
+        return in_u(u, p, t, h, model, tables, lam, cts, thetas, ends, event, ev)
 
     return in_u, in_p
+
+
+@functools.cache
+def event_multiplier(method: str):
+    """The ``@hawk.func`` ``(lam, theta, u, p, t, h, model, tables, event) -> c``: for the
+    step a terminal event ended at ``theta`` (``g(s(theta), t + theta h) = 0``, ``s`` the
+    interpolant), ``c = <lam, ds/dtheta> / (dg/dtheta)``, so that ``<lam, s> - c g`` has the
+    gradient of ``<lam, s(theta(u, p))>`` with ``theta`` held (implicit differentiation)."""
+    _check_method(method)
+    chosen = METHODS[method]
+    attempt, value = chosen.attempt, chosen.value
+
+    @hawk.func
+    def state_at(theta, u, p, t, h, model, tables):
+        args = (p, tables[0], tables[1], tables[2])
+        q = attempt(model, u, model(u, t, args), t, h, args)[2]
+        return value(u, h, q, theta)
+
+    @hawk.func
+    def event_at(theta, u, p, t, h, model, tables, event):
+        args = (p, tables[0], tables[1], tables[2])
+        return event(state_at(theta, u, p, t, h, model, tables), t + theta * h, args)
+
+    @hawk.func
+    def multiplier(lam, theta, u, p, t, h, model, tables, event):
+        slope = hawk.jvp(state_at, theta, 1.0, u, p, t, h, model, tables)[1]
+        rate = hawk.jvp(event_at, theta, 1.0, u, p, t, h, model, tables, event)[1]
+        return hawk.total(lam * slope) / rate
+
+    return multiplier
 
 
 def gradient_type(params):
@@ -247,7 +318,7 @@ def _step_saves(dsaved, sample, width, first_step, t, h, t_next, saves, first_sa
 
 @functools.cache
 def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str = "dopri5",
-                    saves_per_step: int = 4) -> hawk.Kernel:
+                    saves_per_step: int = 4, event: Func | None = None) -> hawk.Kernel:
     """The kernel that walks a sample's recorded steps backward: each eagle step takes row
     ``row - 1``, sets ``lam`` to ``lam^T dPhi/du`` there (plus the cotangents of the states
     the step saved, through the interpolant) and adds the same in ``p`` to ``mu``; the
@@ -260,6 +331,9 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
         tables: the dimensions of the tables the model reads.
         method: the adaptive method the forward solve took.
         saves_per_step: the forward kernel's.
+        event: the forward kernel's terminal event, or None: then the last step of a sample
+            whose ``status`` is ``STATUS_EVENT`` ends at ``theta_end`` of it, a point that
+            moves with ``u`` and ``p`` (``event_multiplier``).
 
     Its parameters: ``p`` and ``table0..2`` as the forward kernel's; ``steps_u``, ``steps_t``,
     ``steps_h``: the forward kernel's ``Series`` bound as tables; ``row`` (int64, start at
@@ -267,13 +341,17 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
     (``gradient_type(params)``, start at 0), ``t_next`` (start at the end time); for the
     ``saveat`` states, ``dsaved`` (their cotangents, a table shaped as ``saved``; one row of
     zeros without), ``save_first``, ``save_every`` (``Param``), ``first_save`` (int64, the
-    forward's first ``saves``) and ``saves`` (int64, start at the forward's last).
+    forward's first ``saves``) and ``saves`` (int64, start at the forward's last); with an
+    event, ``status``, ``accepted`` (int64: the forward's) and ``theta_end``.
     """
     _check_func("f", f)
     _check_types(state, params)
-    in_u, in_p = step_objective(method, saves_per_step)
+    has_event = event is not None
+    in_u, in_p = step_objective(method, saves_per_step, has_event)
+    multiplier = event_multiplier(method)
     T0, T1, T2 = _table_types(tables)
     model = _with_tables(f, len(tables))
+    event = _with_tables(event, len(tables)) if has_event else _never
     State, Gradient = state, gradient_type(params)
     width = 1 if state.role is Role.SCALAR and state.width == 1 else state.width
     Rows = Table[2] if width == 1 else Table[3]
@@ -283,6 +361,7 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
                  dsaved: Rows, save_first: Param, save_every: Param, first_save: Scalar,
                  terminated: Terminated, row: Mutable[Scalar], lam: Mutable[State],
                  mu: Mutable[Gradient], t_next: Mutable[Scalar], saves: Mutable[Scalar],
+                 status: Scalar, accepted: Scalar, theta_end: Scalar,
                  table0: T0, table1: T1, table2: T2):
         if row > 0:
             row -= 1
@@ -293,8 +372,15 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
                                                    t_next, saves, first_save, save_first,
                                                    save_every, count)
             tabs = (table0, table1, table2)
-            p_bar = hawk.grad(in_p, p, u, t, h, model, tabs, lam, cts, thetas, ends)
-            lam = hawk.grad(in_u, u, p, t, h, model, tabs, lam, cts, thetas, ends)
+            e, theta, c = 0.0, 1.0, 0.0
+            if has_event:
+                at_event = status == STATUS_EVENT and row + 1 == accepted
+                if at_event:
+                    e, theta = 1.0, theta_end
+                c = e * multiplier(lam, theta, u, p, t, h, model, tabs, event)
+            ev = (e, theta, c)
+            p_bar = hawk.grad(in_p, p, u, t, h, model, tabs, lam, cts, thetas, ends, event, ev)
+            lam = hawk.grad(in_u, u, p, t, h, model, tabs, lam, cts, thetas, ends, event, ev)
             mu = mu + p_bar
             saves -= taken
             t_next = t
@@ -302,4 +388,5 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
 
     backward.__name__ = backward.__qualname__ = f"{method}_backward"
     return hawk.kernel(backward, dtypes={"row": "int64", "saves": "int64",
-                                         "first_save": "int64"})
+                                         "first_save": "int64", "status": "int64",
+                                         "accepted": "int64"})
