@@ -21,7 +21,10 @@ copyright = f"2026, {author}"
 # One version: pyproject.toml's (the same file the package's metadata comes from).
 release = version = tomllib.loads((HERE.parent / "pyproject.toml").read_text())["project"][
     "version"]
-extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.intersphinx"]
+# method_table (_shared/method_table.py): the ``ode-methods`` directive, the table of
+# hawk.ode.METHODS made when the page is built.
+extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.intersphinx",
+              "method_table"]
 source_suffix = {".md": "myst-nb"}
 exclude_patterns = ["_build", "_shared", "_intersphinx", "guide/_fixtures",
                     "**/.ipynb_checkpoints"]

@@ -292,11 +292,17 @@ def _falls(u, t, p):
     (dict(tstops=(0.0, 0.5)), "tstops"),
     (dict(sensitivity="p"), "sensitivity"),
     (dict(adjoint_steps=0), "adjoint_steps"),
+    (dict(saveat=np.array([0.2, 0.5])), "saveat as an array of times"),
     (dict(adjoint_steps=True), "adjoint_steps"),
 ])
 def test_what_the_adjoint_cannot_take_is_refused_by_name(options, named):
     with pytest.raises(ValueError, match=named):
         eagle.ode.solve(decay, np.ones(2), (0.0, 1.0), p=0.5, adjoint=True, **options)
+
+
+def test_model_arguments_are_refused_by_name():
+    with pytest.raises(ValueError, match="adjoint=True does not go with args"):
+        eagle.ode.solve(decay, np.ones(2), (0.0, 1.0), args=(0.5,), adjoint=True)
 
 
 def test_a_bad_cotangent_and_a_solution_without_steps_are_refused_by_name():

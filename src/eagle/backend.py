@@ -13,8 +13,13 @@ The path of a run, and who does what::
       Runner(plan, bound)
         backend.loop(program, bound, ...)        a Loop: compiles, owns the launch schedule
       runner.run()
+        loop.watch(progress)      a DeviceLoop only: write the live count for a progress bar
         loop.build()              one-time cost (compile on the CPU, record a graph on a GPU)
         loop.run(runner, after_launch)           advances samples, reports through runner.record
+
+A loop's optional features are a protocol of their own, ``DeviceLoop`` (a user's stream, the
+live count written for a progress bar, the loop as a graph records it): the runner and
+``GraphComposer`` ask ``isinstance(loop, DeviceLoop)`` rather than probing for methods.
 
 Backends are registered lazily by module path, so ``import eagle`` never imports a GPU
 library; ``backend_for`` imports a backend's module the first time it is asked for.
@@ -34,8 +39,8 @@ from hawk.ir import Program
 
 from .errors import BackendUnavailable
 
-__all__ = ["Backend", "Loop", "RunCounters", "register", "registered", "backend_for",
-           "backends", "device_of", "normalize_device", "default_device", "HOST"]
+__all__ = ["Backend", "Loop", "DeviceLoop", "RunCounters", "register", "registered",
+           "backend_for", "backends", "device_of", "normalize_device", "default_device", "HOST"]
 
 #: the device every host array lives on; always available
 HOST = "cpu"
@@ -83,8 +88,29 @@ class Loop(Protocol):
 
     def live_now(self) -> int | None:
         """The live count while ``run`` is going on (read from another thread), or None.
-        A loop that needs to prepare for that (a GPU writing to pinned host memory) may also
-        have ``watch(enabled: bool)``, which the runner calls before each run."""
+        A loop that needs to prepare for that (a GPU writing to pinned host memory) is a
+        ``DeviceLoop``: the runner calls its ``watch`` before each run."""
+
+
+@runtime_checkable
+class DeviceLoop(Loop, Protocol):
+    """A ``Loop`` that runs on a device's streams (a GPU's): the optional features a runner
+    uses where its loop has them, and refuses (naming the device) where it has not.
+
+    A loop has all three or none; the runner asks ``isinstance(loop, DeviceLoop)``, once.
+    """
+
+    def use_stream(self, stream) -> None:
+        """Run on the user's ``stream`` (``until_done(..., stream=...)``: any library's stream
+        or a raw handle); called once, before the loop is first used."""
+
+    def watch(self, enabled: bool) -> None:
+        """Called by the runner before each run: whether a progress bar will read
+        ``live_now`` (only then need the device write its live count to host memory)."""
+
+    def graph_loop(self) -> Any:
+        """The loop as a graph records it (made on first use): what ``GraphComposer`` records,
+        with ``prepare_for_capture``, ``append_to_capture`` and ``read_counters``."""
 
 
 @runtime_checkable

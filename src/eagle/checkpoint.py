@@ -13,8 +13,8 @@ says how it tells, and never touches a write in progress).
 
 ``load`` trusts nothing in the file: every metadata field is checked against ``SCHEMA`` (type
 and range), and the arrays against the metadata (dtype, ``n`` samples, flags of shape
-``(n,)``); a field that does not fit raises ``CheckpointError`` naming it. ``Runner.restore``
-then refuses a checkpoint made by a different kernel.
+``(n,)``); a field that does not fit raises ``CheckpointError`` naming it. ``load_for`` (what
+``Runner.restore`` reads) then refuses a checkpoint made by a different kernel.
 """
 
 from __future__ import annotations
@@ -24,13 +24,14 @@ from pathlib import Path
 
 import numpy as np
 
+import hawk
 from hawk.ir import MAX_WIDTH, Role
 
 from .atomic_files import remove_orphans, write_atomic
 from .backend import backend_for
 from .errors import CheckpointError
 
-__all__ = ["save", "load", "remove_orphans", "CheckpointError", "FORMAT", "SCHEMA"]
+__all__ = ["save", "load", "load_for", "remove_orphans", "CheckpointError", "FORMAT", "SCHEMA"]
 
 FORMAT = "eagle-checkpoint/1"
 _DTYPES = ("bool", "int32", "int64", "uint32", "uint64", "float32", "float64")
@@ -101,6 +102,55 @@ def load(path: str | Path) -> tuple[dict, dict[str, np.ndarray], np.ndarray]:
         raise CheckpointError(f"{path} has format {meta.get('format')!r}, expected {FORMAT!r}")
     _validate(path, meta, arrays, flags)
     return meta, arrays, flags
+
+
+def load_for(path, plan, xp=None) -> tuple[dict, dict, np.ndarray]:
+    """``Runner.restore``'s reading of the checkpoint at ``path`` for ``plan``: (metadata, the
+    bindings ``until_done`` takes, flags). Temporaries that killed writes to ``path`` left beside
+    it are removed first; ``CheckpointError`` when the file does not fit ``plan`` (another
+    kernel, body, dtypes or parameters). The arrays are new NumPy arrays, ``xp.asarray`` of
+    them when ``xp`` is given; the flags are among the bindings where the kernel has a
+    ``Terminated`` parameter (else they live in the runner: the caller sets them)."""
+    remove_orphans(path)  # what killed writes to it left behind
+    meta, arrays, flags = load(path)  # every field checked
+    if meta["kernel"] != plan.kernel.name:
+        raise CheckpointError(f"{path} was made by kernel {meta['kernel']!r}; it cannot "
+                              f"continue {plan.kernel.name!r}")
+    params = {p.name: p for p in plan.kernel.params}
+    stored = set(arrays) | set(meta["uniforms"]) | set(meta["dtypes"])
+    if stored != set(params):
+        odd = sorted(stored ^ set(params))[0]
+        raise CheckpointError(f"{path} holds parameters {sorted(stored)}, but "
+                              f"{plan.kernel.name!r} has {list(params)} (first difference: "
+                              f"{odd!r})")
+    for name, p in params.items():
+        if (p.role is Role.TABLE) != (name in meta["tables"]):
+            raise CheckpointError(f"{path}: {name!r} is a {p.annotation} of "
+                                  f"{plan.kernel.name!r} but the checkpoint holds it as "
+                                  f"{'a table' if name in meta['tables'] else 'no table'}")
+        if (p.role is Role.PARAM) != (name in meta["uniforms"]):
+            raise CheckpointError(f"{path}: {name!r} is a {p.role.value} of "
+                                  f"{plan.kernel.name!r} but the checkpoint holds it as "
+                                  f"{'a value' if name in meta['uniforms'] else 'an array'}")
+    try:
+        program = plan.kernel.specialize(meta["dtypes"])
+    except (hawk.CompileError, TypeError) as exc:
+        raise CheckpointError(f"{path}: field 'dtypes' does not fit {plan.kernel.name!r}: "
+                              f"{exc}") from None
+    if meta["digest"] != program.digest():
+        raise CheckpointError(f"{path} was made by kernel {meta['kernel']!r} with another "
+                              f"body or dtypes; it cannot continue {plan.kernel.name!r}")
+    bindings = {k: np.array(value, dtype) if isinstance(value, list)  # a vector, a matrix
+                else np.dtype(dtype).type(value)
+                for k, (dtype, value) in meta["uniforms"].items()}
+    bindings.update(arrays)
+    flag_param = plan.kernel.program.terminated_param
+    if flag_param is not None:
+        bindings[flag_param.name] = flags
+    if xp is not None:
+        bindings = {k: xp.asarray(v) if isinstance(v, np.ndarray) else v
+                    for k, v in bindings.items()}
+    return meta, bindings, flags
 
 
 def _validate(path: Path, meta: dict, arrays: dict[str, np.ndarray], flags: np.ndarray) -> None:

@@ -47,10 +47,11 @@ class GraphComposer:
             piece: a ``GraphPipeline``, a GPU ``Runner`` (its whole loop) or a zero-argument
                 callable issuing launches; a CPU runner or anything else is a ``TypeError``.
         """
+        from .backend import DeviceLoop
         from .runner import Runner
 
         if isinstance(piece, Runner):
-            if not hasattr(piece._loop, "graph_loop"):
+            if not isinstance(piece._loop, DeviceLoop):
                 raise TypeError(f"GraphComposer.add(): this runner runs on {piece.device}, "
                                 "whose loop is not recorded as a graph; a composer records GPU "
                                 "work (deploy for a GPU and pass GPU arrays)")

@@ -1,4 +1,4 @@
-"""``until_done``, ``Runner`` and ``Report``: running a plan until every sample is done.
+"""``until_done``, ``simulate`` and ``Runner``: running a plan until every sample is done.
 
 A runner is safe to share between threads: it runs one loop at a time (a second ``run()``
 raises ``RunnerBusy``), and ``checkpoint()`` from another thread waits for the next launch
@@ -6,85 +6,32 @@ boundary and is written there by the running thread, so a checkpoint is never to
 end with samples still running say so (``TruncationWarning``; not for a kernel without
 ``Terminated``, which can only end at ``max_steps``), and ``check_finite=True`` stops
 at the first launch that left a NaN or infinity in a live sample.
+
+This module is the runner and its run loop; the rest is by job: ``eagle.report`` (``Report``,
+the truncation warning), ``eagle.hold`` (who holds a runner, checkpoints from other threads),
+``eagle.checkpoint`` (the file, and whether it fits a plan), ``eagle.progress`` (the bar and
+its poller), ``eagle.finite`` (``check_finite``), ``eagle.interrupts`` (Ctrl-C at launch
+boundaries) and ``eagle.backend.DeviceLoop`` (a loop's optional features).
 """
 
 from __future__ import annotations
 
-import threading
 import time
-import warnings
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 import hawk
-from hawk.ir import Role
 
 from . import backend as backends
 from .bindings import bind, check_max_steps, check_steps_per_launch
-from .errors import (
-    BindingError,
-    CheckpointError,
-    NonFiniteState,
-    RunnerBusy,
-    TruncationWarning,
-)
+from .errors import BindingError, CheckpointError
+from .finite import FiniteCheck as _FiniteCheck  # looked up here by the run loop
+from .hold import Hold
 from .interrupts import deferred_interrupts
 from .plan import Plan, deploy
-from .progress import progress_bar
+from .progress import polling, run_progress
+from .report import Report, warn_if_truncated
 
 __all__ = ["Runner", "Report", "until_done", "simulate"]
-
-
-@dataclass(frozen=True)
-class Report:
-    """What one ``Runner.run()`` call did.
-
-    Attributes:
-        build_s: one-time cost of this call: compiling or loading the kernel on the CPU;
-            recording and instantiating the graph on a GPU (where the kernel is compiled by
-            ``until_done``); 0 on every later call of the same runner.
-        launches: kernel launches during this call.
-        steps: steps taken by the slowest sample during this call.
-        done: samples whose terminated flag is set, after this call.
-        n: samples in all.
-        truncated: ``max_steps`` was reached with samples still running (after any run
-            that reached ``max_steps`` of a kernel without ``Terminated``, whose samples
-            never finish; that alone gives no ``TruncationWarning``).
-        wall_s: wall-clock time of this call, build included.
-        device: where it ran (``"cpu"``, ``"cuda:0"``).
-        mode: how the loop ran: ``"host-loop"`` (CPU), ``"graph-while"`` (a GPU graph whose
-            WHILE node loops on the device) or ``"graph-unrolled"`` (drivers before 12.4).
-        threads: host threads used (0 where the device computes, a GPU).
-        steps_per_launch: the launch size last used.
-    """
-
-    build_s: float
-    launches: int
-    steps: int
-    done: int
-    n: int
-    truncated: bool
-    wall_s: float
-    device: str
-    mode: str
-    threads: int
-    steps_per_launch: int
-
-    def __str__(self) -> str:
-        state = f"{self.done}/{self.n} done" + (" (truncated at max_steps)" if self.truncated
-                                                 else "")
-        how = f"{self.mode}, {counted(self.threads, 'thread')}" if self.threads else self.mode
-        return (f"{state} after {counted(self.steps, 'step')} in "
-                f"{counted(self.launches, 'launch', 'launches')} on {self.device} "
-                f"({how}): {self.wall_s * 1e3:.2f} ms, build {self.build_s * 1e3:.2f} ms")
-
-
-def counted(k: int, one: str, many: str | None = None) -> str:
-    """``k`` things in words: ``1 launch``, ``6 launches`` (``many``: default ``one + "s"``)."""
-    return f"{k} {one if k == 1 else many or one + 's'}"
 
 
 class Runner:
@@ -122,11 +69,7 @@ class Runner:
         self.plan = plan
         self.eager = eager
         self.check_finite = check_finite
-        # Who holds the runner: None, or (what, thread) with what "run", "checkpoint" or
-        # "reset"; checkpoint requests from other threads wait in _snapshots for a boundary.
-        self._guard = threading.Condition()
-        self._holder: tuple[str, threading.Thread] | None = None
-        self._snapshots: list[_Snapshot] = []
+        self._hold = Hold(self)  # one loop at a time; checkpoints from other threads
         self.bound = bound
         self.device = plan.resolve_device(bound.device)
         self.backend = backends.backend_for(self.device)
@@ -140,12 +83,11 @@ class Runner:
         # (nothing may load while a graph is being recorded); the CPU compiles on first run.
         self._loop = self.backend.loop(plan.kernel.specialize(bound.dtypes), bound,
                                        steps_per_launch, eager=eager, fmad=plan.fmad)
-        if stream is not None:  # a loop that runs on device streams offers use_stream
-            use_stream = getattr(self._loop, "use_stream", None)
-            if use_stream is None:
+        if stream is not None:  # a loop that runs on device streams takes the user's
+            if not isinstance(self._loop, backends.DeviceLoop):
                 raise ValueError(f"until_done(stream=...): the runner runs on {self.device}, "
                                  "which has no CUDA streams; pass GPU arrays or drop stream=")
-            use_stream(stream)
+            self._loop.use_stream(stream)
 
     @property
     def n(self) -> int:
@@ -213,7 +155,7 @@ class Runner:
                 report = runner.run()      # continues them where they stopped
         """
         report = self._run(progress, checkpoint_every, checkpoint_path)
-        _warn_if_truncated(self, report, stacklevel=3)
+        warn_if_truncated(self, report, stacklevel=3)
         return report
 
     def _run(self, progress: bool, checkpoint_every: float | None, checkpoint_path) -> Report:
@@ -230,19 +172,18 @@ class Runner:
                                  f"on {self.device} the whole loop runs on the device, so call "
                                  "runner.checkpoint(path) between run() calls")
         with deferred_interrupts() as interrupts:  # raised at launch boundaries only
-            self._acquire("run")
+            self._hold.acquire("run")
             at_boundary = True  # the state is at a launch boundary (nothing is mid-launch)
             try:
                 start = time.perf_counter()
-                watch = getattr(self._loop, "watch", None)
-                if watch is not None:  # a loop whose device writes progress only when asked
-                    watch(progress)
+                if isinstance(self._loop, backends.DeviceLoop):
+                    self._loop.watch(progress)  # its device writes progress only when asked
                 build_s = self._loop.build()
                 interrupts.check()  # a Ctrl-C during the compile: no launch has begun
                 launches0, steps0 = self.launches, self.steps
                 last_checkpoint = time.perf_counter()
                 finite = _FiniteCheck(self) if self.check_finite else None
-                with _progress_bar(self, progress) as bar, _polling(bar, self._loop, self.n):
+                with run_progress(self, progress) as bar, polling(bar, self._loop, self.n):
 
                     def after_launch():
                         nonlocal last_checkpoint, at_boundary
@@ -255,8 +196,8 @@ class Runner:
                                 time.perf_counter() - last_checkpoint >= checkpoint_every:
                             self._save(checkpoint_path)
                             last_checkpoint = time.perf_counter()
-                        if self._snapshots:
-                            self._serve_snapshots()
+                        if self._hold.snapshots:
+                            self._hold.serve()
                         at_boundary = False
 
                     at_boundary = False
@@ -274,54 +215,7 @@ class Runner:
                 at_boundary = at_boundary or self._loop.sees_launches
                 raise
             finally:
-                self._release(at_boundary)
-
-    def _acquire(self, what: str) -> None:
-        """Hold the runner for ``what`` ("run", "reset"); ``RunnerBusy`` while a run holds it;
-        wait while a checkpoint or reset does (they are short)."""
-        me = threading.current_thread()
-        with self._guard:
-            while self._holder is not None and self._holder[0] != "run":
-                self._guard.wait()
-            if self._holder is not None:
-                thread = self._holder[1]
-                where = ("in this same thread (from inside its own run)" if thread is me
-                         else f"in thread {thread.name!r}")
-                raise RunnerBusy(f"{what}(): {self!r} is already running {where}; one runner "
-                                 "runs one loop at a time: wait for that run() to return, or "
-                                 "give each thread its own runner over its own arrays")
-            self._holder = (what, me)
-
-    def _release(self, consistent: bool = True) -> None:
-        """Let go of the runner, first writing the checkpoints other threads asked for
-        meanwhile (or failing them where the state is not at a launch boundary)."""
-        try:
-            while True:
-                with self._guard:
-                    if not self._snapshots:
-                        break
-                self._serve_snapshots(None if consistent else CheckpointError(
-                    f"{self!r}: the run stopped in the middle of a launch, so there is no "
-                    "consistent state to checkpoint"))
-        finally:
-            with self._guard:
-                self._holder = None
-                self._guard.notify_all()
-
-    def _serve_snapshots(self, error: BaseException | None = None) -> None:
-        """On the running thread, at a launch boundary: write the requested checkpoints."""
-        with self._guard:
-            pending, self._snapshots = self._snapshots, []
-        for request in pending:
-            if error is not None:
-                request.finish(error=error)
-                continue
-            try:
-                request.finish(path=self._save(request.path))
-            except BaseException as exc:
-                request.finish(error=exc)
-                if not isinstance(exc, Exception):
-                    raise
+                self._hold.release(at_boundary)
 
     def record(self, launches: int, taken: int, live: int) -> None:
         """Add ``launches`` launches in which the slowest sample took ``taken`` steps, after
@@ -333,11 +227,10 @@ class Runner:
     def graph_loop(self):
         """This runner's loop recorded as a graph (made on first use): what
         ``GraphComposer`` records. ``TypeError`` where the backend records no graphs."""
-        graph_loop = getattr(self._loop, "graph_loop", None)
-        if graph_loop is None:
+        if not isinstance(self._loop, backends.DeviceLoop):
             raise TypeError(f"graph_loop(): this runner runs on {self.device}, whose loop is "
                             "not recorded as a graph")
-        return graph_loop()
+        return self._loop.graph_loop()
 
     def sync_from_device(self) -> None:
         """Read the step and launch counters back after a ``GraphComposer`` replayed this
@@ -357,37 +250,7 @@ class Runner:
         it raises ``eagle.RunnerBusy`` instead: checkpoint between ``run()`` calls there.
         """
         with deferred_interrupts():  # never half a checkpoint, never the runner left held
-            return self._checkpoint(path)
-
-    def _checkpoint(self, path) -> Path:
-        me = threading.current_thread()
-        request, held = None, False
-        with self._guard:
-            while True:
-                if self._holder is None:
-                    self._holder, held = ("checkpoint", me), True
-                    break
-                what, thread = self._holder
-                if thread is me:  # the running thread itself, between launches
-                    break
-                if what == "run":
-                    if not self._loop.sees_launches:
-                        raise RunnerBusy(f"checkpoint(): {self!r} is running in thread "
-                                         f"{thread.name!r} on {self.device}, whose whole loop "
-                                         "runs on the device with no launch boundary the host "
-                                         "sees; checkpoint after run() returns")
-                    request = _Snapshot(path)
-                    self._snapshots.append(request)
-                    break
-                self._guard.wait()  # another checkpoint or a reset: wait for it
-        if request is not None:
-            return request.wait()
-        if not held:  # this thread holds the runner already, between two of its launches
-            return self._save(path)
-        try:
-            return self._save(path)
-        finally:
-            self._release()
+            return self._hold.checkpoint(path)
 
     def _save(self, path) -> Path:
         from .checkpoint import save
@@ -401,47 +264,9 @@ class Runner:
         e.g. ``cupy``); ``runner.arrays`` holds them. ``CheckpointError`` when the file does
         not fit ``plan`` (another kernel, body, dtypes or parameters). Temporaries that killed
         writes to ``path`` left beside it are removed."""
-        from .checkpoint import load, remove_orphans
+        from .checkpoint import load_for
 
-        remove_orphans(path)  # what killed writes to it left behind
-        meta, arrays, flags = load(path)  # every field checked
-        if meta["kernel"] != plan.kernel.name:
-            raise CheckpointError(f"{path} was made by kernel {meta['kernel']!r}; it cannot "
-                                  f"continue {plan.kernel.name!r}")
-        params = {p.name: p for p in plan.kernel.params}
-        stored = set(arrays) | set(meta["uniforms"]) | set(meta["dtypes"])
-        if stored != set(params):
-            odd = sorted(stored ^ set(params))[0]
-            raise CheckpointError(f"{path} holds parameters {sorted(stored)}, but "
-                                  f"{plan.kernel.name!r} has {list(params)} (first difference: "
-                                  f"{odd!r})")
-        for name, p in params.items():
-            if (p.role is Role.TABLE) != (name in meta["tables"]):
-                raise CheckpointError(f"{path}: {name!r} is a {p.annotation} of "
-                                      f"{plan.kernel.name!r} but the checkpoint holds it as "
-                                      f"{'a table' if name in meta['tables'] else 'no table'}")
-            if (p.role is Role.PARAM) != (name in meta["uniforms"]):
-                raise CheckpointError(f"{path}: {name!r} is a {p.role.value} of "
-                                      f"{plan.kernel.name!r} but the checkpoint holds it as "
-                                      f"{'a value' if name in meta['uniforms'] else 'an array'}")
-        try:
-            program = plan.kernel.specialize(meta["dtypes"])
-        except (hawk.CompileError, TypeError) as exc:
-            raise CheckpointError(f"{path}: field 'dtypes' does not fit {plan.kernel.name!r}: "
-                                  f"{exc}") from None
-        if meta["digest"] != program.digest():
-            raise CheckpointError(f"{path} was made by kernel {meta['kernel']!r} with another "
-                                  f"body or dtypes; it cannot continue {plan.kernel.name!r}")
-        bindings = {k: np.array(value, dtype) if isinstance(value, list)  # a vector, a matrix
-                    else np.dtype(dtype).type(value)
-                    for k, (dtype, value) in meta["uniforms"].items()}
-        bindings.update(arrays)
-        flag_param = plan.kernel.program.terminated_param
-        if flag_param is not None:
-            bindings[flag_param.name] = flags
-        if xp is not None:
-            bindings = {k: xp.asarray(v) if isinstance(v, np.ndarray) else v
-                        for k, v in bindings.items()}
+        meta, bindings, flags = load_for(path, plan, xp)
         try:
             runner = until_done(plan, max_steps=meta["max_steps"],
                                 steps_per_launch=meta["steps_per_launch"], seed=meta["seed"],
@@ -449,7 +274,7 @@ class Runner:
         except BindingError as exc:
             raise CheckpointError(f"{path}: its arrays do not fit {plan.kernel.name!r}: "
                                   f"{exc}") from None
-        if flag_param is None:  # no Terminated parameter: the flags live in the runner
+        if plan.kernel.program.terminated_param is None:  # the flags live in the runner
             runner.bound.flags[...] = flags
         runner.steps, runner.launches, runner.live = meta["steps"], meta["launches"], meta["live"]
         return runner
@@ -473,14 +298,14 @@ class Runner:
         """Clear the terminated flags and the step counters; the state arrays are the user's
         to re-initialise. ``RunnerBusy`` while a ``run()`` is going on."""
         with deferred_interrupts():
-            self._acquire("reset")
+            self._hold.acquire("reset")
             try:
                 self.backend.clear(self.bound.flags)
                 self.steps = 0
                 self.launches = 0
                 self.live = None
             finally:
-                self._release()
+                self._hold.release()
 
     def __repr__(self) -> str:
         return (f"<eagle.Runner {self.plan.kernel.name} n={self.n} on {self.device}, "
@@ -594,120 +419,5 @@ def simulate(kernel: hawk.Kernel, /, max_steps: int, device: str | None = None,
                         steps_per_launch=steps_per_launch, check_finite=check_finite, seed=seed,
                         **bindings)
     report = runner._run(progress, None, None)
-    _warn_if_truncated(runner, report, stacklevel=3)
+    warn_if_truncated(runner, report, stacklevel=3)
     return report
-
-
-def _warn_if_truncated(runner: Runner, report: Report, stacklevel: int) -> None:
-    """``TruncationWarning`` when a run ended at ``max_steps`` with samples still running,
-    unless the kernel has no ``Terminated`` parameter: its samples cannot finish earlier, so
-    running exactly ``max_steps`` is what it was asked to do (a Monte Carlo payoff evaluated
-    once with ``max_steps=1``), not a limit it ran into. ``Report.truncated`` still says so."""
-    if not report.truncated or runner.plan.kernel.program.terminated_param is None:
-        return
-    live = report.n - report.done
-    warnings.warn(f"{runner.plan.kernel.name}: {live} of {report.n} samples were still running "
-                  f"at max_steps={runner.max_steps}; raise runner.max_steps and run() again to "
-                  "continue them (or pass a larger max_steps)", TruncationWarning,
-                  stacklevel=stacklevel)
-
-
-class _Snapshot:
-    """A checkpoint another thread asked for while a run holds the runner."""
-
-    def __init__(self, path):
-        self.path = path
-        self._done = threading.Event()
-        self._path: Path | None = None
-        self._error: BaseException | None = None
-
-    def finish(self, path: Path | None = None, error: BaseException | None = None) -> None:
-        self._path, self._error = path, error
-        self._done.set()
-
-    def wait(self) -> Path:
-        self._done.wait()
-        if self._error is not None:
-            raise self._error
-        return self._path
-
-
-class _FiniteCheck:
-    """``check_finite``: the float state arrays (``Mutable``/``Out``) of the samples that were
-    live before the last check, looked at for NaN/inf; the first sample (lowest index) and its
-    first such parameter named."""
-
-    def __init__(self, runner: Runner):
-        self.runner = runner
-        self.to_host = runner.backend.to_host
-        self.names = [p.name for p in runner.plan.kernel.params
-                      if p.role in (Role.MUTABLE, Role.OUT)
-                      and runner.bound.arrays[p.name].dtype.kind == "f"]
-        self.live = ~np.array(self.to_host(runner.bound.flags), dtype=bool)
-
-    def check(self) -> None:
-        runner = self.runner
-        first = None
-        for name in self.names:
-            state = self.to_host(runner.bound.arrays[name])
-            bad = ~np.isfinite(state)
-            if bad.ndim == 2:
-                bad = bad.any(axis=0)
-            hits = np.flatnonzero(bad & self.live)
-            if hits.size and (first is None or hits[0] < first[0]):
-                first = (int(hits[0]), name, state)
-        self.live = ~np.array(self.to_host(runner.bound.flags), dtype=bool)
-        if first is None:
-            return
-        index, name, state = first
-        value = state[..., index]
-        value = float(value) if value.ndim == 0 else next(float(v) for v in value
-                                                         if not np.isfinite(v))
-        when = (f"after launch {runner.launches} (step {runner.steps}); the arrays and counters "
-                f"hold that launch boundary" if runner._loop.sees_launches
-                else f"at the end of run() (step {runner.steps}; on {runner.device} the loop is "
-                     "checked once, at its end)")
-        raise NonFiniteState(f"sample {index}'s {name!r} is {value} {when}: "
-                             f"{runner.plan.kernel.name} produced a NaN or infinity in a live "
-                             "sample (until_done(..., check_finite=True))", index, name, value)
-
-
-@contextmanager
-def _progress_bar(runner: Runner, enabled: bool):
-    if not enabled:
-        yield None
-        return
-    done = runner.n - (runner.live if runner.live is not None else runner.n)
-    bar = progress_bar("run(progress=True)", total=runner.n, initial=done, unit="sample",
-                       desc=runner.plan.kernel.name)
-    try:
-        yield bar
-    finally:
-        if runner.live is not None:
-            bar.update(runner.n - runner.live - bar.n)
-        bar.close()
-
-
-@contextmanager
-def _polling(bar, loop, n: int, interval: float = 0.05):
-    """While the body runs, copy the live count the device writes to host memory into ``bar``
-    from a thread: the graph itself never waits for the host. (A loop whose launches the host
-    sees updates the bar after each launch instead.)"""
-    if bar is None or loop.sees_launches:
-        yield
-        return
-    stop = threading.Event()
-
-    def poll():
-        while not stop.wait(interval):
-            live = loop.live_now()
-            if live is not None:
-                bar.update(n - live - bar.n)
-
-    thread = threading.Thread(target=poll, name="eagle-progress", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()

@@ -29,6 +29,7 @@ import functools
 import os
 from pathlib import Path
 
+from ..backend import DeviceLoop
 from ..errors import ArtifactError, BackendUnavailable, BindingTypeError, CaptureError, CudaError
 
 __all__ = ["ABI_VERSION", "PROTOTYPES", "library_path", "library", "check", "describe",
@@ -484,10 +485,10 @@ class _RunLoop(_Handle):
         self._ptr = ptr
 
 
-class Loop:
-    """``until_done``'s loop on a GPU over the C++ ``RunLoop``: ``WHILE { eagle_step ;
-    eagle_decide }`` recorded once, one graph launch per ``run()``, the counters read back once
-    (what ``CudaLoop`` does over ``cuda.bindings``)."""
+class Loop(DeviceLoop):
+    """``until_done``'s loop on a GPU over the C++ ``RunLoop`` (an ``eagle.backend.DeviceLoop``):
+    ``WHILE { eagle_step ; eagle_decide }`` recorded once, one graph launch per ``run()``, the
+    counters read back once (what ``CudaLoop`` does over ``cuda.bindings``)."""
 
     sees_launches = False
     threads = 0

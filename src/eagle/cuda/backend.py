@@ -39,6 +39,7 @@ import numpy as np
 
 from hawk.ir import Program
 
+from ..backend import DeviceLoop
 from . import emit
 from .arguments import INITIAL_STEPS_PER_LAUNCH, MAX_STEPS_PER_LAUNCH, step_arguments
 from .driver import activate, call, device_info, driver
@@ -271,8 +272,8 @@ class GraphLoop:
         return self._finish(c, steps)
 
 
-class CudaLoop:
-    """``until_done``'s loop on a GPU (the ``eagle.backend.Loop`` of ``CudaBackend``): the
+class CudaLoop(DeviceLoop):
+    """``until_done``'s loop on a GPU (the ``eagle.backend.DeviceLoop`` of ``CudaBackend``): the
     kernel is compiled and loaded when the runner is made, so ``build`` (on the first run) is
     the cost of recording and instantiating the graph alone. ``eager=True`` launches from a
     host loop that reads the live count back after every launch (the loop a graph replaces)."""

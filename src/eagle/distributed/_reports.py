@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..runner import counted
+from ..report import counted
 
 __all__ = ["ChunkReport", "DistributedReport"]
 

@@ -10,7 +10,10 @@ executor like any other.
 adjoint=True)``, ``Solution.vjp``), ``fitting`` the sum of squares and its gradient for
 ``scipy.optimize``, ``arguments`` checks what the user passed (every refusal names
 the user's argument, before anything is allocated or run), ``probes`` types the user's funcs
-alone so that a wrong shape is refused in the user's words.
+alone so that a wrong shape is refused in the user's words, ``model_args`` packs ``args=(...)``
+into the one ``p`` the kernels bind and unpacks it for the user's funcs, ``events`` makes
+SciPy's list of events one vector-valued event and locates a pure recording's events after the
+run.
 """
 
 from .adjoint import Gradients

@@ -71,6 +71,7 @@ class Record:
             else None.
         event: the terminal event (in the kernel's time), or None.
         direction: its direction.
+        event_samples: the points a step is looked at for it (``solve``'s).
     """
 
     f: object
@@ -84,6 +85,7 @@ class Record:
     first_save: object = None
     event: object = None
     direction: int = -1
+    event_samples: int = 4
 
 
 def check(method: str, steps, refused: dict) -> int:
@@ -137,7 +139,8 @@ def kernel(record: Record):
     """The recording forward kernel for ``record``'s model and method."""
     return recording_kernel(record.f, record.state, record.params, tables=record.table_dims,
                             method=record.method, saveat=record.first_save is not None,
-                            event=record.event, direction=record.direction)
+                            event=record.event, direction=record.direction,
+                            event_samples=record.event_samples)
 
 
 #: the forward kernel's parameters that the plain adaptive kernel's arrays also hold

@@ -21,7 +21,7 @@ from hawk import ode as hawk_ode
 from hawk.ir import MAX_MATRIX_SIDE, MAX_WIDTH
 
 __all__ = ["array_module", "state_type", "numeric", "params", "per_sample", "tables",
-           "finite_pair", "allocate", "threads", "record_events"]
+           "finite_pair", "allocate", "threads", "record_events", "is_array", "listed_times"]
 
 _NUMBERS = (int, float, np.integer, np.floating)
 
@@ -83,7 +83,19 @@ def params(p, xp, n: int, dtype):
                              f"got {len(p)}")
         for i, v in enumerate(p):
             numeric(f"p[{i}]", v)
+        for i, v in enumerate(p):
+            if np.ndim(v) == 1 and np.shape(v)[0] != n:
+                raise ValueError(f"p[{i}] has shape {np.shape(v)}: a sequence p is a "
+                                 f"Vector[{len(p)}] per sample, each entry a number or an "
+                                 f"array ({n},); pass arguments of other shapes as "
+                                 f"args=(...), f(u, t, *args)")
         p = xp.stack([xp.broadcast_to(xp.asarray(v, dtype=dtype), (n,)) for v in p])
+    elif isinstance(p, tuple | list) and len(p) >= 1 and not all(
+            isinstance(v, _NUMBERS) or np.ndim(v) == 0 for v in p):
+        raise ValueError(f"p is a sequence of arrays of different shapes "
+                         f"{[np.shape(v) for v in p]}: a sequence p is one Vector[k] per "
+                         f"sample (numbers or arrays ({n},)); pass a model's several "
+                         f"arguments as args=(...), called f(u, t, *args)")
     p = _new_array("p", p, xp, dtype, "a number, an array or a sequence of numbers or arrays "
                    f"({n},)")
     shape = tuple(p.shape)
@@ -174,6 +186,46 @@ def finite_pair(name: str, value) -> tuple[float, float]:
     if not (math.isfinite(a) and math.isfinite(b)):
         raise ValueError(f"{name} must be finite numbers, got {value!r}")
     return a, b
+
+
+def is_array(value) -> bool:
+    """Whether ``value`` is a NumPy or CuPy array (``saveat`` as an array of times, not the
+    sequence ``(first, last, count)``)."""
+    return isinstance(value, np.ndarray) or type(value).__module__.split(".")[0] == "cupy"
+
+
+def listed_times(name: str, value, xp, n: int, dtype, backward: bool):
+    """``saveat`` given as an array of times (SciPy's ``t_eval``, diffrax's ``SaveAt(ts=...)``)
+    as a new 1-D array in the integration's variable (``s = -t`` for ``backward``), increasing;
+    ``ValueError`` naming ``name`` where it is not ``(T,)`` or ``(T, n)`` (a column per
+    sample), empty, not finite or not strictly sorted in the integration's direction."""
+    numeric(name, value)
+    if not (value.ndim == 1 or (value.ndim == 2 and value.shape[1] == n)) \
+            or value.shape[0] == 0:
+        raise ValueError(f"{name} as an array of times must be (T,) (the same times for every "
+                         f"sample) or (T, {n}) (a column of times per sample), T >= 1, got "
+                         f"shape {tuple(value.shape)}")
+    times = xp.array(value, dtype=dtype, copy=True, order="C")
+    bad = ~xp.isfinite(times)
+    if bool(bad.any()):
+        first = int(xp.argmax(bad.ravel()))
+        where = f"index {first}" if times.ndim == 1 else \
+            f"row {first // n} of column {first % n}"
+        raise ValueError(f"{name} must be finite times, got {float(times.ravel()[first])!r} "
+                         f"at {where}")
+    if backward:
+        times = -times
+    unsorted = times[1:] <= times[:-1]
+    if bool(unsorted.any()):
+        first = int(xp.argmax(unsorted.ravel()))
+        row, column = (first + 1, None) if times.ndim == 1 else divmod(first, n)
+        where = f"index {row}" if column is None else f"row {row + 1} of column {column}"
+        at = (row,) if column is None else (row + 1, column)
+        before = (row - 1,) if column is None else (row, column)
+        way = "decreasing (t_end < t0)" if backward else "increasing"
+        raise ValueError(f"{name} must be sorted, strictly {way}: {where} is "
+                         f"{float(value[at])!r} after {float(value[before])!r}")
+    return times
 
 
 def record_events(value) -> int:

@@ -68,9 +68,10 @@ def _probe(g: Func, state, params, dims: tuple[int, ...], result, measure: bool)
 
 
 def check_result(name: str, g: Func, state, params, dims: tuple[int, ...], result,
-                 meaning: str) -> None:
+                 meaning: str, given: str | None = None) -> None:
     """``ValueError`` naming ``name`` unless ``g(u, t, p, *tables)`` returns a ``result``
-    (``meaning``: what that value is, for the message)."""
+    (``meaning``: what that value is, for the message; ``given``: how the model's arguments
+    were passed, where not as ``p``)."""
     try:
         _probe(g, state, params, dims, result, False).specialize({})
     except CompileError as exc:
@@ -80,8 +81,16 @@ def check_result(name: str, g: Func, state, params, dims: tuple[int, ...], resul
         got = first.rpartition(", not ")[2]
         raise ValueError(
             f"{name} must return {meaning}: {describe(result)}, for u0 given as "
-            f"{describe(state)} and p as {describe(params)}; {g.name}() returned {got}"
+            f"{describe(state)} and {given or f'p as {describe(params)}'}; "
+            f"{_named(g)}() returned {got}"
         ) from None
+
+
+def _named(g: Func) -> str:
+    """The user's name of ``g`` (not that of a wrapper that passes its arguments on)."""
+    while hasattr(g, "forwards_to"):
+        g = g.forwards_to
+    return g.name
 
 
 def result_width(name: str, g: Func, state, params, dims: tuple[int, ...]) -> int:

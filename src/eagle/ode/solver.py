@@ -12,17 +12,18 @@ import numpy as np
 import hawk
 from hawk import ode as hawk_ode
 from hawk.inline import Func
-from hawk.ir import MAX_WIDTH
-from hawk.ode.kernels import MAX_EVENTS
+from hawk.ir import MAX_WIDTH, Role
+from hawk.ode.kernels import _takes_index, recorded_row_width
+from hawk.ode.recorded import event_location_kernel
 
 from ..errors import TruncationWarning
 from ..plan import Plan, deploy
 from ..runner import Report, Runner, simulate, until_done
 from ..threads import get_num_threads, set_num_threads
 from . import adjoint as adjoints
-from . import arguments as args
-from . import cluster, probes
+from . import arguments, cluster, model_args, probes
 from .adjoint import Gradients
+from .events import as_one_event, locate_recorded, per_component
 
 __all__ = ["solve", "Solution", "METHODS"]
 
@@ -52,7 +53,9 @@ class Solution:
         events: events per sample (int64): bounces applied, or 1 where the event ended it.
         saved: with ``saveat``, the state at each recorded time: ``(T, n)`` or ``(T, k, n)``
             (NaN where a sample ended first); else None.
-        ts: with ``saveat``, the ``T`` recorded times (the same for every sample); else None.
+        ts: with ``saveat``, the ``T`` recorded times (a new array, those of an array
+            ``saveat`` in its dtype: ``(T,)``, or ``(T, n)`` for times per sample); else
+            None.
         report: the run's ``eagle.Report``.
         runner: the ``eagle.Runner`` that ran it (``runner.run()`` again continues nothing: all
             samples are done or at ``max_steps``); its arrays are the ones above. None for a
@@ -168,7 +171,8 @@ def _sensitivity_columns(params, sensitivity, states: int, refused: dict) -> int
         if value is not None:
             raise ValueError(f"sensitivity={sensitivity!r} does not go with {name} yet")
     if params.columns:
-        raise ValueError("sensitivity='p' takes p as numbers or a vector (not a matrix)")
+        raise ValueError("sensitivity='p' takes p as numbers or a vector (not a matrix), or "
+                         "args of at most 64 numbers in all")
     columns = params.width if sensitivity == "p" else states
     width = states + states * columns
     if width > MAX_WIDTH:
@@ -215,7 +219,8 @@ def _save_times(saveat) -> tuple[float, float, int]:
         first, last, count = saveat
         first, last = float(first), float(last)
     except (TypeError, ValueError):
-        raise ValueError(f"saveat must be (first, last, count), got {saveat!r}") from None
+        raise ValueError(f"saveat must be (first, last, count) or an array of times "
+                         f"(np.asarray(times)), got {saveat!r}") from None
     if not (math.isfinite(first) and math.isfinite(last)):
         raise ValueError(f"saveat: first and last must be finite, got {first!r} and {last!r}")
     if isinstance(count, bool) or not (isinstance(count, int | np.integer) and count >= 1):
@@ -226,65 +231,13 @@ def _save_times(saveat) -> tuple[float, float, int]:
     return first, (last - first) / (count - 1) if count > 1 else 1.0, count
 
 
-@functools.cache
-def _stacked(funcs: tuple[Func, ...]) -> Func:
-    """One vector-valued event of the event functions ``funcs``: component ``i`` is
-    ``funcs[i](u, t, p, ...)``."""
-    if len(funcs) == 1:
-        return funcs[0]
-    head, rest = funcs[0], _stacked(funcs[1:])
-
-    @hawk.func
-    def events(u, t, *more):
-        return hawk.concat(head(u, t, *more), rest(u, t, *more))
-
-    return events
-
-
-def _events(event, direction, terminal, on_event):
-    """``event`` as one func: a list or tuple of funcs (SciPy's ``events=[...]``) is stacked
-    into one vector-valued event, each function's ``.terminal`` and ``.direction`` attributes
-    (SciPy's) read where ``terminal``/``direction`` are not given per component."""
-    if event is None or isinstance(event, Func):
-        return event, direction, terminal
-    if not isinstance(event, list | tuple) or not event:
-        raise TypeError(f"event must be a @hawk.func g(u, t, p), or a list of them (several "
-                        f"events), got {event!r}")
-    for i, g in enumerate(event):
-        if not isinstance(g, Func):
-            raise TypeError(f"event[{i}] must be a @hawk.func g(u, t, p), got {g!r}")
-    if len(event) > MAX_EVENTS:
-        raise ValueError(f"event: at most {MAX_EVENTS} event functions, got "
-                         f"{len(event)}")
-    if terminal is None and any(hasattr(g, "terminal") for g in event):
-        terminal = tuple(bool(getattr(g, "terminal", on_event is None)) for g in event)
-    if not isinstance(direction, tuple) and any(hasattr(g, "direction") for g in event):
-        direction = tuple(int(getattr(g, "direction", direction)) for g in event)
-    return _stacked(tuple(event)), direction, terminal
-
-
-def _per_component(event: Func, direction, terminal, on_event, state, params, dims):
-    """``direction`` and ``terminal`` for each component of a vector-valued ``event`` (a
-    single value stands for every one), checked against the number of its components."""
-    width = probes.result_width("event", event, state, params, dims)
-    if width == 1:
-        return direction, terminal
-    if width > MAX_EVENTS:
-        raise ValueError(f"event returns {width} components; at most {MAX_EVENTS} "
-                         f"events are watched at once")
-    default = on_event is None if terminal is None else terminal
-    for name, value in (("direction", direction), ("terminal", default)):
-        if isinstance(value, tuple) and len(value) != width:
-            raise ValueError(f"{name} has {len(value)} entries but event returns {width} "
-                             f"components: give one {name} per component, or one for all")
-    return (direction if isinstance(direction, tuple) else (direction,) * width,
-            default if isinstance(default, tuple) else (default,) * width)
-
-
-def _check_funcs(f: Func, state, params, dims, *, jac, noise, on_stop, on_event) -> None:
+def _check_funcs(f: Func, state, params, dims, *, jac, noise, on_stop, on_event,
+                 given: str | None = None) -> None:
     """The user's funcs return what ``solve`` needs of them (``probes``), before any kernel
-    is built: refusals name ``f``, ``jac``... and the shapes, not the kernels' parameters."""
-    probes.check_result("f", f, state, params, dims, state, "du/dt shaped as u0")
+    is built: refusals name ``f``, ``jac``... and the shapes, not the kernels' parameters
+    (``given``: how the model's arguments were passed, where not as ``p``)."""
+    check = functools.partial(probes.check_result, given=given)
+    check("f", f, state, params, dims, state, "du/dt shaped as u0")
     for name, g, meaning in (("noise", noise, "the diffusion shaped as u0"),
                              ("on_stop", on_stop, "the new state shaped as u0"),
                              ("on_event", on_event, "the new state shaped as u0")):
@@ -292,21 +245,22 @@ def _check_funcs(f: Func, state, params, dims, *, jac, noise, on_stop, on_event)
             continue
         if not isinstance(g, Func):
             raise TypeError(f"{name} must be a @hawk.func taking (u, t, p), got {g!r}")
-        if name != "on_event" or len(g.signature.parameters) == 3 + len(dims):
-            probes.check_result(name, g, state, params, dims, state, meaning)
+        if name != "on_event" or not _takes_index(g, len(dims)):
+            check(name, g, state, params, dims, state, meaning)
     if jac is not None:
         if not isinstance(jac, Func):
             raise TypeError(f"jac must be a @hawk.func jac(u, t, p) returning df/du, got "
                             f"{jac!r}")
         size = 1 if state is hawk.Scalar else state.width
         shape = hawk.Scalar if size == 1 else hawk.Matrix[size, size]
-        probes.check_result("jac", jac, state, params, dims, shape, "df/du")
+        check("jac", jac, state, params, dims, shape, "df/du")
 
 
-def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol=1e-6,
+def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rtol=1e-6,
+          atol=1e-6,
           dt=None, noise: Func | None = None, seed: int | None = None,
           saveat=None, event: Func | None = None, on_event: Func | None = None,
-          direction=-1, terminal=None, record_events: int = 0,
+          direction=-1, terminal=None, record_events: int = 0, event_samples: int = 4,
           tstops=None, on_stop: Func | None = None, max_step=math.inf,
           max_steps: int = 1_000_000, tables=(), sensitivity: str | None = None,
           jac: Func | None = None, adjoint: bool = False,
@@ -337,7 +291,18 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
             ``(r, c, n)`` (a ``Matrix[r, c]``, r and c up to 16); shared by every sample (one
             value passed by value), any other array ``(m,)`` (a ``Vector[m]``) or ``(r, c)``
             (a ``Matrix[r, c]``, say a rate matrix); or a sequence of k numbers or arrays
-            ``(n,)`` (a ``Vector[k]`` per sample).
+            ``(n,)`` (a ``Vector[k]`` per sample). Default: the number 0.
+        args: instead of ``p``, the model's arguments as SciPy's ``solve_ivp(args=...)`` and
+            diffrax's ``args`` take them: a tuple of numbers and arrays of any of ``p``'s
+            shapes (each its own: a number, a vector, a matrix; per sample with the samples
+            as the last axis, else shared by every sample), passed to ``f`` one by one,
+            ``f(u, t, W1, b1, W2, b2)`` (and so to ``event``, ``on_event``, ``on_stop``,
+            ``noise`` and ``jac``, the tables after them). At most 256 numbers in all (they
+            are packed into one array the kernels bind, and taken out again bit for bit:
+            ``eagle.ode.model_args``; all per sample when one of them is). A tuple ``p`` is
+            always one ``Vector[k]``; arrays of different shapes in ``p`` are refused with a
+            pointer here. With ``sensitivity="p"``, ``du_dp``'s columns are the arguments'
+            numbers in order (each flattened row by row), 64 numbers in all at most.
         method: one of ``hawk.ode.METHODS`` (the registry): ``"dopri5"`` (default; adaptive
             Dormand-Prince 5(4)), ``"tsit5"`` (Tsitouras's
             5(4) pair, usually a little cheaper for the same accuracy; everything ``"dopri5"``
@@ -363,7 +328,12 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         saveat: ``(first, last, count)``: record the state at ``count`` equally spaced times
             from ``first`` to ``last`` into ``Solution.saved`` (the adaptive methods
             interpolate inside their steps; fixed-step methods land a step on each time).
-            Times before a sample's ``t0`` are not recorded (NaN).
+            Or any times, as a NumPy (CuPy) array strictly sorted in the integration's
+            direction (SciPy's ``t_eval``, diffrax's ``SaveAt(ts=...)``, the observation
+            times of data), recorded the same way (an array equal to the grid gives the
+            grid's bits): ``(T,)`` for every sample, or ``(T, n)``, a column of times per
+            sample (each sample's own observation times); a tuple or list is always
+            ``(first, last, count)``. Times before a sample's ``t0`` are not recorded (NaN).
         event: a ``@hawk.func`` ``g(u, t, p)`` whose zero crossing (in ``direction``) is an
             event (the adaptive methods). An event is terminal by default (it ends the sample
             there; SciPy's are not), unless ``on_event`` is given (it is called instead). A
@@ -381,9 +351,19 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
             components of a vector-valued ``event`` (up to 16: several event functions at
             once, SciPy's ``events=[...]`` with their ``.terminal``). Default: the event is
             terminal unless ``on_event`` is given.
+        event_samples: the points a step is looked at for an event (the adaptive methods):
+            its end and ``event_samples - 1`` equally spaced inside, each an interpolation
+            and an evaluation of ``g``, so that two crossings inside one step are seen
+            (as long as the parts are shorter than the time between them; bound the step
+            with ``max_step``). ``1`` looks at the step's ends only, as SciPy does: the
+            cheapest, for events that cannot come in pairs within a step. Default 4.
         record_events: record each sample's first ``record_events`` events (terminal or not)
             into ``Solution.t_events``, ``u_events`` and ``which_events`` (SciPy's
-            ``t_events``/``y_events``).
+            ``t_events``/``y_events``). Where nothing acts (``terminal=False`` for every
+            event, no ``on_event``: a Poincaré section), the steps only note which event
+            crossed and each is located after the run, once per event, with the same bits
+            (``hawk.ode.recorded.event_location_kernel``; ``Solution.arrays["u_events"]``
+            then holds the steps' rows).
         tstops: ``(first, every)``: steps land exactly on ``first + k * every`` (the adaptive
             methods).
         on_stop: a ``@hawk.func`` ``(u, t, p) -> u`` applied at each of those times.
@@ -431,31 +411,46 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got "
                          f"{method!r}")
-    xp = args.array_module(u0)
+    xp = arguments.array_module(u0)
     cluster.check_options(client, chunks, xp)
-    args.numeric("u0", u0)
+    arguments.numeric("u0", u0)
     column = u0.ndim == 2 and u0.shape[0] == 1  # (1, n): one state per sample, as (n,)
     if column:
         u0 = u0[0]
-    state, n = args.state_type(u0)
+    state, n = arguments.state_type(u0)
     dtype = u0.dtype if u0.dtype in (np.float32, np.float64) else np.dtype(np.float64)
-    threads = args.threads(threads)
-    record_events = args.record_events(record_events)
+    threads = arguments.threads(threads)
+    record_events = arguments.record_events(record_events)
+    if isinstance(event_samples, bool) or not (isinstance(event_samples, int | np.integer)
+                                               and 1 <= event_samples <= 64):
+        raise ValueError(f"event_samples must be an int from 1 to 64 (the points a step is "
+                         f"looked at for an event), got {event_samples!r}")
     if isinstance(max_steps, bool) or not (isinstance(max_steps, int) and max_steps >= 1):
         raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")
     try:
         t0, t_end = t_span
     except (TypeError, ValueError):
         raise ValueError(f"t_span must be a pair (t0, t_end), got {t_span!r}") from None
-    t = args.per_sample("t_span[0]", t0, xp, n, dtype)
-    t_end = args.per_sample("t_span[1]", t_end, xp, n, dtype)
+    t = arguments.per_sample("t_span[0]", t0, xp, n, dtype)
+    t_end = arguments.per_sample("t_span[1]", t_end, xp, n, dtype)
     backward = bool((t_end < t).all())
     if not (backward or bool((t_end > t).all())):
         raise ValueError("t_span: t_end must differ from t0 on the same side for every sample "
                          "(all forward in time, t_end > t0, or all backward, t_end < t0)")
-    p, params = args.params(p, xp, n, dtype)
-    tables, table_dims = args.tables(tables, xp)
-    event, direction, terminal = _events(event, direction, terminal, on_event)
+    layout = None
+    if args is not None:
+        if p is not None:
+            raise ValueError("pass the model's parameters as p (f(u, t, p)) or as args "
+                             "(f(u, t, *args)), not both")
+        p, params, layout = model_args.pack(args, xp, n, dtype)
+    else:
+        p, params = arguments.params(0.0 if p is None else p, xp, n, dtype)
+    tables, table_dims = arguments.tables(tables, xp)
+    event, direction, terminal = as_one_event(event, direction, terminal, on_event)
+    if layout is not None:  # every func takes the arguments out of the packed p
+        f, event, on_event, on_stop, noise, jac = (
+            model_args.unpacking(g, layout) if isinstance(g, Func) else g
+            for g in (f, event, on_event, on_stop, noise, jac))
     refused = dict(on_event=on_event, tstops=tstops, on_stop=on_stop, noise=noise, jac=jac)
     if sensitivity is not None:  # what it cannot serve, refused before any func is typed
         several = True if (record_events or isinstance(direction, tuple)
@@ -463,18 +458,23 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         _sensitivity_columns(params, sensitivity, u0.shape[0] if u0.ndim == 2 else 1,
                              {**refused, "several events": several})
     if adjoint:
-        adjoint_steps = adjoints.check(method, adjoint_steps, dict(
-            on_event=on_event, tstops=tstops, on_stop=on_stop, sensitivity=sensitivity,
-            client=client, noise=noise, jac=jac))
+        adjoint_steps = adjoints.check(method, adjoint_steps, {
+            "on_event": on_event, "tstops": tstops, "on_stop": on_stop,
+            "sensitivity": sensitivity, "client": client, "noise": noise, "jac": jac,
+            "args": args, "saveat as an array of times": arguments.is_array(saveat) or None})
         adjoints.check_event(event, direction, terminal, record_events)
     _check_funcs(f, state, params, table_dims, jac=jac, noise=noise, on_stop=on_stop,
-                 on_event=on_event)
+                 on_event=on_event,
+                 given=None if layout is None else f"args as {model_args.describe(layout)}")
     if event is not None:
-        direction, terminal = _per_component(event, direction, terminal, on_event, state,
+        direction, terminal = per_component(event, direction, terminal, on_event, state,
                                              params, table_dims)
         if adjoint:  # a vector-valued event: several
             adjoints.check_event(event, direction, terminal, record_events)
     stochastic = hawk_ode.METHODS[method].stochastic
+    listed = None  # saveat as an array of times, in the integration's variable
+    if arguments.is_array(saveat):
+        listed = arguments.listed_times("saveat", saveat, xp, n, dtype, backward)
     if backward:  # solved forward in s = -t: du/ds = -f(u, -s, p)
         if stochastic:
             raise ValueError(f"t_span: an SDE (method={method!r}) runs forward in time "
@@ -485,7 +485,8 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
             for g in (f, event, on_event, on_stop, jac))
         direction = tuple(-d for d in direction) if isinstance(direction, tuple) \
             else -direction
-        saveat, tstops = _negated(saveat), _negated(tstops)
+        saveat = saveat if listed is not None else _negated(saveat)
+        tstops = _negated(tstops)
     states = u0.shape[0] if u0.ndim == 2 else 1
     columns = 0
     if sensitivity is not None:
@@ -510,7 +511,7 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         if max_step is not math.inf:
             raise ValueError(f"max_step is for the adaptive methods; method={method!r} steps by "
                              "dt")
-        dt = args.per_sample("dt", dt, xp, n, dtype, positive=True)
+        dt = arguments.per_sample("dt", dt, xp, n, dtype, positive=True)
     elif dt is not None:
         raise ValueError(f"dt is for the fixed-step methods; method={method!r} chooses its steps "
                          "from rtol and atol")
@@ -521,34 +522,47 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         raise ValueError(f"noise (the SDE's diffusion g(u, t, p)) goes with "
                          f"method={stochastic_names[0]!r}, and that method needs it")
 
-    save_first, save_every, save_count = _save_times(saveat)
-    saved = args.allocate("saveat", xp, (save_count, *u0.shape), dtype, np.nan)
-    first_save = xp.clip(xp.ceil((t - save_first) / save_every), 0, save_count).astype(np.int64)
+    if listed is None:
+        save_first, save_every, save_count = _save_times(saveat)
+        first_save = xp.clip(xp.ceil((t - save_first) / save_every), 0,
+                             save_count).astype(np.int64)
+    else:  # the kernels read time k from the Table bound as save_every
+        save_first, save_every, save_count = 0.0, listed, int(listed.shape[0])
+        # the first time not before each sample's t0
+        first_save = (listed < t).sum(axis=0).astype(np.int64) if listed.ndim == 2 \
+            else xp.searchsorted(listed, t, side="left").astype(np.int64)
+    saved = arguments.allocate("saveat", xp, (save_count, *u0.shape), dtype, np.nan)
+    saving = saveat is not None if listed is None else \
+        "sample_times" if listed.ndim == 2 else "times"  # the kernels' saveat
 
     u = xp.array(u0, dtype=dtype, copy=True, order="C")
     zeros = (lambda: xp.zeros(n, dtype=np.int64))
     arrays = dict(p=p, t_end=t_end, u=u, t=t, save_first=save_first, save_every=save_every,
                   save_count=float(save_count), saves=first_save, saved=saved)
     if adaptive:
-        rtol = args.per_sample("rtol", rtol, xp, n, dtype, positive=True)
-        atol = args.per_sample("atol", atol, xp, n, dtype, positive=True)
-        max_step = args.per_sample("max_step", max_step, xp, n, dtype, positive=True,
+        rtol = arguments.per_sample("rtol", rtol, xp, n, dtype, positive=True)
+        atol = arguments.per_sample("atol", atol, xp, n, dtype, positive=True)
+        max_step = arguments.per_sample("max_step", max_step, xp, n, dtype, positive=True,
                                    infinite=True)
         stop_first, stop_every = 0.0, 1.0
         if on_stop is not None and tstops is None:
             raise ValueError("on_stop needs tstops=(first, every): the times it is applied at")
         if tstops is not None:
-            stop_first, stop_every = args.finite_pair("tstops (first, every)", tstops)
+            stop_first, stop_every = arguments.finite_pair("tstops (first, every)", tstops)
             if not stop_every > 0:
                 raise ValueError(f"tstops: every must go the integration's way (positive "
                                  f"forward in time, negative backward), got "
                                  f"{-stop_every if backward else stop_every!r}")
+        # a pure recording's rows hold each crossing's step, located after the run
+        row_width = recorded_row_width(state, on_event, terminal, record_events)
         if record_events > 0:
+            rows = (row_width, n) if row_width else u.shape
             arrays.update(
-                t_events=args.allocate("record_events", xp, (record_events, n), dtype, np.nan),
-                u_events=args.allocate("record_events", xp, (record_events, *u.shape), dtype,
-                                       np.nan),
-                which_events=args.allocate("record_events", xp, (record_events, n), np.int64,
+                t_events=arguments.allocate("record_events", xp, (record_events, n), dtype,
+                                            np.nan),
+                u_events=arguments.allocate("record_events", xp, (record_events, *rows), dtype,
+                                            np.nan),
+                which_events=arguments.allocate("record_events", xp, (record_events, n), np.int64,
                                            -1))
         prepare = hawk_ode.dopri5_start_kernel(f, state, params, tables=table_dims,
                                                method=method)
@@ -557,9 +571,10 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
                       accepted=zeros(), rejected=zeros(), status=zeros())
         kernel = hawk_ode.dopri5_kernel(f, state, params, event=event, on_event=on_event,
                                         direction=direction, tstops=tstops is not None,
-                                        on_stop=on_stop, saveat=saveat is not None,
+                                        on_stop=on_stop, saveat=saving,
                                         tables=table_dims, method=method, terminal=terminal,
-                                        record_events=record_events > 0, jac=jac)
+                                        record_events=record_events > 0, jac=jac,
+                                        event_samples=int(event_samples))
         first_stop = xp.maximum(xp.ceil((t - stop_first) / stop_every), 0).astype(np.int64)
         arrays.update(stop_first=stop_first, stop_every=stop_every, events=zeros(),
                       stops=first_stop)
@@ -567,19 +582,24 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
             record = adjoints.Record(f, state, params, table_dims, method, params.role is
                                      hawk.Param.role, column, tables,
                                      None if saveat is None else first_save.copy(), event,
-                                     direction)
+                                     direction, int(event_samples))
             kernel = adjoints.kernel(record)
             arrays.update(adjoints.scratch(xp, adjoint_steps, u.shape, dtype))
     else:
         if stochastic:
-            kernel = hawk_ode.sde_kernel(f, noise, state, params, saveat=saveat is not None,
+            kernel = hawk_ode.sde_kernel(f, noise, state, params, saveat=saving,
                                          tables=table_dims)
         else:
             kernel = hawk_ode.fixed_step_kernel(f, method, state, params,
-                                                saveat=saveat is not None, tables=table_dims)
+                                                saveat=saving, tables=table_dims)
         at_start = first_save < save_count
         if saveat is not None and bool(at_start.any()):  # a recorded time at t0 itself
-            index = xp.flatnonzero(at_start & (save_first + first_save * save_every == t))
+            if listed is None:
+                first_time = save_first + first_save * save_every
+            else:
+                last = xp.minimum(first_save, save_count - 1)
+                first_time = listed[last, xp.arange(n)] if listed.ndim == 2 else listed[last]
+            index = xp.flatnonzero(at_start & (first_time == t))
             saved[first_save[index], ..., index] = u[..., index].T if u.ndim == 2 else u[index]
             first_save[index] += 1
         arrays.update(dt=dt, steps=zeros())
@@ -618,7 +638,9 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         finite = xp.isfinite(u).all(axis=0) if u.ndim == 2 else xp.isfinite(u)
         status = xp.where(finite, (t >= t_end).astype(np.int64), hawk_ode.STATUS_FAILED)
     ts = None
-    if saveat is not None:
+    if listed is not None:
+        ts = listed.copy()
+    elif saveat is not None:
         ts = save_first + xp.arange(save_count) * save_every
     sensitivities = {}
     if sensitivity is not None and event is not None:  # the end moves with a terminal event
@@ -637,8 +659,18 @@ def solve(f: Func, u0, t_span, p=0.0, *, method: str = "dopri5", rtol=1e-6, atol
         u, saved = u[None], saved[:, None]
     recorded = {}
     if record_events and adaptive:
-        recorded = dict(t_events=-arrays["t_events"] if backward else arrays["t_events"],
-                        u_events=arrays["u_events"], which_events=arrays["which_events"])
+        t_events, u_events = arrays["t_events"], arrays["u_events"]
+        if row_width:
+            located = locate_recorded(
+                event_location_kernel(f, state, params, event=event,
+                                               direction=direction, tables=table_dims,
+                                               method=method, jac=jac,
+                                               event_samples=int(event_samples)),
+                xp, p, params.role is Role.SCALAR, t_events, u_events, arrays["which_events"],
+                u.shape, tables)
+            t_events, u_events = located
+        recorded = dict(t_events=-t_events if backward else t_events, u_events=u_events,
+                        which_events=arrays["which_events"])
     if backward:
         t = -t
         ts = None if ts is None else -ts

@@ -17,10 +17,10 @@ to arrays and runs them; use the kernels directly to keep the arrays (and a runn
 import functools
 
 import hawk
-from hawk import Mutable, Param, Scalar, Series, Table, Terminated, Vec3
+from hawk import Mutable, Param, Scalar, Series, Table, Terminated, Vec3, Vector
 from hawk.annotations import Annotation
 from hawk.inline import Func
-from hawk.ir import Role
+from hawk.ir import MAX_WIDTH, Role
 
 from .events import first_crossing, locate
 from .methods import METHODS
@@ -123,10 +123,13 @@ def _with_index(g: Func, count: int) -> Func:
 
 def _takes_index(on_event: Func, count: int) -> bool:
     """Whether ``on_event`` takes the event's component after ``(u, t, p)`` and the tables
-    (a wrapper that passes its arguments on, ``forwards_to``, as the func it calls)."""
+    (a wrapper that passes its arguments on, ``forwards_to``, as the func it calls; one that
+    spreads ``p`` into several arguments says how many as ``p_count``)."""
+    p_count = 1
     while hasattr(on_event, "forwards_to"):
+        p_count = getattr(on_event, "p_count", p_count)
         on_event = on_event.forwards_to
-    return len(on_event.signature.parameters) == 3 + count + 1
+    return len(on_event.signature.parameters) == 2 + p_count + count + 1
 
 
 @functools.cache
@@ -206,7 +209,11 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         saveat: record the state at the times ``save_first + k * save_every``, ``k`` from 0 to
             ``save_count - 1``, into the ``Series`` ``saved`` (row ``k``), from the step's
             interpolant (its order is the method's ``dense_order``: fourth for ``dopri5``,
-            seventh and ninth for ``vern7`` and ``vern9``).
+            seventh and ninth for ``vern7`` and ``vern9``). With
+            ``saveat="times"``, at the times listed in ``save_every``, then a ``Table`` (1-D,
+            sorted, ``save_count`` of them; ``save_first`` unread): ``save_time``; with
+            ``"sample_times"``, a ``Table[2]`` ``(save_count, n)``, column ``j`` sample
+            ``j``'s times (read at ``hawk.sample_index()``).
         saves_per_step: at most this many recorded times fall in one step (a step is shortened
             to end at the last of them): each costs an interpolation per step.
         method: an adaptive method of ``hawk.ode.METHODS`` (``"dopri5"``, ``"tsit5"``,
@@ -221,7 +228,9 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         record_events: record every event (terminal or not) into the ``Series``
             ``t_events``, ``u_events`` and ``which_events`` (the component), row ``events``,
             in time order across steps (within one step, in the components' order), up to
-            their rows; else those three are not read (no binding needed).
+            their rows; else those three are not read (no binding needed). Where no
+            component acts (``recorded_row_width``), the rows hold each crossing's step and
+            ``event_location_kernel`` locates them after the run.
         tables: the dimensions of the tables the model reads, at most ``MAX_TABLES``: then
             ``f``, ``event``, ``on_event`` and ``on_stop`` take them after ``p``
             (``f(u, t, p, table0, table1)``), bound as ``table0``, ``table1``... (the unread
@@ -282,6 +291,7 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
     has_jacobian = jac is not None
     given = _given_jacobian(jac, len(tables)) if has_jacobian else _never
     has_saves = bool(saveat)
+    save_time, SaveTimes = _save_times(saveat)
     has_event = event is not None
     ends_at_event = on_event is None
     has_stops = bool(tstops) or on_stop is not None
@@ -297,9 +307,14 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
     records = bool(record_events)
     State = state
     TimeRows, StateRows = (Series[Scalar], Series[State]) if records else (Param, Param)
+    # a pure recording (no component acts) writes each crossing's step, located afterwards
+    row_width = recorded_row_width(state, None if ends_at_event else on_event, terminal,
+                                   records)
+    if row_width:
+        StateRows = Series[Vector[row_width]]
 
     def adaptive(p: params, t_end: Scalar, rtol: Scalar, atol: Scalar, max_step: Scalar,
-               stop_first: Param, stop_every: Param, save_first: Param, save_every: Param,
+               stop_first: Param, stop_every: Param, save_first: Param, save_every: SaveTimes,
                save_count: Param, terminated: Terminated, u: Mutable[State],
                k1: Mutable[State], t: Mutable[Scalar], h: Mutable[Scalar], c: Mutable[Scalar],
                accepted: Mutable[Scalar], rejected: Mutable[Scalar], status: Mutable[Scalar],
@@ -316,7 +331,7 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         if has_saves:
             last_save = saves + (saves_per_step - 1)
             if last_save < save_count:
-                h_step = hawk.minimum(h_step, save_first + last_save * save_every - t)
+                h_step = hawk.minimum(h_step, save_time(save_first, save_every, last_save) - t)
         t_new = t + h_step
         at_stop = False
         if has_stops:
@@ -354,7 +369,15 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                 acts = not ends_at_event or (terminals >> i) & 1 == 1
                 if ok and crossed_i and acts and theta_i < theta:
                     hit, theta, which = True, theta_i, i
-            if records:
+            if records and row_width > 0:  # the step of each crossing, for after the run
+                for i in range(hawk.width(g_old)):
+                    if ok and _crosses(picked, u, t, h_step, q, (args, i), g_old, g_new,
+                                       (directions // 3**i) % 3 - 1, event_samples, value):
+                        t_events[events] = t
+                        u_events[events] = hawk.concat(u, k1, t_new, h_step)
+                        which_events[events] = i
+                        events += 1
+            elif records:
                 for i in range(hawk.width(g_old)):
                     crossed_i, theta_i = _crossing_of(picked, u, t, h_step, q, (args, i),
                                                       g_old, g_new,
@@ -374,7 +397,7 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         if has_saves:  # the recorded times this step passed, up to where it ended
             passed = 0
             for j in range(saves_per_step):
-                t_save = save_first + (saves + j) * save_every
+                t_save = save_time(save_first, save_every, saves + j)
                 if ok and saves + j < save_count and t_save <= t_reached:
                     inside = value(u, h_step, q, (t_save - t) / h_step)
                     saved[saves + j] = u_new if t_save == t_new else inside
@@ -414,6 +437,41 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
 
 
 @hawk.func
+def _grid_time(first, every, k):
+    """Recorded time ``k`` of the grid ``first + k * every``."""
+    return first + k * every
+
+
+@hawk.func
+def _listed_time(first, times, k):
+    """Recorded time ``k`` of a sorted ``Table`` of times (an index past its end reads the last
+    one: a table read is clamped)."""
+    return times[k]
+
+
+@hawk.func
+def _sample_time(first, times, k):
+    """Recorded time ``k`` of this sample: column ``hawk.sample_index()`` of a ``Table[2]``
+    of times ``(T, n)``, each column sorted."""
+    return times[k, hawk.sample_index()]
+
+
+def _save_times(saveat) -> tuple:
+    """``saveat`` (``False``, ``True``: the grid, ``"times"``: a table of times,
+    ``"sample_times"``: a table ``(T, n)`` of each sample's times) as the func giving recorded
+    time ``k`` and the annotation of the kernels' ``save_every``."""
+    if saveat == "times":
+        return _listed_time, Table
+    if saveat == "sample_times":
+        return _sample_time, Table[2]
+    if saveat not in (True, False):
+        raise ValueError(f"saveat must be True (the grid save_first + k * save_every), "
+                         f"'times' (a Table of times bound as save_every), 'sample_times' (a "
+                         f"Table[2] (T, n), a column per sample) or False, got {saveat!r}")
+    return _grid_time, Param
+
+
+@hawk.func
 def _tally(ok, accepted, rejected, status, t, t_end, failed):
     """An adaptive step's counts and the sample's status after it:
     ``(accepted, rejected, status)``."""
@@ -426,6 +484,38 @@ def _tally(ok, accepted, rejected, status, t, t_end, failed):
     if failed:
         status = STATUS_FAILED
     return accepted, rejected, status
+
+
+@hawk.func
+def _crosses(g, u, t, h, q, pick, g_old, g_new, direction, samples, value):
+    """Whether component ``pick[1]`` of a vector-valued event crosses zero in ``direction``
+    during the step (``_crossing_of`` without locating it)."""
+    if hawk.width(g_old) == 1:
+        old, new = g_old, g_new
+    else:
+        old, new = g_old[pick[1]], g_new[pick[1]]
+    hit, sign, lo, hi, f_lo, f_hi = first_crossing(g, u, t, h, q, pick, old, new, direction,
+                                                   samples, value)
+    return hit
+
+
+def recorded_row_width(state, on_event, terminal, record_events) -> int:
+    """The width of a recorded event's row in ``u_events`` where ``dopri5_kernel`` leaves its
+    location to ``event_location_kernel``, else 0. That is a pure recording (a Poincaré
+    section): ``record_events`` with no component that acts (``terminal`` False for every
+    one, no ``on_event``). Nothing in the step then needs the crossing's time, so the step
+    only finds which components crossed and writes its start ``(u, k1)``, end time and size
+    in the row ``(u, k1, t_new, h)`` (``t_events``: its start time); the location, twelve
+    evaluations of the event on the interpolant, is paid once per event afterwards instead
+    of on every step of every sample (a branch-free step computes it whether or not anything
+    crossed). The same computation on the same numbers: the same bits. 0 where the row would
+    be wider than ``MAX_WIDTH`` (a state of more than 31 components)."""
+    if not record_events or on_event is not None or terminal is None:
+        return 0
+    if any(terminal if isinstance(terminal, tuple) else (terminal,)):
+        return 0
+    width = 2 * (1 if state is Scalar else state.width) + 2
+    return width if width <= MAX_WIDTH else 0
 
 
 @hawk.func
@@ -501,7 +591,8 @@ def dopri5_start_kernel(f: Func, state=Vec3, params=Scalar, *, tables: tuple = (
 
 
 @hawk.func
-def _fixed_step(t, dt, t_end, save_first, save_every, save_count, saves, has_saves):
+def _fixed_step(t, dt, t_end, save_first, save_every, save_count, saves, has_saves,
+                save_time):
     """A fixed step's size and where it ends: ``dt``, or shorter (or up to ``LANDING_SLACK``
     longer) to land exactly on ``t_end`` or on the next recorded time; ``(h, t_new, ends,
     at_save)``."""
@@ -510,7 +601,7 @@ def _fixed_step(t, dt, t_end, save_first, save_every, save_count, saves, has_sav
     t_new = t_end if ends else t + h_step
     at_save = False
     if has_saves:
-        t_save = save_first + saves * save_every
+        t_save = save_time(save_first, save_every, saves)
         at_save = saves < save_count and t_save - t <= h_step * (1.0 + LANDING_SLACK)
         if at_save:
             h_step, t_new = t_save - t, t_save
@@ -524,19 +615,21 @@ def _fixed_kernel(f, g, method: str, state, params, saveat: bool,
     stepper = METHODS[method].step
     stochastic = METHODS[method].stochastic
     has_saves = bool(saveat)
+    save_time, SaveTimes = _save_times(saveat)
     T0, T1, T2 = _table_types(tables)
     model = _with_tables(f, len(tables))
     noise = _with_tables(g, len(tables)) if g is not None else _never
     State = state
 
     @hawk.kernel(dtypes={"steps": "int64", "saves": "int64"})
-    def fixed_step(p: params, dt: Scalar, t_end: Scalar, save_first: Param, save_every: Param,
+    def fixed_step(p: params, dt: Scalar, t_end: Scalar, save_first: Param,
+                   save_every: SaveTimes,
                    save_count: Param, terminated: Terminated, u: Mutable[State],
                    t: Mutable[Scalar], steps: Mutable[Scalar], saves: Mutable[Scalar],
                    saved: Series[State], table0: T0, table1: T1, table2: T2):
         args = (p, table0, table1, table2)
         h_step, t_new, ends, at_save = _fixed_step(t, dt, t_end, save_first, save_every,
-                                                   save_count, saves, has_saves)
+                                                   save_count, saves, has_saves, save_time)
         if stochastic:
             u = stepper(model, noise, u, t, h_step, args)
         else:
@@ -571,7 +664,8 @@ def fixed_step_kernel(f: Func, method: str = "rk4", state=Vec3, params=Scalar, *
             ``hawk.Vector[K]``).
         params: how ``p`` is bound: ``hawk.Scalar``, ``hawk.Param`` or a vector type (as for
             ``dopri5_kernel``).
-        saveat: land on and record the times ``save_first + k * save_every``.
+        saveat: land on and record the times ``save_first + k * save_every`` (``"times"``:
+            those listed in the ``Table`` ``save_every``, as for ``dopri5_kernel``).
         tables: the dimensions of the tables the model reads (as for ``dopri5_kernel``).
     """
     _check_func("f", f)
@@ -586,10 +680,18 @@ def sde_kernel(f: Func, g: Func, state=Vec3, params=Scalar, *,
                saveat: bool = False, tables: tuple = ()) -> hawk.Kernel:
     """The Euler-Maruyama ensemble kernel of the Ito SDE ``du = f(u, t, p) dt + g(u, t, p) dW``
     (diagonal noise: ``g`` is shaped as ``u``), with fixed steps and ``saveat`` as
-    ``fixed_step_kernel``'s (same parameters). Its draws need a seed. The arguments are
-    ``fixed_step_kernel``'s, the drift ``f`` and the diffusion ``g`` (a ``@hawk.func`` ``g(u, t,
-    p)`` shaped as ``u``) in place of its ``method``: ``state``, ``params``, ``saveat`` and
-    ``tables`` as there.
+    ``fixed_step_kernel``'s (same parameters). Its draws need a seed.
+
+    Args:
+        f: the right-hand side (the drift), a ``@hawk.func`` ``f(u, t, p)`` shaped as ``u``.
+        g: the diffusion, a ``@hawk.func`` ``g(u, t, p)`` shaped as ``u``.
+        state: ``u``'s type: ``hawk.Scalar`` or a vector type (``hawk.Vec2`` ...
+            ``hawk.Vector[K]``).
+        params: how ``p`` is bound: ``hawk.Scalar``, ``hawk.Param`` or a vector type (as for
+            ``dopri5_kernel``).
+        saveat: land on and record the times ``save_first + k * save_every`` (``"times"``:
+            those listed in the ``Table`` ``save_every``, as for ``dopri5_kernel``).
+        tables: the dimensions of the tables the model reads (as for ``dopri5_kernel``).
     """
     _check_func("f", f)
     _check_func("g", g)

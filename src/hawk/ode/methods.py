@@ -3,8 +3,10 @@
 Every layer reads it and none writes a method list of its own: the adaptive kernel
 (``hawk.ode.kernels``) takes a method's step, interpolant, controller and error norm from here,
 the fixed-step kernel its step, ``eagle.ode.solve`` the names it accepts and which options go
-with which method (``adaptive``, ``implicit``, ``stochastic``), the tests their cases. An
-explicit Runge-Kutta method is one tableau file (``hawk.ode.tableaus``) and one line below.
+with which method (``adaptive``, ``implicit``, ``stochastic``), the documentation its table of
+methods (``docs/_shared/method_table.py``, made when the site is built), the tests their
+cases. An explicit Runge-Kutta method is one tableau file (``hawk.ode.tableaus``) and one line
+below.
 """
 
 from __future__ import annotations

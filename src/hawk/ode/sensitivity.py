@@ -34,16 +34,22 @@ def _p_first(p, u, t, f, *tables):
 
 
 @hawk.func
+def _unit(m, j):
+    """The ``j``-th of ``m`` unit vectors (a number for ``m == 1``; zeros for ``j == m``),
+    built by ``concat``: ``hawk.zeros`` takes at most 16 components, ``p`` up to 64."""
+    unit = 1.0 if j == 0 else 0.0
+    for i in range(1, m):
+        unit = hawk.concat(unit, 1.0 if i == j else 0.0)
+    return unit
+
+
+@hawk.func
 def _along(g, u, column, t, p, j, m, by_p, *tables):
     """``g``'s change along sensitivity column ``j`` of ``m``: ``dg/du S_j``, plus ``dg/dp_j``
     where the columns are ``p``'s (``by_p``)."""
     change = hawk.jvp(g, u, column, t, p, *tables)[1]
     if by_p:
-        if m == 1:
-            unit = 1.0
-        else:
-            unit = hawk.zeros(m)
-            unit[j] = 1.0
+        unit = _unit(m, j)
         change = change + hawk.jvp(_p_first, p, unit, u, t, g, *tables)[1]
     return change
 
@@ -96,10 +102,7 @@ def _event_correction(f, event, states: int, columns: int, by_p: bool, count: in
         rate = hawk.jvp(event, u, f_u, t, p, *tables)[1] \
             + hawk.jvp(_t_first, t, 1.0, u, p, event, *tables)[1]
         out = u
-        if m == 1:
-            dts = 0.0
-        else:
-            dts = hawk.zeros(m)
+        dts = _unit(m, m)  # zeros
         for j in range(m):
             column = big[k + j * k:k + (j + 1) * k]
             change = _along(event, u, column, t, p, j, m, by_p, *tables)

@@ -1,0 +1,99 @@
+"""Locating a pure recording's events after the run: ``event_location_kernel``.
+
+Where no event component acts (``kernels.recorded_row_width``: nothing terminal, no
+``on_event``, say a Poincaré section), ``dopri5_kernel`` only finds which components crossed
+during a step and writes the step into the event's row: its start ``t`` (``t_events``) and
+``(u, k1, t_new, h)`` (``u_events``). This kernel takes one such row per sample, takes the same
+step again (the method's attempt on the same numbers gives the same interpolant, bit for bit)
+and locates the crossing on it exactly as the step would have (``first_crossing`` and
+``locate``, the same tolerance and iterations): the event's time ``t + theta h`` and state.
+
+Why after: a step is branch-free, so a location in it is computed on every step of every
+sample, crossed or not: twelve evaluations of the event on the interpolant, more than the
+step itself costs for a cheap model. After the run it is computed once per recorded event.
+"""
+
+# ruff: noqa: F841 -- a kernel body assigns its parameters: they are written back, not unused
+
+# No `from __future__ import annotations` here: the kernel's annotations name the factory's
+# arguments, which must be evaluated when it is defined.
+import functools
+
+import hawk
+from hawk import Out, Scalar, Terminated, Vector
+from hawk.inline import Func
+
+from .kernels import (
+    ADAPTIVE_METHODS,
+    _component_event,
+    _crossing_of,
+    _event_codes,
+    _given_jacobian,
+    _never,
+    _table_types,
+    _with_tables,
+    recorded_row_width,
+)
+
+__all__ = ["event_location_kernel"]
+
+
+@functools.cache
+def event_location_kernel(f: Func, state, params, *, event: Func, direction=-1,
+                          event_tol: float = 1e-12, event_iterations: int = 12,
+                          event_samples: int = 4, tables: tuple = (),
+                          method: str = "dopri5", jac: Func | None = None) -> hawk.Kernel:
+    """The one-step kernel that locates the events a pure recording of ``dopri5_kernel``
+    (the same ``f``, ``state``, ``params``, ``event``, ``direction``, event options, tables,
+    method and ``jac``) wrote as steps.
+
+    Its parameters, one recorded event per sample: ``p`` (that sample's), ``row`` (the
+    ``u_events`` row, ``Vector[recorded_row_width(state, ...)]``), ``which`` (int64, the
+    component that crossed), ``t`` (the ``t_events`` row: the step's start), the tables; it
+    writes ``t_event`` and ``u_event`` (shaped as ``state``). Bind ``terminated`` to a scratch
+    array.
+    """
+    width = recorded_row_width(state, None, False, True)
+    if not width:
+        raise ValueError(f"event_location_kernel: a state of {state!r} has no recorded row "
+                         "(more than 31 components)")
+    k = (width - 2) // 2
+    chosen = ADAPTIVE_METHODS[method]
+    attempt, value = chosen.attempt, chosen.value
+    count = len(tables)
+    T0, T1, T2 = _table_types(tables)
+    has_jacobian = jac is not None
+    given = _given_jacobian(jac, count) if has_jacobian else _never
+    model = _with_tables(f, count)
+    event = _with_tables(event, count)
+    picked = _component_event(event)
+    directions, _ = _event_codes(direction, False)
+    Row, State = Vector[width], state
+
+    def locate_recorded(p: params, row: Row, which: Scalar, t: Scalar, t_event: Out[Scalar],
+                        u_event: Out[State], terminated: Terminated, table0: T0, table1: T1,
+                        table2: T2):
+        args = (p, table0, table1, table2)
+        if k == 1:
+            u, k1 = row[0], row[1]
+        else:
+            u, k1 = row[0:k], row[k:2 * k]
+        t_new, h = row[2 * k], row[2 * k + 1]
+        if has_jacobian:
+            u_new, err, q, k_next = attempt(model, u, k1, t, h, args, given)
+        else:
+            u_new, err, q, k_next = attempt(model, u, k1, t, h, args)
+        g_old, g_new = event(u, t, args), event(u_new, t_new, args)
+        theta = 1.0
+        for i in range(hawk.width(g_old)):
+            crossed_i, theta_i = _crossing_of(picked, u, t, h, q, (args, i), g_old, g_new,
+                                              (directions // 3**i) % 3 - 1, event_samples,
+                                              event_tol, event_iterations, value)
+            if which == i:
+                theta = theta_i
+        t_event = t + theta * h
+        u_event = value(u, h, q, theta)
+        terminated = True
+
+    locate_recorded.__name__ = locate_recorded.__qualname__ = f"{method}_locate_recorded"
+    return hawk.kernel(locate_recorded, dtypes={"which": "int64"})

@@ -1,0 +1,133 @@
+"""A pure recording of events (issue 43, item 4: ``record_events`` with nothing terminal and no
+``on_event``, a Poincaré section) locates its events after the run
+(``hawk.ode.recorded.event_location_kernel``), once per event instead of on every step, with the
+bits the step's own location gives.
+
+The reference for the bits: the same solve with one more event component that is terminal but
+never crosses. A component that acts makes the step locate every crossing itself (the path
+before this change), and one that never fires changes no step, so both runs take the same
+steps and must record the same numbers.
+
+Each test fails on the code before: ``recorded_row_width`` and ``event_location_kernel`` did
+not exist (and the rows held the located states).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import eagle.ode
+import hawk
+from hawk.ode.kernels import recorded_row_width
+
+N = 24
+
+
+@hawk.func
+def pendulum(u, t, p):
+    return hawk.vec2(u[1], -p[0] * u[1] - math.sin(u[0]) + p[1] * math.cos(p[2] * t))
+
+
+@hawk.func
+def section(u, t, p):
+    return math.sin(p[2] * t)
+
+
+@hawk.func
+def never(u, t, p):
+    return 1.0
+
+
+@hawk.func
+def spring(u, t, k):
+    return hawk.vec2(u[1], -k * u[0])
+
+
+@hawk.func
+def two_levels(u, t, k):
+    return hawk.vec2(u[0] - 0.25, u[1])
+
+
+def _pendulum_p():
+    return np.stack([np.full(N, 0.5), np.linspace(0.9, 1.5, N), np.full(N, 2.0 / 3.0)])
+
+
+@pytest.mark.parametrize("method", ["dopri5", "vern9", "rodas5p"])
+def test_a_poincare_section_is_located_after_the_run_with_the_steps_bits(method):
+    p = _pendulum_p()
+    t_end = 20.25 * 3 * math.pi
+    common = dict(method=method, rtol=1e-8, atol=1e-8, record_events=25)
+    after = eagle.ode.solve(pendulum, np.zeros((2, N)), (0.0, t_end), p, event=section,
+                            direction=1, terminal=False, **common)
+    in_step = eagle.ode.solve(pendulum, np.zeros((2, N)), (0.0, t_end), p,
+                              event=[section, never], direction=(1, -1),
+                              terminal=(False, True), **common)
+    assert after.arrays["u_events"].shape == (25, 6, N)  # the steps' rows: (u, k1, t_new, h)
+    assert after.u_events.shape == (25, 2, N)
+    np.testing.assert_array_equal(after.t_events, in_step.t_events)
+    np.testing.assert_array_equal(after.u_events, in_step.u_events)
+    np.testing.assert_array_equal(after.which_events, in_step.which_events)
+    np.testing.assert_array_equal(after.u, in_step.u)
+    # the section's crossings are at t = 2 pi k / Omega = 3 pi k
+    assert (after.events == 20).all()
+    exact = np.broadcast_to(3 * math.pi * np.arange(1, 21)[:, None], (20, N))
+    np.testing.assert_allclose(after.t_events[:20], exact, atol=1e-9, rtol=0)
+    assert np.isnan(after.t_events[20:]).all() and (after.which_events[20:] == -1).all()
+
+
+def test_several_components_per_sample_arguments_and_backward_time():
+    """Two components (one rising and falling), the spring constant per sample as ``args``
+    (a per-sample p, gathered row by row), integrated backward: the same bits as the
+    step's own location."""
+    k = np.linspace(1.0, 3.0, N)
+    u0 = np.array([np.linspace(0.5, 1.0, N), np.zeros(N)])
+    common = dict(args=(k,), record_events=12, rtol=1e-9, atol=1e-9)
+    after = eagle.ode.solve(spring, u0, (4.0, -2.0), event=two_levels, direction=(0, -1),
+                            terminal=False, **common)
+
+    @hawk.func
+    def three(u, t, k):
+        return hawk.concat(two_levels(u, t, k), never(u, t, k))
+
+    in_step = eagle.ode.solve(spring, u0, (4.0, -2.0), event=three, direction=(0, -1, -1),
+                              terminal=(False, False, True), **common)
+    assert after.arrays["u_events"].shape[1] == 6
+    np.testing.assert_array_equal(after.t_events, in_step.t_events)
+    np.testing.assert_array_equal(after.u_events, in_step.u_events)
+    np.testing.assert_array_equal(after.which_events, in_step.which_events)
+    assert set(np.unique(after.which_events)) == {-1, 0, 1}
+    assert (after.t_events[~np.isnan(after.t_events)] < 4.0).all()  # in t, not in -t
+
+
+def test_which_recordings_are_located_after_the_run():
+    vec2 = hawk.Vec2
+    assert recorded_row_width(vec2, None, False, True) == 6
+    assert recorded_row_width(hawk.Scalar, None, (False, False), True) == 4
+    assert recorded_row_width(vec2, None, (False, True), True) == 0  # one ends the sample
+    assert recorded_row_width(vec2, None, None, True) == 0  # terminal by default
+    assert recorded_row_width(vec2, spring, False, True) == 0  # an on_event acts
+    assert recorded_row_width(vec2, None, False, False) == 0  # nothing recorded
+    assert recorded_row_width(hawk.Vector[32], None, False, True) == 0  # too wide a row
+
+
+def test_event_samples_one_looks_at_the_steps_ends_only():
+    """``event_samples=1`` (SciPy's rule: a step's ends only) finds the section's crossings
+    too, to the same tolerance; a bad count is refused by name."""
+    p = _pendulum_p()
+    common = dict(rtol=1e-8, atol=1e-8, record_events=12, event=section, direction=1,
+                  terminal=False)
+    ends = eagle.ode.solve(pendulum, np.zeros((2, N)), (0.0, 10.25 * 3 * math.pi), p,
+                           event_samples=1, **common)
+    inside = eagle.ode.solve(pendulum, np.zeros((2, N)), (0.0, 10.25 * 3 * math.pi), p,
+                             **common)
+    exact = np.broadcast_to(3 * math.pi * np.arange(1, 11)[:, None], (10, N))
+    np.testing.assert_allclose(ends.t_events[:10], exact, atol=1e-9, rtol=0)
+    np.testing.assert_allclose(ends.u_events[:10], inside.u_events[:10], atol=1e-8)
+    np.testing.assert_array_equal(ends.u, inside.u)
+    for bad in (0, 65, 2.0, True):
+        with pytest.raises(ValueError, match="event_samples must be an int from 1 to 64"):
+            eagle.ode.solve(pendulum, np.zeros((2, N)), (0.0, 1.0), p, event_samples=bad,
+                            **common)
