@@ -567,6 +567,10 @@ def test_a_terminal_events_time_moves_with_p_and_u0(method):
                             atol=1e-12, event=ground)
     for name in ("u", "t", "status", "accepted", "rejected", "events"):
         np.testing.assert_array_equal(getattr(sol, name), getattr(plain, name))
+    one_look = dict(method=method, rtol=1e-6, atol=1e-8, event=ground, event_samples=1)
+    np.testing.assert_array_equal(
+        eagle.ode.solve(falling, u0, (0.0, 10.0), p=g, adjoint=True, **one_look).u,
+        eagle.ode.solve(falling, u0, (0.0, 10.0), p=g, **one_look).u)
     speed = np.sqrt(v0**2 + 2 * g * x0)
     np.testing.assert_allclose(sol.u[1], -speed, rtol=1e-8)
     by_speed = sol.vjp(np.vstack([np.zeros(3), np.ones(3)]))

@@ -397,8 +397,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             every adaptive method (the Rosenbrock ones without ``jac=``), with ``saveat``
             (``vjp(dsaved=...)``) and one terminal ``event`` (its time moves with ``p`` and
             ``u0``), without several events, ``on_event``, ``record_events``, stops,
-            ``sensitivity`` or ``client`` yet. The end state is the plain solve's, bit for
-            bit.
+            ``args``, ``saveat`` as an array of times, ``sensitivity`` or ``client`` yet.
+            The end state is the plain solve's, bit for bit.
         adjoint_steps: with ``adjoint``, the accepted steps kept per sample (default 1024; each
             costs ``(k + 2) * 8`` bytes per sample in float64); a sample that needs more is
             refused by this name after the forward run.
