@@ -626,3 +626,22 @@ def test_the_event_backward_kernel_equals_the_reference_on_every_backend(target)
     assert_matches_reference({k: actual[k] for k in ("lam", "mu")},
                              {k: expected[k] for k in ("lam", "mu")},
                              target.target.exact_math, rtol=1e-12)
+
+
+def test_saved_states_before_a_terminal_event():
+    """x(t) = x0 + v0 t - g t**2 / 2 saved at 11 times up to the event (NaN after it, their
+    cotangents zero): d/dg = -t**2 / 2, d/dx0 = 1, d/dv0 = t summed over the saved rows."""
+    x0, v0, g = np.array([1.0, 2.0, 5.0]), np.array([0.0, 1.0, -2.0]), np.array([9.8, 3.0, 1.0])
+    sol = eagle.ode.solve(falling, np.vstack([x0, v0]), (0.0, 10.0), p=g, rtol=1e-10,
+                          atol=1e-12, event=ground, saveat=(0.0, 1.0, 11), adjoint=True)
+    kept = ~np.isnan(sol.saved[:, 0, :])
+    assert not kept.all() and kept[:5].all()
+    dsaved = np.zeros_like(sol.saved)
+    dsaved[:, 0, :] = kept
+    grads = sol.vjp(dsaved=dsaved)
+    ts = np.linspace(0.0, 1.0, 11)[:, None]
+    np.testing.assert_allclose(grads.p, np.where(kept, -ts**2 / 2, 0.0).sum(axis=0),
+                               rtol=1e-9)
+    np.testing.assert_allclose(grads.u0, np.stack([kept.sum(axis=0),
+                                                   np.where(kept, ts, 0.0).sum(axis=0)]),
+                               rtol=1e-9, atol=1e-12)

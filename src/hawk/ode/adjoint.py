@@ -290,11 +290,12 @@ def _zeros(width):
 
 
 @hawk.func
-def _step_saves(dsaved, sample, width, first_step, t, h, t_next, saves, first_save,
+def _step_saves(dsaved, sample, width, first_step, t, h, t_new, saves, first_save,
                 save_first, save_every, count):
     """The cotangents of the states a step saved (``(cts, thetas, ends, taken)``): the recorded
     times ``saves - 1``, ``saves - 2``... that lie after the step's start ``t`` (at it too for
-    the first step), at most ``count``; a slot past them gets zeros."""
+    the first step), at most ``count``; a slot past them gets zeros. A time equal to the end
+    ``t_new`` the forward step computed was saved as its ``u_new`` (``ends``)."""
     cts, thetas, ends = (), (), ()
     taken = 0
     for j in range(count):
@@ -308,7 +309,7 @@ def _step_saves(dsaved, sample, width, first_step, t, h, t_next, saves, first_sa
             ct = _row_of(dsaved, index, sample, width)
             theta = (t_save - t) / h
             taken += 1
-            if t_save == t_next:
+            if t_save == t_new:
                 end = 1.0
         cts = cts + (ct,)
         thetas = thetas + (theta,)
@@ -368,13 +369,18 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
             sample = hawk.sample_index()
             u = _row_of(steps_u, row, sample, width)
             t, h = steps_t[row, sample], steps_h[row, sample]
+            at_event = False
+            t_new = t_next  # where the forward step ended: the next step's start
+            if has_event:
+                at_event = status == STATUS_EVENT and row + 1 == accepted
+                if at_event:  # it ended at the event, inside the step it computed
+                    t_new = t + h
             cts, thetas, ends, taken = _step_saves(dsaved, sample, width, row == 0, t, h,
-                                                   t_next, saves, first_save, save_first,
+                                                   t_new, saves, first_save, save_first,
                                                    save_every, count)
             tabs = (table0, table1, table2)
             e, theta, c = 0.0, 1.0, 0.0
             if has_event:
-                at_event = status == STATUS_EVENT and row + 1 == accepted
                 if at_event:
                     e, theta = 1.0, theta_end
                 c = e * multiplier(lam, theta, u, p, t, h, model, tabs, event)
