@@ -6,7 +6,9 @@ CuPy arrays on their GPU), prepares the first step and runs the kernel until eve
 done. Nothing here is new numerics: the kernels are hawk code, checked against the reference
 executor like any other.
 
-``solver`` is the call itself, ``arguments`` checks what the user passed (every refusal names
+``solver`` is the call itself, ``adjoint`` its reverse-mode gradients (``solve(...,
+adjoint=True)``, ``Solution.vjp``), ``fitting`` the sum of squares and its gradient for
+``scipy.optimize``, ``arguments`` checks what the user passed (every refusal names
 the user's argument, before anything is allocated or run), ``probes`` types the user's funcs
 alone so that a wrong shape is refused in the user's words, ``model_args`` packs ``args=(...)``
 into the one ``p`` the kernels bind and unpacks it for the user's funcs, ``events`` makes
@@ -14,6 +16,9 @@ SciPy's list of events one vector-valued event and locates a pure recording's ev
 run.
 """
 
+from .adjoint import Gradients
+from .fitting import loss_and_grad
 from .solver import ADAPTIVE, IMPLICIT, METHODS, Solution, solve
 
-__all__ = ["solve", "Solution", "METHODS", "ADAPTIVE", "IMPLICIT"]
+__all__ = ["solve", "Solution", "METHODS", "ADAPTIVE", "IMPLICIT", "loss_and_grad",
+           "Gradients"]

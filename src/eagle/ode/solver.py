@@ -20,7 +20,9 @@ from ..errors import TruncationWarning
 from ..plan import Plan, deploy
 from ..runner import Report, Runner, simulate, until_done
 from ..threads import get_num_threads, set_num_threads
+from . import adjoint as adjoints
 from . import arguments, cluster, model_args, probes
+from .adjoint import Gradients
 from .events import as_one_event, locate_recorded, per_component
 
 __all__ = ["solve", "Solution", "METHODS"]
@@ -74,6 +76,8 @@ class Solution:
         t_events, u_events, which_events: with ``record_events=K``, each sample's first ``K``
             events: their times ``(K, n)``, states ``(K, ...)`` and event components
             ``(K, n)`` (NaN and -1 in unused rows; ``events`` counts them all); else None.
+        adjoint: with ``adjoint=True``, what ``vjp`` needs (``eagle.ode.adjoint.Record``; the
+            recorded steps are ``arrays["steps_u"]``, ``"steps_t"``, ``"steps_h"``); else None.
     """
 
     u: object
@@ -96,6 +100,27 @@ class Solution:
     t_events: object = None
     u_events: object = None
     which_events: object = None
+    adjoint: object = None
+
+    def vjp(self, du=None, dsaved=None) -> Gradients:
+        """The cotangents of ``p`` and ``u0`` for a cotangent ``du`` of the end state ``u``
+        and/or ``dsaved`` of the ``saveat`` states: ``Gradients(p, u0)``, by one backward
+        pass over each sample's accepted steps (``eagle.ode.adjoint``); needs
+        ``solve(..., adjoint=True)``.
+
+        The gradient is that of the computed solution with each accepted step's size held
+        fixed: the step-size controller's dependence on ``p`` and ``u0`` is left out, as
+        discrete adjoints with fixed accepted steps do (it is of the order of the
+        tolerances). For a ``p`` shared by every sample the per-sample cotangents are summed
+        over the samples left to right, the same bit for bit on every run.
+
+        Args:
+            du: the cotangent of ``Solution.u`` (say ``dL/du`` of a loss), a NumPy or CuPy
+                array shaped as ``u``; None for none.
+            dsaved: the cotangent of ``Solution.saved``, shaped as it (``dL/d saved``; zeros
+                where a row is NaN); None for none.
+        """
+        return adjoints.vjp(self, du, dsaved)
 
     @property
     def done(self):
@@ -238,7 +263,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
           direction=-1, terminal=None, record_events: int = 0, event_samples: int = 4,
           tstops=None, on_stop: Func | None = None, max_step=math.inf,
           max_steps: int = 1_000_000, tables=(), sensitivity: str | None = None,
-          jac: Func | None = None,
+          jac: Func | None = None, adjoint: bool = False,
+          adjoint_steps: int = adjoints.DEFAULT_STEPS,
           threads: int | None = None, progress: bool = False, client=None,
           chunks: int | None = None) -> Solution:
     """Integrate ``u' = f(u, t, p)`` for every sample from ``t_span[0]`` to ``t_span[1]``.
@@ -366,6 +392,16 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             local solve's, bit for bit (its ``report`` a ``DistributedReport``, ``runner``
             None). NumPy ``u0`` only.
         chunks: with ``client``, the number of chunks (default: the workers' threads).
+        adjoint: keep each sample's accepted steps, for ``Solution.vjp`` (reverse-mode
+            gradients in ``p`` and ``u0`` for any number of parameters; ``eagle.ode.adjoint``):
+            every adaptive method (the Rosenbrock ones without ``jac=``), with ``saveat``
+            (``vjp(dsaved=...)``) and one terminal ``event`` (its time moves with ``p`` and
+            ``u0``), without several events, ``on_event``, ``record_events``, stops,
+            ``args``, ``saveat`` as an array of times, ``sensitivity`` or ``client`` yet.
+            The end state is the plain solve's, bit for bit.
+        adjoint_steps: with ``adjoint``, the accepted steps kept per sample (default 1024; each
+            costs ``(k + 2) * 8`` bytes per sample in float64); a sample that needs more is
+            refused by this name after the forward run.
 
     Returns a ``Solution``. Samples still running at ``max_steps`` are reported there
     (``status == 0``) with an ``eagle.TruncationWarning``.
@@ -421,12 +457,20 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
                            or isinstance(terminal, tuple)) else None
         _sensitivity_columns(params, sensitivity, u0.shape[0] if u0.ndim == 2 else 1,
                              {**refused, "several events": several})
+    if adjoint:
+        adjoint_steps = adjoints.check(method, adjoint_steps, {
+            "on_event": on_event, "tstops": tstops, "on_stop": on_stop,
+            "sensitivity": sensitivity, "client": client, "noise": noise, "jac": jac,
+            "args": args, "saveat as an array of times": arguments.is_array(saveat) or None})
+        adjoints.check_event(event, direction, terminal, record_events)
     _check_funcs(f, state, params, table_dims, jac=jac, noise=noise, on_stop=on_stop,
                  on_event=on_event,
                  given=None if layout is None else f"args as {model_args.describe(layout)}")
     if event is not None:
         direction, terminal = per_component(event, direction, terminal, on_event, state,
                                              params, table_dims)
+        if adjoint:  # a vector-valued event: several
+            adjoints.check_event(event, direction, terminal, record_events)
     stochastic = hawk_ode.METHODS[method].stochastic
     listed = None  # saveat as an array of times, in the integration's variable
     if arguments.is_array(saveat):
@@ -534,6 +578,13 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
         first_stop = xp.maximum(xp.ceil((t - stop_first) / stop_every), 0).astype(np.int64)
         arrays.update(stop_first=stop_first, stop_every=stop_every, events=zeros(),
                       stops=first_stop)
+        if adjoint:  # the same steps, each accepted one recorded (eagle.ode.adjoint)
+            record = adjoints.Record(f, state, params, table_dims, method, params.role is
+                                     hawk.Param.role, column, tables,
+                                     None if saveat is None else first_save.copy(), event,
+                                     direction, int(event_samples))
+            kernel = adjoints.kernel(record)
+            arrays.update(adjoints.scratch(xp, adjoint_steps, u.shape, dtype))
     else:
         if stochastic:
             kernel = hawk_ode.sde_kernel(f, noise, state, params, saveat=saving,
@@ -567,7 +618,9 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
                                                max_steps=max_steps, seed=seed,
                                                progress=progress)
         else:
-            runner = until_done(plan, max_steps=max_steps, seed=seed, **arrays, **tables)
+            bound = arrays if not adjoint else {name: arrays[name]
+                                                for name in adjoints.PARAMETERS}
+            runner = until_done(plan, max_steps=max_steps, seed=seed, **bound, **tables)
             report = runner.run(progress=progress)
     finally:
         set_num_threads(saved_threads)
@@ -575,6 +628,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
         warnings.warn(f"eagle.ode.solve: {report.n - report.done} of {report.n} samples were "
                       f"still running at max_steps={max_steps} (status 0); raise max_steps",
                       TruncationWarning, stacklevel=2)
+    if adjoint:
+        adjoints.check_budget(arrays, adjoint_steps, xp)
     if adaptive:
         status, accepted = arrays["status"], arrays["accepted"]
         rejected, events = arrays["rejected"], arrays["events"]
@@ -622,4 +677,4 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
     return Solution(u=u, t=t, status=status, accepted=accepted, rejected=rejected,
                     events=events, saved=saved if saveat is not None else None, ts=ts,
                     report=report, runner=runner, plan=plan, arrays=arrays, **sensitivities,
-                    **recorded)
+                    **recorded, adjoint=record if adjoint else None)

@@ -1,0 +1,227 @@
+"""``solve(..., adjoint=True)`` and ``Solution.vjp``: reverse-mode gradients of an ensemble solve.
+
+The forward solve runs ``hawk.ode.adjoint.recording_kernel`` in place of the adaptive kernel
+(the same steps, the same end state bit for bit) and keeps each sample's accepted steps: the
+state at the step's start, its time and its size, ``adjoint_steps`` rows per sample at most,
+``(k + 2) * 8`` bytes a row for ``k`` states (float64). ``vjp`` then runs
+``hawk.ode.adjoint.backward_kernel`` over those rows, last first, from the cotangent of the end
+state and/or of the ``saveat`` states (through the interpolant that made them).
+
+The gradient is that of the computed solution's step map at its accepted steps: each step's
+size is held fixed, the controller's dependence on ``p`` and ``u0`` left out (as discrete
+adjoints with fixed accepted steps do; that part is of the order of the tolerances). It agrees
+with ``sensitivity="p"`` contracted with the same cotangent to the tolerances' scale, and with
+finite differences of the same steps replayed to rounding.
+
+A terminal event's time moves with ``p`` and ``u0``: the last step of a sample it ended is
+differentiated through ``g(u(t*), t*) = 0`` on the step's interpolant (implicit
+differentiation, as ``Solution.dt_dp`` is by forward sensitivities).
+
+Everything the adjoint cannot take is refused here by name, before anything is compiled or run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from hawk import ode as hawk_ode
+from hawk.ode.adjoint import ADJOINT_METHODS, backward_kernel, gradient_type, recording_kernel
+
+from ..runner import until_done
+from . import arguments as args
+
+__all__ = ["Record", "Gradients", "check", "scratch", "kernel", "check_budget", "vjp",
+           "DEFAULT_STEPS"]
+
+#: the accepted steps kept per sample unless ``adjoint_steps=`` says otherwise
+DEFAULT_STEPS = 1024
+
+
+class Gradients(NamedTuple):
+    """What ``Solution.vjp`` returns: the cotangents of the solve's inputs.
+
+    Attributes:
+        p: shaped as the ``p`` the solve bound: per sample ``(n,)``, ``(m, n)`` or
+            ``(r, c, n)``; for a ``p`` shared by every sample (a number, ``(m,)`` or
+            ``(r, c)``), the per-sample cotangents summed over the samples left to right (on
+            the host), so the sum is the same bit for bit on every run.
+        u0: shaped as ``u0``.
+    """
+
+    p: object
+    u0: object
+
+
+@dataclass(frozen=True)
+class Record:
+    """What the backward pass needs of a solve made with ``adjoint=True``.
+
+    Attributes:
+        f: the right-hand side the kernel integrated (in ``s = -t`` for a backward solve).
+        state, params: the kernel's types of ``u`` and ``p``.
+        table_dims: the dimensions of the model's tables.
+        method: the method's name.
+        shared: whether ``p`` is one for every sample.
+        column: ``u0`` was given as ``(1, n)``.
+        tables: the model's tables as bound (``table0``...).
+        first_save: with ``saveat``, each sample's first recorded time's index (int64);
+            else None.
+        event: the terminal event (in the kernel's time), or None.
+        direction: its direction.
+        event_samples: the points a step is looked at for it (``solve``'s).
+    """
+
+    f: object
+    state: object
+    params: object
+    table_dims: tuple
+    method: str
+    shared: bool
+    column: bool
+    tables: dict
+    first_save: object = None
+    event: object = None
+    direction: int = -1
+    event_samples: int = 4
+
+
+def check(method: str, steps, refused: dict) -> int:
+    """``adjoint_steps`` as an int, after refusing what the adjoint cannot take: ``method``
+    outside ``ADJOINT_METHODS`` and every option in ``refused`` (name -> value) that is set
+    (an ``event`` is taken: one terminal event function, checked by ``check_event``)."""
+    if method not in ADJOINT_METHODS:
+        raise ValueError(f"adjoint=True takes method= one of "
+                         f"{', '.join(map(repr, ADJOINT_METHODS))}, got method={method!r}")
+    for name, value in refused.items():
+        if value is not None and value is not False and value != 0:
+            raise ValueError(f"adjoint=True does not go with {name} yet")
+    if isinstance(steps, bool) or not (isinstance(steps, int | np.integer) and steps >= 1):
+        raise ValueError(f"adjoint_steps must be an int >= 1 (the accepted steps kept per "
+                         f"sample), got {steps!r}")
+    return int(steps)
+
+
+def check_event(event, direction, terminal, record_events) -> None:
+    """Refuse, by name, an event the adjoint cannot take: several (a vector-valued event, or
+    per-component directions or terminal flags), one that is not terminal, or recorded
+    events."""
+    if event is None:
+        return
+    if isinstance(direction, tuple) or isinstance(terminal, tuple):
+        raise ValueError("adjoint=True takes one terminal event function, not several "
+                         "(event, direction, terminal)")
+    if terminal is False:
+        raise ValueError("adjoint=True takes a terminal event only (terminal=False)")
+    if record_events:
+        raise ValueError("adjoint=True does not go with record_events yet")
+
+
+def scratch(xp, steps: int, shape: tuple, dtype) -> dict:
+    """The rows the forward kernel records into, refused by the name ``adjoint_steps`` where
+    they would not fit. Left unfilled: a row past a sample's accepted steps is never read (and
+    filling ``adjoint_steps`` rows would cost more than the solve when few are used)."""
+    n = shape[-1]
+    rows = {"steps_u": (steps, *shape), "steps_t": (steps, n), "steps_h": (steps, n)}
+    nbytes = sum(int(np.prod(s)) for s in rows.values()) * np.dtype(dtype).itemsize
+    args._fits("adjoint_steps", xp, nbytes, f"{steps} rows of each sample's accepted steps")
+    try:
+        return dict(budget=float(steps), theta_end=xp.zeros(n, dtype=dtype),
+                    **{name: xp.empty(s, dtype=dtype) for name, s in rows.items()})
+    except MemoryError:  # CuPy's OutOfMemoryError is one too
+        raise ValueError(f"adjoint_steps: {steps} rows of each sample's accepted steps "
+                         f"({nbytes} bytes) cannot be allocated now") from None
+
+
+def kernel(record: Record):
+    """The recording forward kernel for ``record``'s model and method."""
+    return recording_kernel(record.f, record.state, record.params, tables=record.table_dims,
+                            method=record.method, saveat=record.first_save is not None,
+                            event=record.event, direction=record.direction,
+                            event_samples=record.event_samples)
+
+
+#: the forward kernel's parameters that the plain adaptive kernel's arrays also hold
+PARAMETERS = ("p", "t_end", "rtol", "atol", "max_step", "budget", "u", "k1", "t", "h", "c",
+              "accepted", "rejected", "status", "steps_u", "steps_t", "steps_h",
+              "save_first", "save_every", "save_count", "saves", "saved", "events",
+              "theta_end")
+
+
+def check_budget(arrays: dict, steps: int, xp) -> None:
+    """``ValueError`` naming ``adjoint_steps`` where a sample used every row before it was
+    done (the forward kernel stopped it there)."""
+    short = (arrays["status"] == hawk_ode.STATUS_RUNNING) & (arrays["accepted"] >= steps)
+    count = int(short.sum())
+    if count:
+        first = int(xp.argmax(short))
+        states = arrays["u"].shape[0] if arrays["u"].ndim == 2 else 1
+        raise ValueError(
+            f"adjoint_steps={steps}: {count} of {short.size} samples (the first: sample "
+            f"{first}) need more accepted steps than that; raise adjoint_steps (each step "
+            f"kept costs {(states + 2) * arrays['u'].dtype.itemsize} bytes per sample)")
+
+
+def _cotangent(name: str, value, expected: tuple, like, xp):
+    """``value`` as a new array of ``like``'s dtype, refused naming ``name`` unless it is real
+    numbers shaped ``expected``."""
+    args.numeric(name, value)
+    shape = tuple(getattr(value, "shape", np.shape(value)))
+    if shape != expected:
+        what = "Solution.u" if name == "du" else "Solution.saved"
+        raise ValueError(f"{name} must be shaped as {what}, {expected}, got {shape}")
+    return xp.array(xp.asarray(value), dtype=like.dtype, copy=True, order="C")
+
+
+def vjp(solution, du=None, dsaved=None) -> Gradients:
+    """The cotangents of ``p`` and ``u0`` for the cotangents ``du`` of ``solution.u`` and
+    ``dsaved`` of ``solution.saved`` (``Solution.vjp``; either may be None, not both)."""
+    record = solution.adjoint
+    if record is None:
+        raise ValueError("vjp needs a solution made with eagle.ode.solve(..., adjoint=True): "
+                         "this one kept no steps")
+    arrays = solution.arrays
+    u = arrays["u"]
+    xp = args.array_module(u)
+    if du is None and dsaved is None:
+        raise ValueError("vjp needs du (the cotangent of Solution.u), dsaved (of "
+                         "Solution.saved) or both")
+    if dsaved is not None and record.first_save is None:
+        raise ValueError("dsaved needs a solve with saveat=: this one saved no states")
+    lam = xp.zeros_like(u) if du is None else \
+        _cotangent("du", du, tuple(solution.u.shape), u, xp).reshape(u.shape)
+    saved = arrays["saved"]
+    if dsaved is None:
+        rows = xp.zeros((1, *u.shape), dtype=u.dtype)
+    else:
+        rows = _cotangent("dsaved", dsaved, tuple(solution.saved.shape), u, xp)
+        rows = rows.reshape(saved.shape)
+    n = u.shape[-1]
+    gradient = gradient_type(record.params)
+    columns = gradient.columns
+    mu_shape = (n,) if gradient.width == 1 else \
+        ((gradient.width // columns, columns, n) if columns else (gradient.width, n))
+    mu = xp.zeros(mu_shape, dtype=u.dtype)
+    back = backward_kernel(record.f, record.state, record.params, tables=record.table_dims,
+                           method=record.method, event=record.event)
+    row = xp.array(arrays["accepted"], dtype=np.int64, copy=True)
+    if record.first_save is None:
+        first_save, saves = xp.zeros(n, dtype=np.int64), xp.zeros(n, dtype=np.int64)
+    else:
+        first_save, saves = record.first_save, xp.array(arrays["saves"], copy=True)
+    until_done(back, max_steps=int(row.max()) + 1, p=arrays["p"], steps_u=arrays["steps_u"],
+               steps_t=arrays["steps_t"], steps_h=arrays["steps_h"], dsaved=rows,
+               save_first=arrays["save_first"], save_every=arrays["save_every"],
+               first_save=first_save, row=row, lam=lam, mu=mu,
+               t_next=xp.array(arrays["t"], copy=True), saves=saves, status=arrays["status"],
+               accepted=arrays["accepted"], theta_end=arrays["theta_end"], **record.tables).run()
+    if record.shared:
+        host = mu.get() if hasattr(mu, "get") else mu
+        summed = np.cumsum(host, axis=-1)[..., -1]  # left to right over the samples
+        p_bar = float(summed) if summed.ndim == 0 else xp.asarray(summed)
+    else:
+        p_bar = mu
+    u0_bar = lam[None] if record.column else lam
+    return Gradients(p=p_bar, u0=u0_bar)
