@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .ir import MAX_MATRIX_SIDE, MAX_WIDTH, Role, annotation_name, type_name
+from .ir import MAX_ARGUMENT_MATRIX_SIDE, MAX_WIDTH, Role, annotation_name, type_name
 
 __all__ = ["Annotation", "Scalar", "Param", "Terminated", "Vec2", "Vec3", "Vec4", "Vector",
            "Matrix", "Mutable", "Out", "Series", "Table", "VECTOR_TYPES", "vector", "vec2",
@@ -112,16 +112,18 @@ class _Mat(Annotation):
 
 class _MatrixFamily:
     """``hawk.Matrix[R, C]``: the matrix type of ``R`` rows and ``C`` columns, each from 1 to
-    ``MAX_MATRIX_SIDE`` (16), not both 1. Read as ``m[i, j]`` (an element) or ``m[i]`` (row
-    ``i``, a ``Vector[C]``), with constant or loop indices."""
+    ``MAX_ARGUMENT_MATRIX_SIDE`` (16), not both 1 (each component is an argument of the
+    kernel; a matrix built in a body goes up to ``MAX_MATRIX_SIDE``, 64). Read as ``m[i, j]``
+    (an element) or ``m[i]`` (row ``i``, a ``Vector[C]``), with constant or loop indices."""
 
     def __getitem__(self, shape) -> _Mat:
         good = (isinstance(shape, tuple) and len(shape) == 2
                 and all(isinstance(s, int | np.integer) and not isinstance(s, bool)
-                        and 1 <= s <= MAX_MATRIX_SIDE for s in shape) and shape != (1, 1))
+                        and 1 <= s <= MAX_ARGUMENT_MATRIX_SIDE for s in shape) and shape != (1, 1))
         if not good:
             raise TypeError(f"hawk.Matrix[R, C] takes two ints R and C from 1 to "
-                            f"{MAX_MATRIX_SIDE} (rows and columns, not both 1), got {shape!r}")
+                            f"{MAX_ARGUMENT_MATRIX_SIDE} (rows and columns, not both 1), got "
+                            f"{shape!r}")
         return _matrix_type(int(shape[0]), int(shape[1]))
 
     def __repr__(self) -> str:
