@@ -88,6 +88,7 @@ def _units(cells: int, method: str, rtol: float, folder) -> float:
     for i, a in enumerate(A):
         ref = _radau(cells, a)
         worst = max(worst, (np.abs(sol.u[:, i] - ref) / (rtol + rtol * np.abs(ref))).max())
+    print(f"{2 * cells} states, {method} at rtol {rtol:g}: {worst:.2f} tolerance units")
     return worst
 
 
@@ -102,3 +103,49 @@ def test_a_20_state_brusselator_matches_radau(tmp_path, method, rtol, bound):
                                                  ("rodas5p", 1e-6, 5.0), ("rodas5p", 1e-8, 5.0)])
 def test_a_32_state_brusselator_matches_radau(tmp_path, method, rtol, bound):
     assert _units(16, method, rtol, tmp_path) < bound
+
+
+def test_the_llvm_pipeline_is_chosen_by_the_steps_size():
+    """Vectorisers up to ``VECTORISER_LIMIT`` instructions, the machine scheduler up to
+    ``SCHEDULER_LIMIT`` (both measured: ``benchmarks/stiff_compile.py``)."""
+    from eagle.cpu import native
+
+    line = "  %x = fadd double %a, %b\n"
+    assert native.instructions(line * 10 + "  store double %x, ptr %p\n") == 11
+    assert native.pipeline(line * native.VECTORISER_LIMIT) == (True, True, True)
+    assert native.pipeline(line * (native.VECTORISER_LIMIT + 1)) == (False, False, True)
+    assert native.pipeline(line * (native.SCHEDULER_LIMIT + 1)) == (False, False, False)
+
+
+_UNOPTIMISED = """
+import hashlib, sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import eagle.cpu.native as native
+import eagle.ode
+import stiff_models
+native.pipeline = lambda steps: (False, False, False)
+f = stiff_models.load(2, sys.argv[2])
+u0 = np.repeat(stiff_models.brusselator_start(2)[:, None], 3, axis=1)
+sol = eagle.ode.solve(f, u0, (0.0, 10.0), p=np.array([0.016, 0.02, 0.024]), method="rodas5p",
+                      rtol=1e-6, atol=1e-6)
+print(np.ascontiguousarray(sol.u).tobytes().hex())
+"""
+
+
+def test_no_vectorisers_and_no_scheduler_give_the_same_bits(tmp_path):
+    """The pipeline choice changes speed only: a kernel compiled without the vectorisers and
+    the machine scheduler (a fresh process, an empty cache) ends on the bits of the default."""
+    import os
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "EAGLE_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": os.pathsep.join([str(root / "src"), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", _UNOPTIMISED, str(root / "benchmarks"),
+                           str(tmp_path)], env=env, capture_output=True, text=True, check=True)
+    f = stiff_models.load(2, tmp_path)
+    u0 = np.repeat(stiff_models.brusselator_start(2)[:, None], 3, axis=1)
+    sol = eagle.ode.solve(f, u0, (0.0, 10.0), p=np.array([0.016, 0.02, 0.024]),
+                          method="rodas5p", rtol=1e-6, atol=1e-6)
+    assert done.stdout.strip() == np.ascontiguousarray(sol.u).tobytes().hex()
