@@ -32,18 +32,20 @@ _FORMAT = b"eagle-cpu-object 1\n"
 #: The loop vectoriser runs a visit for several samples at once (SIMD across the ensemble),
 #: but its cost grows faster than the visit: ``benchmarks/stiff_compile.py`` (``rodas5p`` on
 #: the Brusselator, 64 members from t = 0 to 10 at rtol = atol = 1e-6, one thread; a shared
-#: 2-core machine at load 4 to 8, so +-30 %) measured, with both vectorisers against none::
+#: 2-core machine at load 3 to 8: run times vary by 2x or more between runs) measured, with
+#: both vectorisers against none, two runs each where two are given::
 #:
-#:     states  instructions  LLVM s (both / none)  run ms (both / none)
-#:          4         1,816           0.84 / 0.33           2.4 /  6.8
-#:          8         4,516           2.69 / 1.06           4.4 / 19.7
-#:         12         9,022           25.6 / 2.87          23.9 / 49.7
-#:         16        15,848            147 / 2.52          31.7 / 34.1
+#:     states  instructions  LLVM s (both / none)        run ms (both / none)
+#:          4         1,816  0.84 / 0.33, 0.91 / 0.49    2.4 /  6.8, 2.5 /  8.8
+#:          8         4,516  2.69 / 1.06, 3.85 / 0.55    4.4 / 19.7, 9.1 / 10.4
+#:         12         9,022  25.6 / 2.87                23.9 / 49.7
+#:         16        15,848   147 / 2.52, 59.7 / 6.21   31.7 / 34.1, 19.9 / 86.2
 #:
-#: so at 8 states the vectorisers cost 1.6 s and save 0.24 ms a member (paid back by an
-#: ensemble of about 7,000), at 12 states they cost 23 s (paid back by about 57,000 members)
-#: and at 16 states 145 s for 7 %. The SLP vectoriser alone bought nothing on these kernels
-#: (run time equal to none's or worse, 2 to 8 s more to compile at 16 states). Hence: both up
+#: so up to 8 states the vectorisers cost 0.4 to 3.3 s and save up to 0.24 ms a member
+#: (paid back by ensembles of thousands), at 12 states they cost 23 s (paid back by about
+#: 57,000 members) and at 16 states 55 to 145 s (paid back, at the better of the two run
+#: times, by about 60,000). The SLP vectoriser alone bought nothing on these kernels (4 and 8
+#: states: run time equal to none's or worse; 8 s more to compile at 16 states). Hence both up
 #: to 6,000 instructions, neither above. The results are the same bits either way (no
 #: fast-math flags: vectorising reorders no arithmetic), which the benchmark checks.
 VECTORISER_LIMIT = 6_000
@@ -52,8 +54,13 @@ VECTORISER_LIMIT = 6_000
 #: block of them: its cost grows about with the square. On the captured steps' module of
 #: ``rodas5p`` (the O2 pipeline, no vectorisers): at 16 states (15,848 instructions) code
 #: generation took 2.1 s with it; at 24 states 23.4 s with it and 3.05 s without (object 1.5 %
-#: larger); at 32 states the whole LLVM step took 189 s with it. Without it a 16-state run was
-#: up to 1.6x slower in one noisy measurement, so it stays on up to 20,000 instructions.
+#: larger); at 32 states the whole LLVM step took 189 s with it and 25 s without (the run
+#: 15 % slower, one run each). At 16 states (3.5 s against 6.2 s to compile) the runs without
+#: it were 0.7x and 1.6x the time of those with it: noise, so it stays on up to 20,000
+#: instructions. Without either, code generation is still superlinear (at 32 states 14.7 s of
+#: the 25; at 64 states, 465,088 instructions, LLVM took 515 s): the rest is the register
+#: allocator and instruction selection on one block, which only loops over scratch memory in
+#: place of the unrolled LU would bound (issue 42).
 SCHEDULER_LIMIT = 20_000
 _lock = threading.Lock()
 
