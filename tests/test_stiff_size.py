@@ -149,3 +149,15 @@ def test_no_vectorisers_and_no_scheduler_give_the_same_bits(tmp_path):
     sol = eagle.ode.solve(f, u0, (0.0, 10.0), p=np.array([0.016, 0.02, 0.024]),
                           method="rodas5p", rtol=1e-6, atol=1e-6)
     assert done.stdout.strip() == np.ascontiguousarray(sol.u).tobytes().hex()
+
+
+def test_a_users_20_state_jac_is_taken_and_gives_the_automatic_bits(tmp_path):
+    """``jac=`` returning a 20 x 20 matrix was refused (``Matrix[20, 20]``, an argument's
+    bound); here ``hawk.jacobian`` of the model, the bits of the automatic Jacobian."""
+    f = stiff_models.load(10, tmp_path)
+    jac = load_kernel(stiff_models.brusselator_source(10) + "\n\n@hawk.func\ndef jac(u, t, a):\n"
+                      "    return hawk.jacobian(brusselator, u, t, a)\n", tmp_path, "jac")
+    u0 = np.repeat(stiff_models.brusselator_start(10)[:, None], len(A), axis=1)
+    runs = [eagle.ode.solve(f, u0, (0.0, T_END), p=A, method="rodas5p", rtol=1e-6, atol=1e-6,
+                            **given) for given in ({}, {"jac": jac})]
+    assert (runs[1].status == 1).all() and np.array_equal(runs[0].u, runs[1].u)
