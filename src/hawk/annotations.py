@@ -26,12 +26,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .ir import MAX_MATRIX_SIDE, MAX_WIDTH, Role, annotation_name, type_name
+from .ir import (
+    MAX_ARGUMENT_MATRIX_SIDE,
+    MAX_MATRIX_SIDE,
+    MAX_WIDTH,
+    Role,
+    annotation_name,
+    type_name,
+)
 
 __all__ = ["Annotation", "Scalar", "Param", "Terminated", "Vec2", "Vec3", "Vec4", "Vector",
            "Matrix", "Mutable", "Out", "Series", "Table", "VECTOR_TYPES", "vector", "vec2",
            "vec3", "vec4", "dot", "length", "cross", "normalize", "maximum", "minimum", "total",
-           "width"]  # fmt: skip
+           "width", "value_matrix_type"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -112,16 +119,18 @@ class _Mat(Annotation):
 
 class _MatrixFamily:
     """``hawk.Matrix[R, C]``: the matrix type of ``R`` rows and ``C`` columns, each from 1 to
-    ``MAX_MATRIX_SIDE`` (16), not both 1. Read as ``m[i, j]`` (an element) or ``m[i]`` (row
-    ``i``, a ``Vector[C]``), with constant or loop indices."""
+    ``MAX_ARGUMENT_MATRIX_SIDE`` (16), not both 1 (each component is an argument of the
+    kernel; a matrix built in a body goes up to ``MAX_MATRIX_SIDE``, 64). Read as ``m[i, j]``
+    (an element) or ``m[i]`` (row ``i``, a ``Vector[C]``), with constant or loop indices."""
 
     def __getitem__(self, shape) -> _Mat:
         good = (isinstance(shape, tuple) and len(shape) == 2
                 and all(isinstance(s, int | np.integer) and not isinstance(s, bool)
-                        and 1 <= s <= MAX_MATRIX_SIDE for s in shape) and shape != (1, 1))
+                        and 1 <= s <= MAX_ARGUMENT_MATRIX_SIDE for s in shape) and shape != (1, 1))
         if not good:
             raise TypeError(f"hawk.Matrix[R, C] takes two ints R and C from 1 to "
-                            f"{MAX_MATRIX_SIDE} (rows and columns, not both 1), got {shape!r}")
+                            f"{MAX_ARGUMENT_MATRIX_SIDE} (rows and columns, not both 1), got "
+                            f"{shape!r}")
         return _matrix_type(int(shape[0]), int(shape[1]))
 
     def __repr__(self) -> str:
@@ -187,6 +196,16 @@ def _vector_type(width: int) -> _Vec:
 @functools.cache
 def _matrix_type(rows: int, columns: int) -> _Mat:
     return _Mat(Role.SCALAR, rows * columns, columns)
+
+
+def value_matrix_type(rows: int, columns: int) -> _Mat:
+    """The type of a matrix value a kernel builds (a Jacobian, what a user's ``jac=``
+    returns): ``Matrix[rows, columns]``, each side up to ``MAX_MATRIX_SIDE`` (64) where an
+    argument's is up to ``MAX_ARGUMENT_MATRIX_SIDE`` (16)."""
+    if not (1 <= rows <= MAX_MATRIX_SIDE and 1 <= columns <= MAX_MATRIX_SIDE):
+        raise ValueError(f"a matrix value has 1 to {MAX_MATRIX_SIDE} rows and columns, got "
+                         f"{rows} x {columns}")
+    return _matrix_type(rows, columns)
 
 
 def vector(*components):

@@ -37,8 +37,8 @@ from .errors import Loc
 
 __all__ = ["DType", "Role", "OpKind", "Op", "Parameter", "Slot", "slots", "Store", "RowStore",
            "Program", "SERIES_FIELDS", "TABLE_FIELDS", "series_field", "uniform_value",
-           "MAX_WIDTH", "MAX_MATRIX_SIDE", "type_name", "annotation_name", "MATH_FUNCTIONS",
-           "COUNTER_OPS", "COUNTER_ARGUMENTS", "BIT_OPS"]
+           "MAX_WIDTH", "MAX_MATRIX_SIDE", "MAX_ARGUMENT_MATRIX_SIDE", "type_name",
+           "annotation_name", "MATH_FUNCTIONS", "COUNTER_OPS", "COUNTER_ARGUMENTS", "BIT_OPS"]
 
 
 class DType(Enum):
@@ -191,8 +191,16 @@ class Op:
 
 #: The widest vector a kernel takes: its components are registers and arguments, one each.
 MAX_WIDTH = 64
-#: The most rows, and the most columns, of a matrix (so at most 256 components).
-MAX_MATRIX_SIDE = 16
+#: The most rows, and the most columns, of a matrix a kernel builds (``hawk.identity``,
+#: ``hawk.zeros``, ``hawk.matrix``, a Jacobian, a user's ``jac=``, the LU of ``hawk.solve``):
+#: a state of ``MAX_WIDTH`` components has a ``MAX_WIDTH`` x ``MAX_WIDTH`` Jacobian, so the
+#: stiff methods run at every state width (issue 42). Its components are values of the
+#: straight-line program (4,096 at most), never arguments.
+MAX_MATRIX_SIDE = MAX_WIDTH
+#: The most rows, and the most columns, of a matrix a kernel takes as an argument
+#: (``Matrix[R, C]``, a per-sample ``p`` of shape ``(R, C, n)``): each component is an
+#: argument of its own (256 at most, 2 KiB of float64, inside CUDA's 4 KiB of parameters).
+MAX_ARGUMENT_MATRIX_SIDE = 16
 
 
 def type_name(width: int, columns: int = 0) -> str:

@@ -48,7 +48,7 @@ def matrix(*rows):
     ``hawk.matrix((a, b), (c, d))`` is ``[[a, b], [c, d]]`` (``Matrix[2, 2]``).
 
     Args:
-        rows: 1 to 16 rows of 1 to 16 components each (numbers or arrays of shape ``(n,)``
+        rows: 1 to 64 rows of 1 to 64 components each (numbers or arrays of shape ``(n,)``
             outside a kernel, scalar values inside one).
     """
     lengths = {len(row) for row in rows}

@@ -24,10 +24,44 @@ import threading
 
 from .llvm_ops import LIBM, libm_symbol
 
-__all__ = ["target", "compile_ir", "pack", "header", "unpack", "source_sha256", "load",
-           "undefined_symbols"]
+__all__ = ["target", "compile_ir", "pipeline", "instructions", "pack", "header", "unpack",
+           "source_sha256", "load", "undefined_symbols"]
 
 _FORMAT = b"eagle-cpu-object 1\n"
+#: The most instructions (``instructions``) of a steps' module that LLVM's vectorisers run on.
+#: The loop vectoriser runs a visit for several samples at once (SIMD across the ensemble),
+#: but its cost grows faster than the visit: ``benchmarks/stiff_compile.py`` (``rodas5p`` on
+#: the Brusselator, 64 members from t = 0 to 10 at rtol = atol = 1e-6, one thread; a shared
+#: 2-core machine at load 3 to 8: run times vary by 2x or more between runs) measured, with
+#: both vectorisers against none, two runs each where two are given::
+#:
+#:     states  instructions  LLVM s (both / none)        run ms (both / none)
+#:          4         1,816  0.84 / 0.33, 0.91 / 0.49    2.4 /  6.8, 2.5 /  8.8
+#:          8         4,516  2.69 / 1.06, 3.85 / 0.55    4.4 / 19.7, 9.1 / 10.4
+#:         12         9,022  25.6 / 2.87                23.9 / 49.7
+#:         16        15,848   147 / 2.52, 59.7 / 6.21   31.7 / 34.1, 19.9 / 86.2
+#:
+#: so up to 8 states the vectorisers cost 0.4 to 3.3 s and save up to 0.24 ms a member
+#: (paid back by ensembles of thousands), at 12 states they cost 23 s (paid back by about
+#: 57,000 members) and at 16 states 55 to 145 s (paid back, at the better of the two run
+#: times, by about 60,000). The SLP vectoriser alone bought nothing on these kernels (4 and 8
+#: states: run time equal to none's or worse; 8 s more to compile at 16 states). Hence both up
+#: to 6,000 instructions, neither above. The results are the same bits either way (no
+#: fast-math flags: vectorising reorders no arithmetic), which the benchmark checks.
+VECTORISER_LIMIT = 6_000
+#: The most instructions of a steps' module that LLVM's machine scheduler runs on (in code
+#: generation). The scheduler orders a basic block's instructions, and the visit is one basic
+#: block of them: its cost grows about with the square. On the captured steps' module of
+#: ``rodas5p`` (the O2 pipeline, no vectorisers): at 16 states (15,848 instructions) code
+#: generation took 2.1 s with it; at 24 states 23.4 s with it and 3.05 s without (object 1.5 %
+#: larger); at 32 states the whole LLVM step took 189 s with it and 25 s without (the run
+#: 15 % slower, one run each). At 16 states (3.5 s against 6.2 s to compile) the runs without
+#: it were 0.7x and 1.6x the time of those with it: noise, so it stays on up to 20,000
+#: instructions. Without either, code generation is still superlinear (at 32 states 14.7 s of
+#: the 25; at 64 states, 465,088 instructions, LLVM took 515 s): the rest is the register
+#: allocator and instruction selection on one block, which only loops over scratch memory in
+#: place of the unrolled LU would bound (issue 42).
+SCHEDULER_LIMIT = 20_000
 _lock = threading.Lock()
 
 
@@ -47,7 +81,10 @@ def target() -> tuple[str, str, str]:
 
 def compile_ir(steps: str, machinery: str, name: str) -> bytes:
     """The object code of a launch (``emit.emit_modules``) for this machine (``target``): the
-    steps' module through LLVM's -O2 pipeline, loop and SLP vectorisation included; the
+    steps' module through LLVM's -O2 pipeline, loop and SLP vectorisation included up to a
+    size, and the machine scheduler in code generation up to a larger one (``pipeline``:
+    both superlinear in a visit's one basic block; LLVM's process-wide ``-enable-misched``
+    option is turned off for the one compile, under this module's lock); the
     machinery's through promotion to registers, instruction combining and CFG simplification
     only (its loops run once per set or per lane of a launch: the full pipeline took three
     times as long for nothing measurable); then linked into one object. ``name`` (the
@@ -69,8 +106,8 @@ def compile_ir(steps: str, machinery: str, name: str) -> bytes:
             modules.append(module)
         fast, light = modules
         tuning = ll.create_pipeline_tuning_options(speed_level=2)
-        tuning.loop_vectorization = True
-        tuning.slp_vectorization = True
+        loop, slp, scheduler = pipeline(steps)
+        tuning.loop_vectorization, tuning.slp_vectorization = loop, slp
         passes = ll.create_pass_builder(machine, tuning)
         passes.getModulePassManager().run(fast, passes)
         simple = ll.create_new_module_pass_manager()
@@ -79,7 +116,26 @@ def compile_ir(steps: str, machinery: str, name: str) -> bytes:
         simple.add_simplify_cfg_pass()
         simple.run(light, passes)
         fast.link_in(light)
-        return bytes(machine.emit_object(fast))
+        if scheduler:
+            return bytes(machine.emit_object(fast))
+        ll.set_option("eagle", "-enable-misched=false")
+        try:
+            return bytes(machine.emit_object(fast))
+        finally:
+            ll.set_option("eagle", "-enable-misched=true")
+
+
+def instructions(text: str) -> int:
+    """The instructions of a module's text (its lines that assign a value or store one)."""
+    return text.count(" = ") + text.count("  store ")
+
+
+def pipeline(steps: str) -> tuple[bool, bool, bool]:
+    """(loop vectoriser, SLP vectoriser, machine scheduler) for the steps' module ``steps``,
+    by its size (``instructions``): the vectorisers up to ``VECTORISER_LIMIT``, the machine
+    scheduler up to ``SCHEDULER_LIMIT`` (see there: both measured on the stiff kernels)."""
+    size = instructions(steps)
+    return size <= VECTORISER_LIMIT, size <= VECTORISER_LIMIT, size <= SCHEDULER_LIMIT
 
 
 _machines: dict[tuple[str, str, str], object] = {}

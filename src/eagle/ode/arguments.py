@@ -18,7 +18,7 @@ import numpy as np
 
 import hawk
 from hawk import ode as hawk_ode
-from hawk.ir import MAX_MATRIX_SIDE, MAX_WIDTH
+from hawk.ir import MAX_ARGUMENT_MATRIX_SIDE, MAX_WIDTH
 
 __all__ = ["array_module", "state_type", "numeric", "params", "per_sample", "tables",
            "finite_pair", "allocate", "threads", "record_events", "is_array", "listed_times"]
@@ -110,7 +110,8 @@ def params(p, xp, n: int, dtype):
     if len(shape) == 2 and _matrix_shape(shape):
         return p, hawk.Param[hawk.Matrix[shape]]
     raise ValueError(f"p must be a number; per sample an array ({n},), (k, {n}) with k in "
-                     f"2..{MAX_WIDTH} or (r, c, {n}) with r, c in 1..{MAX_MATRIX_SIDE}; shared "
+                     f"2..{MAX_WIDTH} or (r, c, {n}) with r, c in "
+                     f"1..{MAX_ARGUMENT_MATRIX_SIDE}; shared "
                      f"by every sample an array (m,) with m in 2..{MAX_WIDTH} or (r, c); or a "
                      f"sequence of 2 to {MAX_WIDTH} numbers or arrays; got shape {shape}")
 
@@ -127,7 +128,7 @@ def _new_array(name: str, value, xp, dtype, expected: str):
 
 
 def _matrix_shape(shape: tuple[int, ...]) -> bool:
-    return all(1 <= side <= MAX_MATRIX_SIDE for side in shape) and shape != (1, 1)
+    return all(1 <= side <= MAX_ARGUMENT_MATRIX_SIDE for side in shape) and shape != (1, 1)
 
 
 def per_sample(name: str, value, xp, n: int, dtype, positive: bool = False,

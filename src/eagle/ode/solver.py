@@ -11,6 +11,7 @@ import numpy as np
 
 import hawk
 from hawk import ode as hawk_ode
+from hawk.annotations import value_matrix_type
 from hawk.inline import Func
 from hawk.ir import MAX_WIDTH, Role
 from hawk.ode.kernels import _takes_index, recorded_row_width
@@ -252,7 +253,7 @@ def _check_funcs(f: Func, state, params, dims, *, jac, noise, on_stop, on_event,
             raise TypeError(f"jac must be a @hawk.func jac(u, t, p) returning df/du, got "
                             f"{jac!r}")
         size = 1 if state is hawk.Scalar else state.width
-        shape = hawk.Scalar if size == 1 else hawk.Matrix[size, size]
+        shape = hawk.Scalar if size == 1 else value_matrix_type(size, size)
         check("jac", jac, state, params, dims, shape, "df/du")
 
 

@@ -1,0 +1,163 @@
+"""Stiff models above 16 states (issue 42): the matrices a kernel builds (``hawk.identity``,
+``hawk.zeros``, a Jacobian, the LU of ``hawk.solve``) go up to ``MAX_MATRIX_SIDE`` = 64 sides,
+one per state component, while a matrix *argument* (``Matrix[R, C]``, its components one
+argument each) stays at 16; ``rosenbrock23`` and ``rodas5p`` on the Brusselator of
+``benchmarks/stiff_models.py`` at 20 and 32 states against SciPy's ``Radau`` at rtol 1e-12,
+every member done and within a few tolerance units (``atol + rtol |u_ref|``)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import eagle
+import eagle.ode
+import hawk
+from differential import load_kernel
+from hawk.ir import MAX_ARGUMENT_MATRIX_SIDE, MAX_MATRIX_SIDE, MAX_WIDTH
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import stiff_models  # noqa: E402
+
+scipy_integrate = pytest.importorskip("scipy.integrate")
+
+T_END = 10.0
+A = 0.02 * np.array([0.8, 1.0, 1.2])  # the diffusion, one per member
+
+
+def _kernel_source(size: int) -> str:
+    return f"""\
+import hawk
+from hawk import Out, Terminated, Vector
+
+
+@hawk.kernel
+def big(b: Vector[{size}], terminated: Terminated, x: Out[Vector[{size}]], z: Out[Vector[{size}]]):
+    a = 4.0 * hawk.identity({size}) + 0.1 * hawk.outer(b, b) + hawk.zeros({size}, {size})
+    x = hawk.solve(a, b)
+    z = hawk.zeros({size}) + b
+    terminated = True
+"""
+
+
+def test_the_matrix_side_of_values_follows_the_widest_state():
+    assert MAX_MATRIX_SIDE == MAX_WIDTH == 64 and MAX_ARGUMENT_MATRIX_SIDE == 16
+
+
+def test_a_kernel_builds_and_solves_a_20_by_20_matrix(tmp_path):
+    size, n = 20, 5
+    big = load_kernel(_kernel_source(size), tmp_path, "big")
+    b = np.random.default_rng(42).normal(size=(size, n))
+    out = dict(x=np.zeros((size, n)), z=np.zeros((size, n)))
+    eagle.until_done(eagle.deploy(big, "cpu"), max_steps=1, b=b,
+                     terminated=np.zeros(n, bool), **out).run()
+    a = 4.0 * np.eye(size)[:, :, None] + 0.1 * (b[:, None, :] * b[None, :, :])
+    assert np.array_equal(out["x"], hawk.solve(a, b))  # the same LU, bit for bit
+    for i in range(n):
+        np.testing.assert_allclose(out["x"][:, i], np.linalg.solve(a[:, :, i], b[:, i]),
+                                   rtol=1e-12)
+    np.testing.assert_array_equal(out["z"], b)
+
+
+def test_a_matrix_above_64_is_refused_with_the_bound(tmp_path):
+    with pytest.raises(hawk.CompileError, match="hawk.identity\\(\\)'s size must be a constant "
+                                                "int from 1 to 64"):
+        load_kernel(_kernel_source(64).replace("hawk.identity(64)", "hawk.identity(65)"),
+                    tmp_path, "big")
+
+
+def _radau(cells: int, a: float) -> np.ndarray:
+    ref = scipy_integrate.solve_ivp(stiff_models.brusselator_numpy, (0.0, T_END),
+                                    stiff_models.brusselator_start(cells), method="Radau",
+                                    rtol=1e-12, atol=1e-12, args=(a,),
+                                    jac=stiff_models.brusselator_jacobian)
+    assert ref.success
+    return ref.y[:, -1]
+
+
+def _units(cells: int, method: str, rtol: float, folder) -> float:
+    """The largest error over the members in tolerance units, every member checked done."""
+    f = stiff_models.load(cells, folder)
+    u0 = np.repeat(stiff_models.brusselator_start(cells)[:, None], len(A), axis=1)
+    sol = eagle.ode.solve(f, u0, (0.0, T_END), p=A, method=method, rtol=rtol, atol=rtol)
+    assert (sol.status == 1).all() and (sol.t == T_END).all()
+    worst = 0.0
+    for i, a in enumerate(A):
+        ref = _radau(cells, a)
+        worst = max(worst, (np.abs(sol.u[:, i] - ref) / (rtol + rtol * np.abs(ref))).max())
+    print(f"{2 * cells} states, {method} at rtol {rtol:g}: {worst:.2f} tolerance units")
+    return worst
+
+
+@pytest.mark.parametrize("method, rtol, bound", [("rosenbrock23", 1e-6, 100.0),
+                                                 ("rodas5p", 1e-6, 5.0), ("rodas5p", 1e-8, 5.0)])
+def test_a_20_state_brusselator_matches_radau(tmp_path, method, rtol, bound):
+    assert _units(10, method, rtol, tmp_path) < bound
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method, rtol, bound", [("rosenbrock23", 1e-6, 100.0),
+                                                 ("rodas5p", 1e-6, 5.0), ("rodas5p", 1e-8, 5.0)])
+def test_a_32_state_brusselator_matches_radau(tmp_path, method, rtol, bound):
+    assert _units(16, method, rtol, tmp_path) < bound
+
+
+def test_the_llvm_pipeline_is_chosen_by_the_steps_size():
+    """Vectorisers up to ``VECTORISER_LIMIT`` instructions, the machine scheduler up to
+    ``SCHEDULER_LIMIT`` (both measured: ``benchmarks/stiff_compile.py``)."""
+    from eagle.cpu import native
+
+    line = "  %x = fadd double %a, %b\n"
+    assert native.instructions(line * 10 + "  store double %x, ptr %p\n") == 11
+    assert native.pipeline(line * native.VECTORISER_LIMIT) == (True, True, True)
+    assert native.pipeline(line * (native.VECTORISER_LIMIT + 1)) == (False, False, True)
+    assert native.pipeline(line * (native.SCHEDULER_LIMIT + 1)) == (False, False, False)
+
+
+_UNOPTIMISED = """
+import hashlib, sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import eagle.cpu.native as native
+import eagle.ode
+import stiff_models
+native.pipeline = lambda steps: (False, False, False)
+f = stiff_models.load(2, sys.argv[2])
+u0 = np.repeat(stiff_models.brusselator_start(2)[:, None], 3, axis=1)
+sol = eagle.ode.solve(f, u0, (0.0, 10.0), p=np.array([0.016, 0.02, 0.024]), method="rodas5p",
+                      rtol=1e-6, atol=1e-6)
+print(np.ascontiguousarray(sol.u).tobytes().hex())
+"""
+
+
+def test_no_vectorisers_and_no_scheduler_give_the_same_bits(tmp_path):
+    """The pipeline choice changes speed only: a kernel compiled without the vectorisers and
+    the machine scheduler (a fresh process, an empty cache) ends on the bits of the default."""
+    import os
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "EAGLE_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": os.pathsep.join([str(root / "src"), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", _UNOPTIMISED, str(root / "benchmarks"),
+                           str(tmp_path)], env=env, capture_output=True, text=True, check=True)
+    f = stiff_models.load(2, tmp_path)
+    u0 = np.repeat(stiff_models.brusselator_start(2)[:, None], 3, axis=1)
+    sol = eagle.ode.solve(f, u0, (0.0, 10.0), p=np.array([0.016, 0.02, 0.024]),
+                          method="rodas5p", rtol=1e-6, atol=1e-6)
+    assert done.stdout.strip() == np.ascontiguousarray(sol.u).tobytes().hex()
+
+
+def test_a_users_20_state_jac_is_taken_and_gives_the_automatic_bits(tmp_path):
+    """``jac=`` returning a 20 x 20 matrix was refused (``Matrix[20, 20]``, an argument's
+    bound); here ``hawk.jacobian`` of the model, the bits of the automatic Jacobian."""
+    f = stiff_models.load(10, tmp_path)
+    jac = load_kernel(stiff_models.brusselator_source(10) + "\n\n@hawk.func\ndef jac(u, t, a):\n"
+                      "    return hawk.jacobian(brusselator, u, t, a)\n", tmp_path, "jac")
+    u0 = np.repeat(stiff_models.brusselator_start(10)[:, None], len(A), axis=1)
+    runs = [eagle.ode.solve(f, u0, (0.0, T_END), p=A, method="rodas5p", rtol=1e-6, atol=1e-6,
+                            **given) for given in ({}, {"jac": jac})]
+    assert (runs[1].status == 1).all() and np.array_equal(runs[0].u, runs[1].u)
