@@ -27,16 +27,17 @@ import numpy as np
 
 import hawk
 from hawk.inline import Func
-from hawk.ir import MAX_MATRIX_SIDE, MAX_WIDTH
+from hawk.ir import MAX_ARGUMENT_MATRIX_SIDE as SIDE
+from hawk.ir import MAX_WIDTH
 
 from . import arguments
 
 __all__ = ["pack", "unpacking", "MAX_NUMBERS"]
 
 #: the most numbers ``args`` holds in all (one ``Matrix[16, 16]``)
-MAX_NUMBERS = MAX_MATRIX_SIDE * MAX_MATRIX_SIDE
+MAX_NUMBERS = SIDE * SIDE
 #: the columns of the packed matrix, beyond ``MAX_WIDTH`` numbers
-_COLUMNS = MAX_MATRIX_SIDE
+_COLUMNS = SIDE
 
 
 def pack(given, xp, n: int, dtype):
@@ -64,12 +65,12 @@ def pack(given, xp, n: int, dtype):
         arguments.numeric(name, array)
         samples = array.ndim >= 1 and array.shape[-1] == n
         shape = tuple(array.shape[:-1] if samples else array.shape)
-        if len(shape) > 2 or (len(shape) == 2 and not all(1 <= s <= MAX_MATRIX_SIDE
+        if len(shape) > 2 or (len(shape) == 2 and not all(1 <= s <= SIDE
                                                           for s in shape)) \
                 or (len(shape) == 1 and not 1 <= shape[0] <= MAX_WIDTH) or 0 in shape:
             raise ValueError(f"{name} must be a number, a vector (m,) with m up to "
                              f"{MAX_WIDTH} or a matrix (r, c) with r, c up to "
-                             f"{MAX_MATRIX_SIDE}, each with the {n} samples as a last axis "
+                             f"{SIDE}, each with the {n} samples as a last axis "
                              f"or shared by every sample; got shape {tuple(array.shape)}")
         values.append(array)
         shapes.append((shape, samples))
@@ -77,7 +78,7 @@ def pack(given, xp, n: int, dtype):
     total = sum(math.prod(shape) for shape, _ in shapes)
     if total > MAX_NUMBERS:
         raise ValueError(f"args: {total} numbers in all, more than the {MAX_NUMBERS} a model's "
-                         f"arguments hold (one Matrix[{MAX_MATRIX_SIDE}, {MAX_MATRIX_SIDE}]); "
+                         f"arguments hold (one Matrix[{SIDE}, {SIDE}]); "
                          "pass large shared arrays as tables=")
     width = total if total <= MAX_WIDTH else _COLUMNS * -(-total // _COLUMNS)
     flat = xp.zeros((width, n) if per_sample else (width,), dtype=dtype)
