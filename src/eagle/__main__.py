@@ -24,6 +24,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from .paths import shown
+
 
 def _size(path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
@@ -50,17 +52,8 @@ def info() -> int:
     for line in describe():
         print(line)
     folder = cache.cache_dir()
-    print(f"cache: {_shown(folder)} ({_size(folder) / 2**20:.1f} MiB)")
+    print(f"cache: {shown(folder)} ({_size(folder) / 2**20:.1f} MiB)")
     return 0
-
-
-def _shown(folder: Path) -> str:
-    """``folder`` with the user's home folder written ``~`` (``~/.cache/eagle``): what it is,
-    without the user's name or a build machine's home in a log or a published page."""
-    try:
-        return str(Path("~") / folder.relative_to(Path.home()))
-    except (ValueError, RuntimeError):  # not under home, or no home folder
-        return str(folder)
 
 
 def clear_cache() -> int:

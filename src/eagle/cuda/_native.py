@@ -31,6 +31,7 @@ from pathlib import Path
 
 from ..backend import DeviceLoop
 from ..errors import ArtifactError, BackendUnavailable, BindingTypeError, CaptureError, CudaError
+from ..paths import shown
 
 __all__ = ["ABI_VERSION", "PROTOTYPES", "library_path", "library", "check", "describe",
            "enabled", "Stream", "Event", "current_stream", "StreamCapturer", "Graph", "GraphExec",
@@ -170,13 +171,13 @@ def describe() -> list[str]:
     except BackendUnavailable as exc:
         return [f"native layer: none ({exc})"]
     except OSError as exc:
-        return [f"native layer: {library_path()} does not load ({exc})"]
+        return [f"native layer: {shown(library_path())} does not load ({exc})"]
     reason = ctypes.create_string_buffer(1024)
     check(lib.eagle_unavailable_reason(reason, len(reason)))
     why = reason.value.decode()
     driver = os.environ.get("EAGLE_LIBCUDA") or "libcuda.so.1"
     head = (f"native layer: libeagle_cuda {lib.eagle_cuda_version().decode()} (ABI "
-            f"{lib.eagle_cuda_abi_version()}) at {library_path()}")
+            f"{lib.eagle_cuda_abi_version()}) at {shown(library_path())}")
     if why:
         return [head, f"  through it, GPU: none usable ({why})"]
     version = ctypes.c_int()
