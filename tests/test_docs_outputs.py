@@ -135,3 +135,20 @@ def test_info_shows_a_cache_under_home_as_tilde(tmp_path, monkeypatch, capsys):
     assert info() == 0
     printed = capsys.readouterr().out
     assert "cache: ~/.cache/eagle (" in printed and str(tmp_path) not in printed
+
+
+def test_paths_in_the_checkout_are_shown_relative_and_others_as_they_are(tmp_path, monkeypatch):
+    """``eagle.paths.shown``: a path sharing the current folder's checkout is written relative
+    to it (a docs cell runs in docs/, the cache and the native library are in the checkout:
+    the clean-clone docs build printed /work/<clone>/... before), the home as ``~``, and a
+    path elsewhere (``/`` the only common folder) as it is."""
+    from eagle.paths import shown
+
+    checkout = tmp_path / "work" / "clone"
+    (checkout / "docs").mkdir(parents=True)
+    monkeypatch.chdir(checkout / "docs")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert shown(checkout / ".ci-cache" / "eagle") == "../.ci-cache/eagle"
+    assert shown(checkout / "build" / "native" / "lib.so") == "../build/native/lib.so"
+    assert shown(tmp_path / "home" / ".cache" / "eagle") == "~/.cache/eagle"
+    assert shown("/proc/self") == "/proc/self"
