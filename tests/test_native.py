@@ -286,14 +286,8 @@ def test_run_artifact_refuses_bad_bindings(native, tmp_path, change, words):
     assert words in done.stderr, done.stderr
 
 
-_CELL = """
-import numpy as np
-from eagle.cuda._native import Buffer, current_stream
-from eagle.errors import BindingTypeError, CaptureError
-from eagle.loaded import LoadedVector
-from eagle.pipeline import GraphPipeline
-
-
+# The child scripts' device array: the native layer's memory, exported as CuPy exports one.
+_ARRAY_CLASS = """\
 class Array:  # device memory of the native layer, exported as CuPy exports an array
     def __init__(self, host):
         self.host = np.ascontiguousarray(host)
@@ -305,6 +299,17 @@ class Array:  # device memory of the native layer, exported as CuPy exports an a
     def get(self):
         self.buffer.download(self.host)
         return self.host
+"""
+
+_CELL = """
+import numpy as np
+from eagle.cuda._native import Buffer, current_stream
+from eagle.errors import BindingTypeError, CaptureError
+from eagle.loaded import LoadedVector
+from eagle.pipeline import GraphPipeline
+
+
+# ARRAY
 
 
 force = LoadedVector(GRAVITY)
@@ -369,6 +374,7 @@ for limit in (None, 3):
                                max_iterations=limit)
     print(f"repeat_while: {loops} iterations, left {int(left.get()[0])}")
 """
+_CELL = _CELL.replace("# ARRAY\n", _ARRAY_CLASS)
 
 _COUNTDOWN = """
 import hawk
@@ -459,17 +465,7 @@ import kernels  # noqa: E402
 from test_native import CASES  # noqa: E402
 
 
-class Array:  # device memory of the native layer, exported as CuPy exports an array
-    def __init__(self, host):
-        self.host = np.ascontiguousarray(host)
-        self.buffer = Buffer(self.host.nbytes)
-        self.buffer.upload(self.host)
-        self.__cuda_array_interface__ = dict(data=(self.buffer.ptr, False), shape=host.shape,
-                                             typestr=host.dtype.str, strides=None, version=3)
-
-    def get(self):
-        self.buffer.download(self.host)
-        return self.host
+# ARRAY
 
 
 kernel, make = CASES[NAME]
@@ -498,6 +494,7 @@ with registered(CudaBackend(host_module_compiler(FOLDER))):
     runner.reset()  # flags cleared on the device; the arrays stay where the run left them
     print("after reset:", int(gpu["terminated"].get().sum()), runner.run().launches > 0)
 """
+_UNTIL_DONE = _UNTIL_DONE.replace("# ARRAY\n", _ARRAY_CLASS)
 
 
 @pytest.mark.slow
@@ -584,7 +581,7 @@ def test_runners_composed_over_the_cpp_layer(native, tmp_path):
     done by one replay, bit-identical to the CPU backend."""
     env = {**_env(tmp_path), "EAGLE_CUDA_NATIVE": "1", "EAGLE_CUDA_LIBRARY": str(LIBRARY),
            "PYTHONPATH": str(ROOT / "src")}
-    array = _UNTIL_DONE[_UNTIL_DONE.index("class Array"):_UNTIL_DONE.index("kernel, make")]
+    array = _ARRAY_CLASS
     code = (f"TESTS, FOLDER = {str(ROOT / 'tests')!r}, {str(tmp_path)!r}\n"
             "from eagle.cuda._native import Buffer\n"
             f"_ARRAY = {array!r}\n" + _COMPOSED)

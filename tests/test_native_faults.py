@@ -20,7 +20,7 @@ import sys
 
 import pytest
 
-from test_native import _UNTIL_DONE, LIBRARY, ROOT, STANDIN, _env, native  # noqa: F401
+from test_native import _ARRAY_CLASS, LIBRARY, ROOT, STANDIN, _env, native  # noqa: F401
 
 #: the entry points only releases call (a destructor's, with its context pushed for the call
 #: and popped after): their failure is reported under EAGLE_CUDA_DEBUG, never raised
@@ -90,7 +90,7 @@ def test_a_driver_failure_at_each_entry_point_is_named_and_leaves_nothing_behind
                                                                                tmp_path):
     env = {**_env(tmp_path), "EAGLE_CUDA_NATIVE": "1", "EAGLE_CUDA_LIBRARY": str(LIBRARY),
            "PYTHONPATH": str(ROOT / "src")}
-    array = _UNTIL_DONE[_UNTIL_DONE.index("class Array"):_UNTIL_DONE.index("kernel, make")]
+    array = _ARRAY_CLASS
     code = (f"TESTS, FOLDER, STANDIN = {str(ROOT / 'tests')!r}, {str(tmp_path)!r}, "
             f"{str(STANDIN)!r}\n_ARRAY = {array!r}\n" + _FAULTS)
     done = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True,
