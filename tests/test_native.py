@@ -26,6 +26,7 @@ import pytest
 import eagle
 from eagle.cuda._native import PROTOTYPES
 from eagle.cuda.artifact import ArtifactError, read_artifact, write_artifact
+from eagle.paths import shown
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kernels import accumulate_force, bouncing, falling, oscillator  # noqa: E402
@@ -203,7 +204,7 @@ def test_facade_says_why_no_gpu_is_usable(native, tmp_path):
     assert _facade(code, _env(tmp_path)) == "1 0"  # the stand-in: a usable device
     info = subprocess.run([sys.executable, "-m", "eagle", "info"], capture_output=True, text=True,
                           env={**missing, "EAGLE_CUDA_LIBRARY": str(LIBRARY)})
-    assert f"native layer: libeagle_cuda 0.1.0 (ABI 1) at {LIBRARY}" in info.stdout
+    assert f"native layer: libeagle_cuda 0.1.0 (ABI 1) at {shown(LIBRARY)}" in info.stdout
     assert "through it, GPU: none usable (no NVIDIA driver found (" in info.stdout
     old = {**_env(tmp_path), "EAGLE_CUDA_LIBRARY": str(LIBRARY), "FAKECUDA_DRIVER_VERSION": "11080"}
     info = subprocess.run([sys.executable, "-m", "eagle", "info"], capture_output=True, text=True,
