@@ -173,6 +173,14 @@ const char* result_name(CUresult r) {
     }
 }
 
+// The entry points that release an object (a destroy, a free, an unload): one that fails is
+// a double release, a release of a handle never made, or one from a thread with no context.
+bool is_release(const char* name) {
+    for (const char* word : {"Destroy", "Free", "Unload"})
+        if (std::strstr(name, word)) return true;
+    return false;
+}
+
 // Every entry point: take the lock, count the call, honour an injected failure, log the result.
 struct Call {
     const char* name;
@@ -197,6 +205,7 @@ struct Call {
     }
     CUresult done(CUresult r, const std::string& why = "") {
         const char* rn = result_name(r);
+        if (r != CUDA_SUCCESS && is_release(name)) ++S().counters["failed releases"];
         std::string line = std::string(name) + "(" + detail + ") -> " + (rn ? rn : std::to_string(r));
         if (!why.empty()) line += ": " + why;
         S().log.push_back(line);
@@ -1325,10 +1334,18 @@ EXPORT const char* fakecuda_log() {
     return S().log_text.c_str();
 }
 // A counter: an entry point's call count by its name, or "launches", "graph launches",
-// "kernels run", "while iterations", "refused versions"; "allocations" = live device blocks.
+// "kernels run", "while iterations", "refused versions", "failed releases" (a destroy, free or
+// unload that failed: a double release, say); and what is alive now: "allocations" (device
+// blocks), "host blocks", "streams", "events", "modules", "graphs" (every graph, a WHILE body
+// and an executable's copy too), "execs", "captures" (open ones).
 EXPORT long long fakecuda_counter(const char* name) {
     std::lock_guard<std::recursive_mutex> hold(S().lock);
-    if (std::strcmp(name, "allocations") == 0) return static_cast<long long>(S().memory.size() - S().host_mapped.size());
+    State& s = S();
+    const std::map<std::string, std::size_t> live = {
+        {"allocations", s.memory.size() - s.host_mapped.size()}, {"host blocks", s.host_mapped.size()},
+        {"streams", s.streams.size()}, {"events", s.events.size()}, {"modules", s.modules.size()},
+        {"graphs", s.graphs.size()}, {"execs", s.execs.size()}, {"captures", s.captures.size()}};
+    if (auto it = live.find(name); it != live.end()) return static_cast<long long>(it->second);
     auto it = S().counters.find(name);
     return it == S().counters.end() ? 0 : it->second;
 }
