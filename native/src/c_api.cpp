@@ -171,6 +171,7 @@ int eagle_loop_set_args(eagle_loop* loop, const int* types, const eagle_value* v
         loop->l->set_step_args(KernelArgs(t, values_of(values, count)));
     });
 }
+int eagle_loop_build(eagle_loop* loop) { return guard([&] { loop->l->build(); }); }
 int eagle_loop_run(eagle_loop* loop, int64_t steps, int64_t max_steps, int host, eagle_stream* stream,
                    int64_t* launches, int64_t* taken, int64_t* live, int64_t* steps_per_launch) {
     return guard([&] {

@@ -88,6 +88,7 @@ PROTOTYPES = {
     "eagle_loop_create": (_i, [_p, _str, _str, _i64, ctypes.c_uint, _i64, _i64, _i64, _i64, _pp]),
     "eagle_loop_control": (_u64, [_p]),
     "eagle_loop_set_args": (_i, [_p, _ip, ctypes.POINTER(Value), _sz]),
+    "eagle_loop_build": (_i, [_p]),
     "eagle_loop_run": (_i, [_p, _i64, _i64, _i, _p, ctypes.POINTER(_i64),
                             ctypes.POINTER(_i64), ctypes.POINTER(_i64), ctypes.POINTER(_i64)]),
     "eagle_loop_prepare_for_capture": (_i, [_p, _i64, _i64]),
@@ -506,20 +507,34 @@ class Loop(DeviceLoop):
         self.eager = eager
         self.mode = "host-loop" if eager else "graph-while"
         self._loop = None
+        self._built = False
         self._stream = None
         self._progress, self._watching = None, False
 
     def build(self) -> float:
-        """Allocate the control block and record and instantiate the graph (0 once done)."""
+        """Allocate the control block and record and instantiate the graph (the eager loop
+        records nothing); return the seconds it took, 0 once done."""
         import time
+
+        if self._built:
+            return 0.0
+        start = time.perf_counter()
+        self._create()
+        self._built = True
+        if self.eager:
+            return 0.0
+        check(library().eagle_loop_build(self._loop._ptr))
+        return time.perf_counter() - start
+
+    def _create(self) -> None:
+        """The C++ RunLoop with its control block and the step's arguments (once)."""
         from types import SimpleNamespace
 
         from .arguments import MAX_STEPS_PER_LAUNCH, step_arguments
         from .emit import BLOCK_SIZE, DECIDE_KERNEL, STEP_KERNEL
 
         if self._loop is not None:
-            return 0.0
-        start = time.perf_counter()
+            return
         out = _out()
         check(library().eagle_loop_create(
             self.kernel._module._ptr, STEP_KERNEL.encode(), DECIDE_KERNEL.encode(),
@@ -534,7 +549,6 @@ class Loop(DeviceLoop):
         packed = (Value * len(values))(*[_value(t, v) for t, v in zip(types, values, strict=True)])
         check(library().eagle_loop_set_args(out, codes, packed, len(values)))
         self._loop = loop
-        return time.perf_counter() - start
 
     def run(self, counters, after_launch) -> None:
         self.build()
@@ -551,7 +565,7 @@ class Loop(DeviceLoop):
     def watch(self, enabled: bool) -> None:
         """Have the next runs write (live, steps) to pinned host memory (``live_now``) or not
         (called by the runner before each run: ``run(progress=True)``)."""
-        self.build()
+        self._create()
         if enabled and self._progress is None:
             out = _out()
             check(library().eagle_hostmapped_alloc(self.kernel.ordinal, 16, ctypes.byref(out)))
@@ -574,12 +588,12 @@ class Loop(DeviceLoop):
 
     def graph_loop(self) -> Loop:
         """The loop as ``GraphComposer`` records it (itself, its arguments set)."""
-        self.build()
+        self._create()
         return self
 
     def prepare_for_capture(self, steps: int, max_steps: int) -> None:
         """Set the control block for ``append_to_capture`` (before the capture begins)."""
-        self.build()
+        self._create()
         check(library().eagle_loop_prepare_for_capture(self._loop._ptr, steps, max_steps))
 
     def append_to_capture(self, stream: Stream) -> None:

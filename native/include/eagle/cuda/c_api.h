@@ -65,6 +65,7 @@ EAGLE_CUDA_C int eagle_module_max_blocks(eagle_module* module, const char* name,
 EAGLE_CUDA_C int eagle_loop_create(eagle_module* module, const char* step, const char* decide, int64_t n, unsigned block, int64_t steps_per_launch, int64_t grow_until, int64_t full, int64_t spread, eagle_loop** out);
 EAGLE_CUDA_C uint64_t eagle_loop_control(eagle_loop* loop);
 EAGLE_CUDA_C int eagle_loop_set_args(eagle_loop* loop, const int* types, const eagle_value* values, size_t count);
+EAGLE_CUDA_C int eagle_loop_build(eagle_loop* loop);
 EAGLE_CUDA_C int eagle_loop_run(eagle_loop* loop, int64_t steps, int64_t max_steps, int host, eagle_stream* stream, int64_t* launches, int64_t* taken, int64_t* live, int64_t* steps_per_launch);
 EAGLE_CUDA_C int eagle_loop_prepare_for_capture(eagle_loop* loop, int64_t steps, int64_t max_steps);
 EAGLE_CUDA_C int eagle_loop_append_to(eagle_loop* loop, eagle_stream* stream);
