@@ -83,6 +83,42 @@ class NativeDevice:
         """The driver entry points called since the door opened, in order."""
         return [line.split("(", 1)[0] for line in self.log if line.startswith("cu")]
 
+    def forget(self) -> None:
+        """Start the call log and the counters afresh."""
+        self.lib.fakecuda_reset()
+
+    @property
+    def waits(self) -> list[tuple[int, int]]:
+        """(waiting stream, stream the event was last recorded on), as ``FakeDriver.waits``."""
+        recorded, out = {}, []
+        for line in self.log:
+            if line.startswith(("cuEventRecord(", "cuStreamWaitEvent(")):
+                name = line.split("(", 1)[0]
+                detail = self._pointers(line)
+                if name == "cuEventRecord":
+                    recorded[detail["event"]] = detail["stream"]
+                else:
+                    out.append((detail["stream"], recorded.get(detail["event"])))
+        return out
+
+    @staticmethod
+    def _pointers(line: str) -> dict[str, int]:
+        detail = line[line.index("(") + 1:line.index(")")]
+        return {key: 0 if value == "(nil)" else int(value, 16)
+                for key, value in (p.split("=") for p in detail.split())}
+
+    @property
+    def graph_launch_streams(self) -> list[int]:
+        """The stream of every ``cuGraphLaunch``, as ``FakeDriver.graph_launch_streams``."""
+        return [self._pointers(line)["stream"] for line in self.log
+                if line.startswith("cuGraphLaunch(")]
+
+    @property
+    def context_errors(self) -> list[str]:
+        """The calls refused for want of a current context, as ``FakeDriver.context_errors``."""
+        return [line.split("(", 1)[0] for line in self.log
+                if "CUDA_ERROR_INVALID_CONTEXT" in line]
+
     @property
     def launches(self) -> int:
         return self.counter("launches")
@@ -164,3 +200,68 @@ def device_array(driver, host):
     from fake_driver import GpuArray
 
     return GpuArray(driver, host)
+
+
+def forget(driver) -> None:
+    """Forget what ``driver`` (a fake driver or a ``NativeDevice``) recorded so far: its waits,
+    calls and graph launches' streams."""
+    if isinstance(driver, NativeDevice):
+        driver.forget()
+    else:
+        driver.waits.clear()
+        driver.calls.clear()
+        driver.graph_launch_streams.clear()
+
+
+def bindings_door_only(driver, why: str) -> None:
+    """Skip a case that cannot apply to the native door, saying why."""
+    if isinstance(driver, NativeDevice):
+        pytest.skip(f"not a case of the native door: {why}")
+
+
+def loop_stream(runner) -> int:
+    """The handle of the stream ``runner``'s GPU loop runs on, through either door."""
+    loop = runner._loop.graph_loop()
+    if hasattr(loop, "stream"):  # the Python layer's GraphLoop
+        return int(loop.stream.handle)
+    from eagle.cuda._native import current_stream
+
+    return (loop._stream or current_stream(loop.kernel.ordinal)).handle
+
+
+def control_of(runner) -> np.ndarray:
+    """``runner``'s control block as its last run left it (``CONTROL_FIELDS``' order): the
+    Python layer's host copy, or the C++ RunLoop's block read back."""
+    loop = runner._loop.graph_loop()
+    if hasattr(loop, "host_control"):
+        return loop.host_control
+    from eagle.cuda import _native
+    from eagle.cuda.emit import CONTROL_FIELDS
+
+    out = np.zeros(len(CONTROL_FIELDS), np.int64)
+    lib = _native.library()
+    _native.check(lib.eagle_memory_to_host(loop.kernel.ordinal, out.ctypes.data,
+                                           lib.eagle_loop_control(loop._loop._ptr), out.nbytes))
+    return out
+
+
+def progress_address(runner) -> int:
+    """The device address of the pinned memory ``runner``'s loop writes its progress to."""
+    loop = runner._loop.graph_loop()
+    if hasattr(loop, "progress"):
+        return loop.progress.device_ptr
+    from eagle.cuda import _native
+
+    return _native.library().eagle_hostmapped_device(loop._progress._ptr)
+
+
+def user_stream(driver, fake_handle: int) -> int:
+    """A stream handle a user's library made: ``fake_handle`` for a fake driver (any number
+    does), a real stream of the stand-in for the native door (kept alive with the door)."""
+    if not isinstance(driver, NativeDevice):
+        return fake_handle
+    from eagle.cuda._native import Stream
+
+    stream = Stream(0, non_blocking=True)
+    driver.streams = [*getattr(driver, "streams", []), stream]
+    return stream.handle

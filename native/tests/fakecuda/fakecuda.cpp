@@ -748,6 +748,7 @@ CUresult f_cuEventDestroy(CUevent h) {
 CUresult f_cuEventRecord(CUevent h, CUstream hs) {
     ENTER("cuEventRecord");
     NEED_CTX();
+    call.note("event=%p stream=%p", static_cast<void*>(h), static_cast<void*>(hs));
     auto* e = reinterpret_cast<Event*>(h);
     Stream* s = stream_of(hs);
     if (!S().events.count(e) || s == BAD_STREAM) return call.done(CUDA_ERROR_INVALID_HANDLE);
@@ -760,6 +761,7 @@ CUresult f_cuEventRecord(CUevent h, CUstream hs) {
 CUresult f_cuStreamWaitEvent(CUstream hs, CUevent h, unsigned int) {
     ENTER("cuStreamWaitEvent");
     NEED_CTX();
+    call.note("stream=%p event=%p", static_cast<void*>(hs), static_cast<void*>(h));
     auto* e = reinterpret_cast<Event*>(h);
     Stream* s = stream_of(hs);
     if (!S().events.count(e) || s == BAD_STREAM) return call.done(CUDA_ERROR_INVALID_HANDLE);
@@ -1221,6 +1223,7 @@ void apply_defaults(Graph* source) {
 CUresult f_cuGraphLaunch(CUgraphExec h, CUstream hs) {
     ENTER("cuGraphLaunch");
     NEED_CTX();
+    call.note("stream=%p", static_cast<void*>(hs));
     auto* e = reinterpret_cast<Exec*>(h);
     Stream* s = stream_of(hs);
     if (!S().execs.count(e) || s == BAD_STREAM) return call.done(CUDA_ERROR_INVALID_VALUE);

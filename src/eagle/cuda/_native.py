@@ -34,9 +34,9 @@ from ..errors import ArtifactError, BackendUnavailable, BindingTypeError, Captur
 from ..paths import shown
 
 __all__ = ["ABI_VERSION", "PROTOTYPES", "library_path", "library", "check", "describe",
-           "enabled", "Stream", "Event", "current_stream", "StreamCapturer", "Graph", "GraphExec",
-           "Loaded", "Buffer", "repeat_while", "Kernel", "Loop", "device_full", "unavailable",
-           "clear", "to_host"]
+           "enabled", "Stream", "Event", "current_stream", "wait_for_producers",
+           "StreamCapturer", "Graph", "GraphExec", "Loaded", "Buffer", "repeat_while", "Kernel",
+           "Loop", "device_full", "unavailable", "clear", "to_host"]
 
 ABI_VERSION = 1
 
@@ -218,6 +218,15 @@ class Stream(_Handle):
         check(library().eagle_stream_create(ordinal, int(non_blocking), ctypes.byref(out)))
         self._ptr, self.ordinal, self.non_blocking = out, ordinal, non_blocking
 
+    @classmethod
+    def wrap(cls, handle: int, ordinal: int = 0) -> Stream:
+        """Another library's stream ``handle`` (or CUDA's 1 and 2), borrowed: never destroyed."""
+        out = _out()
+        check(library().eagle_stream_wrap(int(handle), ordinal, ctypes.byref(out)))
+        stream = cls.__new__(cls)
+        stream._ptr, stream.ordinal, stream.non_blocking = out, ordinal, None
+        return stream
+
     @property
     def handle(self) -> int:
         return library().eagle_stream_handle(self._ptr)
@@ -250,6 +259,17 @@ class Event(_Handle):
     def record(self, stream: Stream) -> Event:
         check(library().eagle_event_record(self._ptr, stream._ptr))
         return self
+
+
+def wait_for_producers(stream: Stream, arrays) -> int:
+    """``memory.wait_for_producers`` over the C++ layer: ``stream`` (not capturing) waits, on
+    the device, for the work queued on each producer stream the ``arrays`` declare."""
+    from .memory import producer_streams
+
+    producers = producer_streams(stream.handle, arrays)
+    for producer in producers:
+        stream.wait(Event(stream.ordinal).record(Stream.wrap(producer, stream.ordinal)))
+    return len(producers)
 
 
 def current_stream(ordinal: int = 0) -> Stream:
@@ -417,6 +437,7 @@ def repeat_while(condition, body, max_iterations: int | None, device: str) -> in
                                        ctypes.byref(out)))
     executable = GraphExec(out, capture.graph)
     stream = Stream(ordinal)  # blocking: ordered with the user's default-stream work
+    wait_for_producers(stream, [flag])
     executable.launch(stream)
     stream.synchronize()
     counter.download(iterations)
@@ -465,6 +486,13 @@ class Kernel:
         check(library().eagle_device_info(ordinal, name, len(name), ctypes.byref(sm),
                                           ctypes.byref(processors), ctypes.byref(while_nodes)))
         self.arch, self.while_nodes = f"sm_{sm.value}", bool(while_nodes.value)
+        from .nvrtc import check_driver_loads, compile_source, nvrtc_version
+
+        if compiler is compile_source:  # the toolchain policy, as CudaKernel asks it
+            version = ctypes.c_int()
+            check(library().eagle_driver_version(ctypes.byref(version)))
+            check_driver_loads(nvrtc_version(), "NVRTC",
+                               (version.value // 1000, version.value % 1000 // 10))
         self.source = emit_cuda(program, MIN_BLOCKS_PER_SM)
         image = compiler(self.source, self.arch, fmad=fmad, name=f"{program.name}.cu")
         out = _out()
@@ -555,6 +583,8 @@ class Loop(DeviceLoop):
         if counters.finished:
             return
         launches, taken, live, size = (ctypes.c_int64() for _ in range(4))
+        wait_for_producers(self._stream or current_stream(self.kernel.ordinal),
+                           self.bound.arrays.values())
         check(library().eagle_loop_run(self._loop._ptr, counters.steps, counters.max_steps,
                                        int(self.eager), self._stream and self._stream._ptr,
                                        ctypes.byref(launches), ctypes.byref(taken),
@@ -615,12 +645,8 @@ class Loop(DeviceLoop):
 
         if self._loop is not None:
             raise RuntimeError("use_stream() must come before the loop is first used")
-        out = _out()
-        check(library().eagle_stream_wrap(int(stream_handle(stream, "until_done(stream=...)")),
-                                          self.kernel.ordinal, ctypes.byref(out)))
-        wrapped = Stream.__new__(Stream)
-        wrapped._ptr, wrapped.ordinal, wrapped.non_blocking = out, self.kernel.ordinal, None
-        self._stream = wrapped
+        self._stream = Stream.wrap(stream_handle(stream, "until_done(stream=...)"),
+                                   self.kernel.ordinal)
 
 
 def clear(array) -> None:
