@@ -119,7 +119,8 @@ def test_installs_into_a_fresh_venv_without_extras_and_runs(tmp_path):
     assert run("-m", "eagle", "--version").stdout.startswith(f"eagle {version}")
     assert run("-m", "hawk", "--version").stdout.startswith(f"hawk {version}")
     info = run("-m", "eagle", "info").stdout
-    assert f"eagle {version}, hawk {version}" in info and "cache: cache (" in info  # shown relative to cwd
+    # (the cache is shown relative to the current folder)
+    assert f"eagle {version}, hawk {version}" in info and "cache: cache (" in info
     (tmp_path / "falling.py").write_text(KERNEL)
     (tmp_path / "simulate.py").write_text(SIMULATE)
     done = run(str(tmp_path / "simulate.py"), str(tmp_path / "falling.py"))

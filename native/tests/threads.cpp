@@ -26,28 +26,16 @@
 #include <thread>
 #include <vector>
 
+#include "checks.hpp"
 #include "eagle/cuda/eagle_cuda.hpp"
 
 namespace ec = eagle::cuda;
+using checks::counter;
+using checks::expect;
+using checks::failures;
+using checks::standin;
 
 namespace {
-
-int failures = 0;
-
-void expect(bool ok, const std::string& what) {
-    std::printf("%s %s\n", ok ? "ok  " : "FAIL", what.c_str());
-    if (!ok) ++failures;
-}
-
-void* standin() {
-    const char* lib = std::getenv("EAGLE_LIBCUDA");
-    void* h = lib ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : nullptr;
-    return h && dlsym(h, "fakecuda_counter") ? h : nullptr;
-}
-
-long long counter(const char* name) {
-    return reinterpret_cast<long long (*)(const char*)>(dlsym(standin(), "fakecuda_counter"))(name);
-}
 
 // The stand-in's cuCtxGetCurrent (through cuGetProcAddress, as the layer gets it): what is
 // current on the calling thread.

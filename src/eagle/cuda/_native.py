@@ -402,10 +402,6 @@ class Buffer(_Handle):
         check(library().eagle_buffer_download(self._ptr, host.ctypes.data, host.nbytes))
 
 
-_FLAG_TYPES = {("b", 1): "bool", ("i", 1): "int8", ("u", 1): "uint8", ("i", 4): "int32",
-               ("u", 4): "uint32", ("i", 8): "int64", ("u", 8): "uint64"}
-
-
 def repeat_while(condition, body, max_iterations: int | None, device: str) -> int:
     """``eagle.repeat_while`` on a GPU array over the C++ layer: ``body`` recorded once on a
     non-blocking stream, then ``eagle::cuda::repeat_while``'s graph launched once on a blocking
@@ -413,29 +409,20 @@ def repeat_while(condition, body, max_iterations: int | None, device: str) -> in
     import numpy as np
 
     from .driver import ordinal_of
-    from .memory import as_device_array
+    from .repeat import CONDITION_TYPES, condition_flag, record_body
 
     ordinal = ordinal_of(device)
-    flag = as_device_array(condition, device)
-    key = (flag.dtype.kind, flag.dtype.itemsize)
-    if flag.shape not in ((1,), ()) or key not in _FLAG_TYPES:
-        raise TypeError("repeat_while(condition, body): condition must be a one-element integer "
-                        f"or bool array, got shape {flag.shape} dtype {flag.dtype}")
-    with StreamCapturer(Stream(ordinal, non_blocking=True)) as capture:
-        try:
-            body()
-        except Exception as exc:
-            raise CaptureError(f"repeat_while's body failed while being recorded: "
-                               f"{type(exc).__name__}: {exc}") from exc
+    flag, key = condition_flag(condition, device)
+    graph = record_body(body, StreamCapturer, Stream(ordinal, non_blocking=True))
     counter = Buffer(8, ordinal)
     iterations = np.zeros(1, np.int64)
     counter.upload(iterations)
     out = _out()
-    check(library().eagle_repeat_while(ordinal, capture.graph._ptr, flag.ptr,
-                                       _FLAG_TYPES[key].encode(), counter.ptr,
+    check(library().eagle_repeat_while(ordinal, graph._ptr, flag.ptr,
+                                       CONDITION_TYPES[key][0].encode(), counter.ptr,
                                        -1 if max_iterations is None else max_iterations,
                                        ctypes.byref(out)))
-    executable = GraphExec(out, capture.graph)
+    executable = GraphExec(out, graph)
     stream = Stream(ordinal)  # blocking: ordered with the user's default-stream work
     wait_for_producers(stream, [flag])
     executable.launch(stream)
