@@ -205,6 +205,51 @@ def test_arrays_without_a_stream_add_no_wait(fake):
     assert fake.waits == []
 
 
+def gravity_artifact(driver):
+    """The spec's gravity artifact for ``LoadedVector``: the fixture (nvJitLink links it for
+    the fake driver), or, through the native door, a copy beside the host build the stand-in
+    runs for it."""
+    if not isinstance(driver, NativeDevice):
+        return FIXTURES / "gravity.ptx"
+    import importlib.util
+    import shutil
+
+    from eagle.cuda.hostbuild import write_host_build
+
+    for suffix in (".ptx", ".json"):
+        shutil.copy(FIXTURES / f"gravity{suffix}", driver.folder / f"gravity{suffix}")
+    spec = importlib.util.spec_from_file_location("gravity_source", FIXTURES / "gravity.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    write_host_build(module.gravity.specialize({}), driver.folder / "gravity.ptx")
+    return driver.folder / "gravity.ptx"
+
+
+def test_a_loaded_vector_waits_on_a_producer_stream_except_inside_a_capture(fake):
+    from eagle.loaded import LoadedVector
+    from eagle.pipeline import GraphPipeline
+
+    if isinstance(fake, NativeDevice):
+        from eagle.cuda._native import current_stream
+    else:
+        from eagle.cuda import current_stream
+    force = LoadedVector(gravity_artifact(fake))
+    producer, n = user_stream(fake, 0xBEEF), 64
+    position = device_array(fake, np.ones((3, n)))
+    position.__cuda_array_interface__["stream"] = producer
+    out, terminated = device_array(fake, np.zeros((3, n))), device_array(fake, np.zeros(n, bool))
+
+    def step():
+        force.launch(out=out, position=position, mu=2.0, terminated=terminated)
+
+    forget(fake)
+    step()
+    assert fake.waits == [(int(current_stream().handle), producer)]
+    forget(fake)
+    GraphPipeline().add(step).build()  # a capture cannot wait on outside work
+    assert fake.waits == []
+
+
 def test_a_cai_stream_of_zero_is_refused_at_bind_time(fake):
     with pytest.raises(TypeError, match="stream 0; CAI v3 allows None, 1, 2"):
         eagle.until_done(eagle.deploy(oscillator), max_steps=10,

@@ -100,6 +100,9 @@ int eagle_stream_synchronize(eagle_stream* stream) { return guard([&] { stream->
 int eagle_stream_push_current(eagle_stream* stream) { return guard([&] { push_current_stream(stream->s); }); }
 int eagle_stream_pop_current(int ordinal) { return guard([&] { pop_current_stream(ordinal); }); }
 int eagle_stream_wait(eagle_stream* stream, eagle_event* event) { return guard([&] { stream->s.wait(event->e); }); }
+int eagle_stream_capture_status(eagle_stream* stream, int* out) {
+    return guard([&] { *out = static_cast<int>(stream->s.capture_status()); });
+}
 int eagle_event_create(int ordinal, eagle_event** out) {
     return guard([&] { *out = new eagle_event(Event::create(ordinal)); });
 }

@@ -73,6 +73,7 @@ PROTOTYPES = {
     "eagle_stream_push_current": (_i, [_p]),
     "eagle_stream_pop_current": (_i, [_i]),
     "eagle_stream_wait": (_i, [_p, _p]),
+    "eagle_stream_capture_status": (_i, [_p, _ip]),
     "eagle_event_create": (_i, [_i, _pp]),
     "eagle_event_record": (_i, [_p, _p]),
     "eagle_capture_begin": (_i, [_p, _i, _pp]),
@@ -238,6 +239,12 @@ class Stream(_Handle):
         """Later work on this stream waits for ``event`` (inside a capture: a fork or a join)."""
         check(library().eagle_stream_wait(self._ptr, event._ptr))
 
+    def capturing(self) -> bool:
+        """Whether a capture is recording this stream's work (an invalidated one too)."""
+        status = ctypes.c_int()
+        check(library().eagle_stream_capture_status(self._ptr, ctypes.byref(status)))
+        return status.value != 0
+
     @contextlib.contextmanager
     def as_current(self):
         """This stream is the C++ layer's current stream on this thread inside the block."""
@@ -262,11 +269,14 @@ class Event(_Handle):
 
 
 def wait_for_producers(stream: Stream, arrays) -> int:
-    """``memory.wait_for_producers`` over the C++ layer: ``stream`` (not capturing) waits, on
-    the device, for the work queued on each producer stream the ``arrays`` declare."""
+    """``memory.wait_for_producers`` over the C++ layer: ``stream`` waits, on the device, for
+    the work queued on each producer stream the ``arrays`` declare; nothing while ``stream`` is
+    being captured (a capture cannot wait on outside work; the graph's launch is ordered)."""
     from .memory import producer_streams
 
     producers = producer_streams(stream.handle, arrays)
+    if not producers or stream.capturing():
+        return 0
     for producer in producers:
         stream.wait(Event(stream.ordinal).record(Stream.wrap(producer, stream.ordinal)))
     return len(producers)

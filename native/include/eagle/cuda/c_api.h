@@ -50,6 +50,7 @@ EAGLE_CUDA_C int eagle_stream_synchronize(eagle_stream* stream);
 EAGLE_CUDA_C int eagle_stream_push_current(eagle_stream* stream);
 EAGLE_CUDA_C int eagle_stream_pop_current(int ordinal);
 EAGLE_CUDA_C int eagle_stream_wait(eagle_stream* stream, eagle_event* event);
+EAGLE_CUDA_C int eagle_stream_capture_status(eagle_stream* stream, int* out);
 EAGLE_CUDA_C int eagle_event_create(int ordinal, eagle_event** out);
 EAGLE_CUDA_C int eagle_event_record(eagle_event* event, eagle_stream* stream);
 EAGLE_CUDA_C int eagle_capture_begin(eagle_stream* stream, int mode, eagle_capture** out);
