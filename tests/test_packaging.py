@@ -172,6 +172,9 @@ def test_the_native_distribution_builds_one_py3_wheel_that_loads_with_no_driver(
                    "eagle_cuda_native/lib/cmake/eagle_cuda/eagle_cudaConfig.cmake"):
         assert needed in names, needed
     assert not [n for n in names if n.endswith(("cuda.h", "cudaTypedefs.h", "libcudart.so"))]
+    # once: a wheel stores a library's versioned links as copies
+    assert [n for n in names if "libeagle_cuda.so" in n] == [
+        "eagle_cuda_native/lib/libeagle_cuda.so"]
     target = tmp_path / "site"
     install = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
                               "--target", str(target), str(wheels[0])], capture_output=True,
