@@ -28,34 +28,14 @@ from pathlib import Path
 import numpy as np
 
 from eagle.cuda.emit import BLOCK_SIZE, CONTROL_FIELDS, emit_cuda, slot_ctype
+from eagle.cuda.hostbuild import BITS, KEYWORDS, ONE_THREAD
 from hawk.ir import Program, Role, series_field, uniform_value
 
-# What both preludes need: CUDA's keywords as plain C++, and the bit helpers.
-_KEYWORDS = r"""
-#include <math.h>
-#include <string.h>
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __cudart_builtin__
-#define CUDARTAPI
-#define __launch_bounds__(...)
-"""
-_BITS = r"""
-static inline int __popc(unsigned int v) { return __builtin_popcount(v); }
-static inline double __longlong_as_double(unsigned long long v) {
-    double d; memcpy(&d, &v, 8); return d; }
-"""
-
-PRELUDE = _KEYWORDS + r"""
-#define __shared__
-static inline void __syncthreads() {}
-struct EagleDim { unsigned long long x; };
-static EagleDim threadIdx = {0}, blockIdx = {0}, blockDim = {1};
-static inline int __syncthreads_count(int p) { return p != 0; }
-static inline long long __shfl_down_sync(unsigned, long long v, int) { return v; }
-static inline unsigned int __ballot_sync(unsigned, int p) { return p != 0 ? 1u : 0u; }
-extern "C" { long long* eagle_observed = 0; long long eagle_observations = 0; }
+# Both preludes start from the host build's pieces (eagle.cuda.hostbuild: CUDA's keywords as
+# plain C++, blocks of one thread, the bit helpers), adding the observation hook and counted
+# atomics here.
+PRELUDE = KEYWORDS + ONE_THREAD + (
+    'extern "C" { long long* eagle_observed = 0; long long eagle_observations = 0; }') + r"""
 static inline void eagle_observe(long long thread, long long taken) {
     if (eagle_observed == 0) return;
     eagle_observed[2 * eagle_observations] = thread;
@@ -67,12 +47,12 @@ static inline unsigned long long atomicAdd(unsigned long long* a, unsigned long 
     ++eagle_atomic_adds; unsigned long long o = *a; *a = o + v; return o; }
 static inline unsigned long long atomicMax(unsigned long long* a, unsigned long long v) {
     ++eagle_atomic_maxes; unsigned long long o = *a; if (v > o) *a = v; return o; }
-""" + _BITS
+""" + BITS
 
 # Real blocks of BLOCK_SIZE threads: one host thread per CUDA thread, the blocks run one after
 # the other (so ``__shared__`` is ``static``), barriers span the block or the warp, and a warp's
 # ballot and shuffle exchange values through memory between two barriers.
-BLOCK_PRELUDE = _KEYWORDS + r"""
+BLOCK_PRELUDE = KEYWORDS + r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include <atomic>
@@ -134,7 +114,7 @@ static inline unsigned long long atomicAdd(unsigned long long* a, unsigned long 
 static inline unsigned long long atomicMax(unsigned long long* a, unsigned long long v) {
     std::lock_guard<std::mutex> hold(eagle_atomics);
     ++eagle_atomic_maxes; unsigned long long o = *a; if (v > o) *a = v; return o; }
-""".replace("@BLOCK@", str(BLOCK_SIZE)) + _BITS
+""".replace("@BLOCK@", str(BLOCK_SIZE)) + BITS
 
 _CTYPES = {"double": ctypes.c_double, "float": ctypes.c_float, "long long": ctypes.c_longlong,
            "bool": ctypes.c_bool}

@@ -1,6 +1,9 @@
 """Issue 15's defects of the GPU path, each shown without a GPU: with real NVRTC/nvJitLink
 (PTX ISA), the stand-in driver (``fake_driver``: streams, contexts, pinned memory), the host
 run of the generated CUDA (``host_cuda``: atomics, launch sizes) and pyproject (the extras).
+The cases on the stand-in driver run through both doors (``native_door``): the Python GPU
+layer over ``fake_driver``, and ``EAGLE_CUDA_NATIVE=1``, the native layer over the stand-in
+libcuda (the slow tier); a case that cannot apply to the native door says why.
 Skipped where a real GPU is present (tests/test_gpu.py and scripts/gpu-check run there)."""
 
 from __future__ import annotations
@@ -30,22 +33,43 @@ from eagle.cuda.artifact import ArtifactError, read_artifact, write_artifact  # 
 if driver_module.is_available():
     pytest.skip("a real GPU is present: tests/test_gpu.py runs instead", allow_module_level=True)
 
-from fake_driver import FakeDriver, GpuArray, installed  # noqa: E402
+from fake_driver import FakeDriver, GpuArray  # noqa: E402
+from native_door import (  # noqa: E402
+    DOORS,
+    NativeDevice,
+    bindings_door_only,
+    control_of,
+    device_array,
+    door_opened,
+    forget,
+    loop_stream,
+    progress_address,
+    user_stream,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "docs" / "guide" / "_fixtures"
 NON_BLOCKING = 1  # CU_STREAM_NON_BLOCKING
 
 
-@pytest.fixture
-def fake():
-    with installed(FakeDriver()) as driver:
+@pytest.fixture(params=DOORS)
+def fake(request, tmp_path_factory):
+    """The stand-in driver behind the door the test runs through (``native_door``)."""
+    with door_opened(request.param, tmp_path_factory.mktemp("door"), FakeDriver()) as driver:
         yield driver
 
 
+#: why the Python layer's own objects cannot be checked through the native door
+PYTHON_LAYER = ("eagle.cuda.Module, Launcher and DeviceBuffer are the cuda.bindings door's; "
+                "the native door's are checked by test_native (GraphPipeline, GraphComposer and "
+                "repeat_while over LoadedVector) and test_native_threads (releases from other "
+                "threads)")
+
+
 def spec_bindings(driver, n=1000, stream=None):
-    arrays = dict(x=GpuArray(driver, np.ones(n)), v=GpuArray(driver, np.zeros(n)),
-                  t=GpuArray(driver, np.zeros(n)), omega=GpuArray(driver, np.full(n, 2.0)))
+    arrays = dict(x=device_array(driver, np.ones(n)), v=device_array(driver, np.zeros(n)),
+                  t=device_array(driver, np.zeros(n)),
+                  omega=device_array(driver, np.full(n, 2.0)))
     if stream is not None:
         arrays["x"].__cuda_array_interface__["stream"] = stream
     return dict(arrays, t_end=1.0, dt=1e-3)
@@ -161,24 +185,68 @@ def test_the_spec_fixture_links_with_the_oldest_supported_nvjitlink():
 # 2. producers' streams
 
 def test_a_cai_v3_producer_stream_is_waited_on_before_the_run(fake):
-    producer = 0xBEEF
+    producer = user_stream(fake, 0xBEEF)
     runner = eagle.until_done(eagle.deploy(oscillator), max_steps=100,
                               **spec_bindings(fake, stream=producer))
-    loop_stream = int(runner._loop.graph_loop().stream.handle)
-    fake.waits.clear()
+    forget(fake)
     runner.run()
-    assert (loop_stream, producer) in fake.waits  # an event on the producer's, then a wait
+    assert (loop_stream(runner), producer) in fake.waits  # an event on the producer's, a wait
     eager = eagle.until_done(eagle.deploy(oscillator), max_steps=100, eager=True,
                              **spec_bindings(fake, stream=2))  # the per-thread default stream
-    fake.waits.clear()
+    forget(fake)
     eager.run()
-    assert (int(eager._loop.graph_loop().stream.handle), 2) in fake.waits
+    assert (loop_stream(eager), 2) in fake.waits
 
 
 def test_arrays_without_a_stream_add_no_wait(fake):
     runner = eagle.until_done(eagle.deploy(oscillator), max_steps=100, **spec_bindings(fake))
-    fake.waits.clear()
+    forget(fake)
     runner.run()
+    assert fake.waits == []
+
+
+def gravity_artifact(driver):
+    """The spec's gravity artifact for ``LoadedVector``: the fixture (nvJitLink links it for
+    the fake driver), or, through the native door, a copy beside the host build the stand-in
+    runs for it."""
+    if not isinstance(driver, NativeDevice):
+        return FIXTURES / "gravity.ptx"
+    import importlib.util
+    import shutil
+
+    from eagle.cuda.hostbuild import write_host_build
+
+    for suffix in (".ptx", ".json"):
+        shutil.copy(FIXTURES / f"gravity{suffix}", driver.folder / f"gravity{suffix}")
+    spec = importlib.util.spec_from_file_location("gravity_source", FIXTURES / "gravity.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    write_host_build(module.gravity.specialize({}), driver.folder / "gravity.ptx")
+    return driver.folder / "gravity.ptx"
+
+
+def test_a_loaded_vector_waits_on_a_producer_stream_except_inside_a_capture(fake):
+    from eagle.loaded import LoadedVector
+    from eagle.pipeline import GraphPipeline
+
+    if isinstance(fake, NativeDevice):
+        from eagle.cuda._native import current_stream
+    else:
+        from eagle.cuda import current_stream
+    force = LoadedVector(gravity_artifact(fake))
+    producer, n = user_stream(fake, 0xBEEF), 64
+    position = device_array(fake, np.ones((3, n)))
+    position.__cuda_array_interface__["stream"] = producer
+    out, terminated = device_array(fake, np.zeros((3, n))), device_array(fake, np.zeros(n, bool))
+
+    def step():
+        force.launch(out=out, position=position, mu=2.0, terminated=terminated)
+
+    forget(fake)
+    step()
+    assert fake.waits == [(int(current_stream().handle), producer)]
+    forget(fake)
+    GraphPipeline().add(step).build()  # a capture cannot wait on outside work
     assert fake.waits == []
 
 
@@ -210,6 +278,7 @@ def test_dlpack_producers_are_asked_for_the_legacy_stream():
 # 3. captures on non-blocking streams, replays on blocking ones
 
 def test_pipelines_composers_and_repeat_while_capture_on_non_blocking_streams(fake):
+    bindings_door_only(fake, PYTHON_LAYER)
     from eagle.compose import GraphComposer
     from eagle.cuda import Launcher, Module
     from eagle.pipeline import GraphPipeline
@@ -260,6 +329,7 @@ def test_a_runner_built_on_one_thread_runs_on_another(fake):
 
 
 def test_pipelines_and_composers_launch_from_another_thread(fake):
+    bindings_door_only(fake, PYTHON_LAYER)
     from eagle.compose import GraphComposer
     from eagle.cuda import Launcher, Module
     from eagle.pipeline import GraphPipeline
@@ -275,6 +345,7 @@ def test_pipelines_and_composers_launch_from_another_thread(fake):
 
 
 def test_a_finaliser_on_another_thread_frees_and_leaves_that_thread_as_it_was(fake):
+    bindings_door_only(fake, PYTHON_LAYER)
     from eagle.cuda import DeviceBuffer
 
     buffers = [DeviceBuffer(64) for _ in range(3)]
@@ -299,16 +370,16 @@ def test_no_pinned_memory_and_no_progress_writes_without_progress(fake):
 
     runner = eagle.until_done(eagle.deploy(oscillator), max_steps=100, **spec_bindings(fake))
     runner.run()
-    loop = runner._loop.graph_loop()
+    progress = CONTROL_FIELDS.index("progress")
     assert "cuMemHostAlloc" not in fake.calls
-    assert loop.host_control[CONTROL_FIELDS.index("progress")] == 0
+    assert control_of(runner)[progress] == 0
     runner.reset()
     runner.run(progress=True)
     assert fake.calls.count("cuMemHostAlloc") == 1
-    assert loop.host_control[CONTROL_FIELDS.index("progress")] == loop.progress.device_ptr
+    assert control_of(runner)[progress] == progress_address(runner)
     runner.reset()
     runner.run()  # off again: the device is given no address to write to
-    assert loop.host_control[CONTROL_FIELDS.index("progress")] == 0
+    assert control_of(runner)[progress] == 0
     assert fake.calls.count("cuMemHostAlloc") == 1
 
 
@@ -377,14 +448,14 @@ def test_the_gpu_runner_grows_from_sixteen_with_the_occupancy_it_was_given(fake)
 
     runner = eagle.until_done(eagle.deploy(oscillator), max_steps=100, **spec_bindings(fake))
     runner.run()
-    control = runner._loop.graph_loop().host_control
+    control = control_of(runner)
     field = {name: control[k] for k, name in enumerate(CONTROL_FIELDS)}
     assert field["grow_until"] == MAX_STEPS_PER_LAUNCH and INITIAL_STEPS_PER_LAUNCH == 16
     assert field["full"] == 8 * 132 * 256 and field["spread"] == 132 * 256  # stand-in's SMs
     fixed = eagle.until_done(eagle.deploy(oscillator), max_steps=100, steps_per_launch=7,
                              **spec_bindings(fake))
     fixed.run()
-    assert fixed._loop.graph_loop().host_control[CONTROL_FIELDS.index("grow_until")] == 0
+    assert control_of(fixed)[CONTROL_FIELDS.index("grow_until")] == 0
 
 
 # 7. install hints and the CuPy extra
@@ -406,16 +477,18 @@ def test_cupy_has_an_extra_and_hints_name_the_distribution():
 
 
 def test_until_done_runs_on_the_users_stream(fake):
+    torch_handle, core_handle = user_stream(fake, 0xCAFE), user_stream(fake, 0xF00D)
+
     class TorchLikeStream:  # what torch.cuda.Stream exposes
-        cuda_stream = 0xCAFE
+        cuda_stream = torch_handle
 
     class CudaCoreLikeStream:
         def __cuda_stream__(self):
-            return (0, 0xF00D)
+            return (0, core_handle)
 
-    for stream, handle in ((TorchLikeStream(), 0xCAFE), (CudaCoreLikeStream(), 0xF00D),
+    for stream, handle in ((TorchLikeStream(), torch_handle), (CudaCoreLikeStream(), core_handle),
                            (2, 2)):
-        fake.graph_launch_streams.clear()
+        forget(fake)
         runner = eagle.until_done(eagle.deploy(oscillator), max_steps=100, stream=stream,
                                   **spec_bindings(fake))
         runner.run()
@@ -438,6 +511,8 @@ def test_a_newer_minor_toolkit_loads_and_a_newer_major_is_refused_before_the_dri
     """NVRTC 13.5 (what CI installs) against a stand-in driver of CUDA 13.0 (the H200's):
     eagle compiles a cubin for the device's sm_XY and loads it; the same NVRTC against a
     CUDA 12.8 driver is refused by name, before the driver is handed a cubin it cannot load."""
+    if isinstance(fake, NativeDevice):
+        return newer_major_refused_by_the_native_door(fake)
     assert nvrtc.nvrtc_version()[0] == 13
     eagle.until_done(eagle.deploy(oscillator), max_steps=100, **spec_bindings(fake))
     assert fake.calls.count("cuModuleLoadData") == 1  # the 13.0 driver was given the cubin
@@ -456,7 +531,29 @@ def test_a_newer_minor_toolkit_loads_and_a_newer_major_is_refused_before_the_dri
         driver_module.device_info.cache_clear()
 
 
+def newer_major_refused_by_the_native_door(device):
+    """Through the native door the kernels are host builds (a cubin cannot run on the
+    stand-in), so only the refusal is checked there: with NVRTC as the compiler, an NVRTC of a
+    newer major than the stand-in's CUDA 13.0 driver is refused by name, nothing loaded."""
+    from unittest import mock
+
+    from eagle.backend import registered
+    from eagle.cuda.backend import CudaBackend
+
+    with registered(CudaBackend()), mock.patch.object(nvrtc, "nvrtc_version", lambda: (14, 0)):
+        forget(device)
+        with pytest.raises(eagle.BackendUnavailable,
+                           match=r"NVRTC 14\.0 writes cubins for CUDA 14 drivers, but this "
+                                 r"machine's NVIDIA driver runs CUDA 13\.0: update the driver"):
+            eagle.until_done(eagle.deploy(spread_oscillator), max_steps=100,
+                             **spec_bindings(device))
+        assert "cuModuleLoadDataEx" not in device.calls  # nothing reached the driver
+
+
 def test_a_ptx_artifact_for_a_newer_major_nvjitlink_is_refused(fake, tmp_path, monkeypatch):
+    bindings_door_only(fake, "the native door's LoadedVector hands PTX to the driver's JIT, "
+                             "which refuses an ISA it cannot read itself (test_native); "
+                             "nvJitLink is not used")
     from eagle.loaded import LoadedVector
 
     path, _ = write_artifact(accumulate_force.specialize({}), "ptx", tmp_path / "force.ptx",

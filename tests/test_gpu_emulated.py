@@ -1,7 +1,10 @@
 """eagle's GPU runner end to end on an emulated GPU (``emulated_gpu``): the real control
 blocks, graphs, WHILE loops, counters and reports, around the generated kernels run on the
-host. Results must equal the reference executor bit for bit. Skipped where a real GPU is
-present (tests/test_gpu.py runs there) or no host C++ compiler is."""
+host. Results must equal the reference executor bit for bit. Each test runs through both
+doors: the Python GPU layer over the emulated ``cuda.bindings`` driver, and
+``EAGLE_CUDA_NATIVE=1``, the native layer (``libeagle_cuda``) over the stand-in libcuda running
+host builds of the same kernels (``native_door``; the slow tier, as it builds ``native/``).
+Skipped where a real GPU is present (tests/test_gpu.py runs there) or no host C++ compiler is."""
 
 from __future__ import annotations
 
@@ -29,20 +32,32 @@ if compiler() is None:
     pytest.skip("no host C++ compiler to emulate the GPU with", allow_module_level=True)
 
 from emulated_gpu import EmulatedDriver  # noqa: E402
-from fake_driver import GpuArray, installed  # noqa: E402
+from native_door import DOORS, NativeDevice, device_array, door_opened  # noqa: E402
 
 
 def _source_as_image(source, arch="sm_90", target="cubin", **options):
     return source.encode() + b"\0"
 
 
-@pytest.fixture
-def gpu(tmp_path_factory):
+@pytest.fixture(params=DOORS)
+def gpu(request, tmp_path_factory):
     """The emulated GPU registered as the backend serving ``cuda`` devices: its driver runs
-    kernels on the host, and its compiler hands the CUDA source itself to that driver."""
-    with installed(EmulatedDriver(tmp_path_factory.mktemp("emulated")),
-                   compiler=_source_as_image) as driver:
+    kernels on the host, and its compiler hands the CUDA source itself to that driver; or,
+    through the native door, the stand-in libcuda running host builds of the kernels."""
+    folder = tmp_path_factory.mktemp("emulated")
+    with door_opened(request.param, folder, EmulatedDriver(folder),
+                     compiler=_source_as_image) as driver:
         yield driver
+
+
+def python_layer_only(gpu):
+    """``eagle.cuda.Module`` and ``eagle.cuda.Launcher`` are the Python layer's (NVRTC's
+    images through ``cuda.bindings``); the native door has no Python face for them: a kernel
+    reaches the C++ ``Launcher`` through ``LoadedVector`` or the runner, and test_native's spec
+    cell checks ``GraphPipeline`` and ``repeat_while`` over ``LoadedVector`` there."""
+    if isinstance(gpu, NativeDevice):
+        pytest.skip("eagle.cuda.Module/Launcher are the cuda.bindings door's (see "
+                    "python_layer_only)")
 
 
 def ctypes_copy(destination, source, nbytes):
@@ -52,12 +67,13 @@ def ctypes_copy(destination, source, nbytes):
 
 
 def to_gpu(driver, bindings):
-    return {k: GpuArray(driver, v) if isinstance(v, np.ndarray) else v
+    return {k: device_array(driver, v) if isinstance(v, np.ndarray) else v
             for k, v in copy.deepcopy(bindings).items()}
 
 
 def back(arrays):
-    return {k: v.get() if isinstance(v, GpuArray) else v for k, v in arrays.items()}
+    return {k: v.get() if hasattr(v, "__cuda_array_interface__") else v
+            for k, v in arrays.items()}
 
 
 def test_spec_loop_contract_on_the_emulated_gpu(gpu):
@@ -72,7 +88,7 @@ def test_spec_loop_contract_on_the_emulated_gpu(gpu):
     assert again.launches == 0 and again.build_s == 0 and again.steps == 0
     final = back(arrays)["x"]
     for key, value in to_gpu(gpu, bindings).items():  # re-initialise the user's arrays
-        if isinstance(value, GpuArray):
+        if hasattr(value, "__cuda_array_interface__"):
             ctypes_copy(arrays[key].address, value.address, value.get().nbytes)
     runner.reset()
     third = runner.run()
@@ -110,6 +126,7 @@ def test_eager_loop_gives_the_same_bits(gpu):
 
 
 def test_graph_pipeline_replays_a_launch(gpu):
+    python_layer_only(gpu)
     from eagle.cuda import Launcher, Module
 
     compile_source = backend_for("cuda").compiler  # the emulated GPU's
@@ -120,12 +137,13 @@ def test_graph_pipeline_replays_a_launch(gpu):
               '    if (i < n) x[i] += 1.0;\n}\n')
     add_one = Launcher(Module(compile_source(source)).function("add_one"),
                        ["double*", "long long"], block=128)
-    x = GpuArray(gpu, np.zeros(1000))
+    x = device_array(gpu, np.zeros(1000))
     GraphPipeline().add(lambda: add_one.launch(8, x, 1000)).build().launch(n=5)
     assert np.all(x.get() == 5.0)
 
 
 def test_repeat_while_loops_on_the_emulated_device(gpu):
+    python_layer_only(gpu)
     from eagle.cuda import Launcher, Module
 
     compile_source = backend_for("cuda").compiler  # the emulated GPU's
@@ -134,7 +152,7 @@ def test_repeat_while_loops_on_the_emulated_device(gpu):
               '    total[0] += 1.0; left[0] -= 1;\n}\n')
     countdown = Launcher(Module(compile_source(source)).function("countdown"),
                          ["long long*", "double*"], block=1)
-    left, total = GpuArray(gpu, np.array([5])), GpuArray(gpu, np.zeros(1))
+    left, total = device_array(gpu, np.array([5])), device_array(gpu, np.zeros(1))
     assert eagle.repeat_while(left, lambda: countdown.launch(1, left, total)) == 5
     assert total.get()[0] == 5.0 and left.get()[0] == 0
     ctypes_copy(left.address, np.array([10]).ctypes.data, 8)
@@ -186,16 +204,26 @@ def test_spec_gravity_cell_on_the_emulated_gpu(gpu, monkeypatch):
     assert hashlib.sha256(source.encode()).hexdigest() == sidecar["source_sha256"]
     import eagle.cuda.nvrtc as nvrtc
 
-    monkeypatch.setattr(nvrtc, "ptx_to_cubin", lambda ptx, arch: source.encode() + b"\0")
-    force = eagle.loaded.LoadedVector(fixtures / "gravity.ptx")
+    if isinstance(gpu, NativeDevice):  # the C++ LoadedVector loads the PTX through the
+        import shutil  # stand-in's JIT, which runs the host build it finds by the PTX's digest
+
+        from eagle.cuda.hostbuild import write_host_build
+
+        for suffix in (".ptx", ".json"):
+            shutil.copy(fixtures / f"gravity{suffix}", gpu.folder / f"gravity{suffix}")
+        write_host_build(module.gravity.specialize({}), gpu.folder / "gravity.ptx")
+        force = eagle.loaded.LoadedVector(gpu.folder / "gravity.ptx")
+    else:
+        monkeypatch.setattr(nvrtc, "ptx_to_cubin", lambda ptx, arch: source.encode() + b"\0")
+        force = eagle.loaded.LoadedVector(fixtures / "gravity.ptx")
 
     MU = 3.986004418e5
     N = 1024
     rng = np.random.default_rng(2)
     host_position = rng.uniform(7.0e3, 4.2e4, size=(3, N))
-    position = GpuArray(gpu, host_position)
-    out = GpuArray(gpu, np.zeros((3, N)))
-    terminated = GpuArray(gpu, np.zeros(N, dtype=bool))
+    position = device_array(gpu, host_position)
+    out = device_array(gpu, np.zeros((3, N)))
+    terminated = device_array(gpu, np.zeros(N, dtype=bool))
     pipe = GraphPipeline()
     pipe.add(lambda: force.launch(out=out, position=position, mu=MU, terminated=terminated))
     pipe.build()

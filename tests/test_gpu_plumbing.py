@@ -1,7 +1,10 @@
 """eagle's GPU code paths run against a stand-in driver (``fake_driver``) on a machine without
 a GPU: every driver call is checked against cuda.bindings' own argument rules, and the calls
 each path makes are checked. Numbers are not computed here; tests/test_gpu.py checks those on a
-real device. Skipped where a real GPU is present (the real tests run instead)."""
+real device. The runner's cases run through both doors (``native_door``): the Python GPU layer
+over ``fake_driver``, and ``EAGLE_CUDA_NATIVE=1``, the native layer over the stand-in libcuda
+(the slow tier); a case that cannot apply to the native door says why.
+Skipped where a real GPU is present (the real tests run instead)."""
 
 from __future__ import annotations
 
@@ -17,17 +20,31 @@ from eagle.cuda import driver as driver_module  # noqa: E402
 if driver_module.is_available():
     pytest.skip("a real GPU is present: tests/test_gpu.py runs instead", allow_module_level=True)
 
-from fake_driver import FakeDriver, GpuArray, installed  # noqa: E402
+from fake_driver import FakeDriver  # noqa: E402
+from native_door import (  # noqa: E402
+    DOORS,
+    NativeDevice,
+    bindings_door_only,
+    device_array,
+    door_opened,
+    forget,
+)
+
+#: why the Python layer's own objects cannot be checked through the native door
+PYTHON_LAYER = ("eagle.cuda.Module, Launcher, CudaKernel and device_info are the cuda.bindings "
+                "door's; the native door's pipelines, composers and repeat_while run over "
+                "LoadedVector in test_native and test_gpu_emulated")
 
 
-@pytest.fixture
-def fake():
-    with installed(FakeDriver()) as driver:
+@pytest.fixture(params=DOORS)
+def fake(request, tmp_path_factory):
+    """The stand-in driver behind the door the test runs through (``native_door``)."""
+    with door_opened(request.param, tmp_path_factory.mktemp("door"), FakeDriver()) as driver:
         yield driver
 
 
 def full(driver, shape, dtype=np.float64, fill=0):
-    return GpuArray(driver, np.full(shape, fill, dtype=dtype))
+    return device_array(driver, np.full(shape, fill, dtype=dtype))
 
 
 def spec_bindings(driver, n=1000):
@@ -36,23 +53,30 @@ def spec_bindings(driver, n=1000):
 
 
 def test_the_fake_is_a_gpu(fake):
+    bindings_door_only(fake, PYTHON_LAYER)
     info = eagle.cuda.device_info(0)
     assert eagle.cuda.is_available() and info.arch == "sm_90" and info.supports_while_nodes
 
 
 def test_until_done_records_one_while_graph_and_launches_it(fake):
     runner = eagle.until_done(eagle.deploy(oscillator), max_steps=100, **spec_bindings(fake))
+    native = isinstance(fake, NativeDevice)
     assert runner.device == "cuda:0"
-    assert "cuModuleLoadData" in fake.calls  # compiled (real NVRTC) and loaded in until_done
-    fake.calls.clear()
+    # compiled (real NVRTC, or a host build through the native door) and loaded in until_done
+    assert ("cuModuleLoadDataEx" if native else "cuModuleLoadData") in fake.calls
+    forget(fake)
     report = runner.run()
     assert report.mode == "graph-while" and report.build_s > 0 and fake.graph_launches == 1
     order = [c for c in fake.calls if c in ("cuGraphConditionalHandleCreate", "cuGraphAddNode",
                                              "cuGraphAddKernelNode", "cuGraphInstantiate",
-                                             "cuGraphUpload", "cuGraphLaunch")]
+                                             "cuGraphInstantiateWithFlags", "cuGraphUpload",
+                                             "cuGraphLaunch")]
+    # (the C++ layer instantiates with the flags form and launches without a separate upload)
     assert order == ["cuGraphConditionalHandleCreate", "cuGraphAddNode", "cuGraphAddKernelNode",
-                     "cuGraphAddKernelNode", "cuGraphInstantiate", "cuGraphUpload",
-                     "cuGraphLaunch"]
+                     "cuGraphAddKernelNode"] + (
+        ["cuGraphInstantiateWithFlags", "cuGraphLaunch"] if native
+        else ["cuGraphInstantiate", "cuGraphUpload", "cuGraphLaunch"])
+    runner.max_steps = 200  # (the native door's stand-in computes: its first run took 100)
     assert runner.run().build_s == 0 and fake.graph_launches == 2  # replayed, not rebuilt
     runner.reset()
     assert "cuMemsetD8" in fake.calls
@@ -62,7 +86,11 @@ def test_eager_loop_launches_step_and_decide_and_reads_back(fake):
     runner = eagle.until_done(eagle.deploy(oscillator), max_steps=100, steps_per_launch=1,
                               eager=True, **spec_bindings(fake))
     report = runner.run()
-    assert report.mode == "host-loop" and fake.launches == 2 and fake.graph_launches == 0
+    # a step and a decide per round trip: one round trip on the fake driver, whose kernels
+    # compute nothing; all 100 on the native door's stand-in, which runs them
+    rounds = 100 if isinstance(fake, NativeDevice) else 1
+    assert report.mode == "host-loop" and fake.launches == 2 * rounds
+    assert fake.graph_launches == 0
     assert "cuMemcpyDtoHAsync" in fake.calls
 
 
@@ -79,6 +107,7 @@ def test_vector_kernels_and_float32_bind_and_build(fake):
 
 
 def test_graph_pipeline_and_its_capture_rules(fake):
+    bindings_door_only(fake, PYTHON_LAYER)
     from eagle.cuda import DeviceBuffer, Launcher
     from eagle.pipeline import GraphPipeline
 
@@ -104,6 +133,9 @@ def test_graph_pipeline_and_its_capture_rules(fake):
 
 
 def test_loaded_vector_links_the_fixture_and_launches_in_a_pipeline(fake):
+    bindings_door_only(fake, "the native door's LoadedVector hands PTX to the driver's JIT, "
+                             "not to nvJitLink; the spec cell over it is in test_native and "
+                             "test_gpu_emulated")
     from pathlib import Path
 
     from eagle.loaded import LoadedVector
@@ -122,6 +154,7 @@ def test_loaded_vector_links_the_fixture_and_launches_in_a_pipeline(fake):
 
 
 def test_repeat_while_on_the_gpu_records_the_body_once(fake):
+    bindings_door_only(fake, PYTHON_LAYER)
     from eagle.cuda import Launcher
 
     function = eagle.cuda.Module(b"\0" * 8).function("countdown")
@@ -139,6 +172,7 @@ def test_repeat_while_on_the_gpu_records_the_body_once(fake):
 
 
 def test_graph_composer_forks_and_joins(fake):
+    bindings_door_only(fake, PYTHON_LAYER)
     from eagle.compose import GraphComposer
     from eagle.cuda import Launcher
     from eagle.pipeline import GraphPipeline
@@ -162,6 +196,9 @@ def test_a_kernel_that_spills_much_at_two_blocks_per_sm_is_built_for_one(fake):
     """Two blocks per SM cap a step kernel at 128 registers; a wide model then spills so much
     that one block per SM ran faster on an H200 (benchmarks/gpu_launch_bounds.py). The backend
     asks the loaded kernel for its local memory and rebuilds it at one block past the limit."""
+    bindings_door_only(fake, "CudaKernel is the cuda.bindings door's; the native door's "
+                             "_native.Kernel builds at two blocks per SM and does not yet ask "
+                             "for the local memory (a speed rule, not a result)")
     from eagle.cuda.backend import CudaKernel
     from eagle.cuda.emit import LOCAL_BYTES_FOR_ONE_BLOCK
 

@@ -17,13 +17,16 @@ and the block's slot arithmetic run as on a GPU). The loop plays ``GraphLoop``'s
 launch schedule on an H200-sized device. The results stay bit-identical to the reference
 executor, also for a kernel whose random streams and ``hawk.sample_index()`` must follow the
 sample, not the thread, and through the emulated GPU's whole runner (its three loops, reset,
-run again, a composed graph replayed twice).
+run again, a composed graph replayed twice), through both doors: the Python GPU layer over the
+emulated driver, and ``EAGLE_CUDA_NATIVE=1``, the native layer over the stand-in libcuda
+(``native_door``, the slow tier).
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import ctypes
 
 import numpy as np
 import pytest
@@ -34,6 +37,7 @@ from eagle.cuda.backend import INITIAL_STEPS_PER_LAUNCH, MAX_STEPS_PER_LAUNCH
 from eagle.cuda.emit import BLOCK_SIZE, CONTROL_FIELDS
 from host_cuda import HostKernel, compiler
 from kernels import oscillator, spread_oscillator
+from native_door import DOORS
 from test_cpu_backend import oscillator_bindings
 from test_random_numbers import SEED, draws
 from test_random_numbers import bindings as draws_bindings
@@ -151,10 +155,20 @@ def test_compacted_samples_keep_their_own_random_streams(folder):
 
 
 @contextlib.contextmanager
-def emulated(mode: str, folder):
+def emulated(mode: str, folder, door: str = "bindings"):
     """The emulated GPU (``emulated_gpu``) serving ``cuda`` devices, with a driver older than
     12.4 for the unrolled graph; skipped as ``test_gpu_emulated`` is, where a real GPU is
-    present or ``cuda.bindings`` is missing."""
+    present or ``cuda.bindings`` is missing. Through the native ``door``, the stand-in libcuda
+    under the native layer (``native_door``)."""
+    if door == "native":
+        from native_door import opened
+
+        if mode == "graph-unrolled":  # the stand-in's driver version is one per process
+            pytest.skip("not a case of the native door: it has no unrolled graph; it needs "
+                        "WHILE nodes (driver 12.4) or eager=True")
+        with opened(folder) as device:
+            yield device
+        return
     pytest.importorskip("cuda.bindings.driver")
     from eagle.cuda import driver as driver_module
 
@@ -174,10 +188,15 @@ def emulated(mode: str, folder):
 
 
 @pytest.fixture(params=["graph-while", "graph-unrolled", "host-loop"])
-def emulated_gpu(request, tmp_path_factory):
+def emulated_gpu(request, door, tmp_path_factory):
     """(the emulated GPU, the loop's mode) for each of the GPU runner's three loops."""
-    with emulated(request.param, tmp_path_factory.mktemp("emulated")) as driver:
+    with emulated(request.param, tmp_path_factory.mktemp("emulated"), door) as driver:
         yield driver, request.param
+
+
+@pytest.fixture(params=DOORS)
+def door(request):
+    return request.param
 
 
 def test_the_whole_runner_on_a_scattered_tail(emulated_gpu, tail_expected):
@@ -186,12 +205,12 @@ def test_the_whole_runner_on_a_scattered_tail(emulated_gpu, tail_expected):
     run again (nothing to do), then reset and run from the same start: every time the
     reference's bits."""
     import eagle
-    from fake_driver import GpuArray
+    from native_door import NativeDevice, control_of, device_array
 
     gpu, mode = emulated_gpu
 
     def upload(bindings):
-        return {k: GpuArray(gpu, v) if isinstance(v, np.ndarray) else v
+        return {k: device_array(gpu, v) if isinstance(v, np.ndarray) else v
                 for k, v in bindings.items()}
 
     start = tail_bindings(tail_steps())
@@ -202,43 +221,45 @@ def test_the_whole_runner_on_a_scattered_tail(emulated_gpu, tail_expected):
         first = runner.run()
     assert first.mode == mode
     assert first.truncated and first.steps == 150 and first.done == N - N // 100
-    # The loop's lists: the next launch would take exactly the long samples.
-    loop = runner._loop.graph_loop()
-    control = dict(zip(CONTROL_FIELDS, loop.host_control.tolist(), strict=True))
-    lists = loop.lists.download(np.empty(2 * N, np.int64)).reshape(2, N)
+    # The loop's lists: the next launch would take exactly the long samples (the C++
+    # RunLoop keeps its lists to itself: only the control block is read through the native door)
+    control = dict(zip(CONTROL_FIELDS, control_of(runner).tolist(), strict=True))
     assert control["count"] == N // 100 and control["list_in"] in (1, 2)
-    in_list = lists[control["list_in"] - 1, : N // 100]
-    assert np.array_equal(np.sort(in_list), np.flatnonzero(start["t_end"] > SHORT * DT))
+    if not isinstance(gpu, NativeDevice):
+        loop = runner._loop.graph_loop()
+        lists = loop.lists.download(np.empty(2 * N, np.int64)).reshape(2, N)
+        in_list = lists[control["list_in"] - 1, : N // 100]
+        assert np.array_equal(np.sort(in_list), np.flatnonzero(start["t_end"] > SHORT * DT))
     runner.max_steps = LONG + 10
     rest = runner.run()
     assert not rest.truncated and runner.steps == LONG and rest.done == N
     again = runner.run()
     assert again.launches == 0 and again.steps == 0
-    final = {k: v.get() for k, v in arrays.items() if isinstance(v, GpuArray)}
+    final = {k: v.get() for k, v in arrays.items() if hasattr(v, "get")}
     assert_bitwise_equal(final, {k: tail_expected[k] for k in final})
-    for key, value in upload(start).items():  # the user re-initialises the arrays
-        if isinstance(value, GpuArray):
-            gpu._copy(arrays[key].address, value.address, value.get().nbytes)
+    for key, value in upload(start).items():  # the user re-initialises the arrays (device
+        if hasattr(value, "get"):  # memory is host memory on both stand-ins)
+            ctypes.memmove(arrays[key].address, value.address, value.get().nbytes)
     runner.reset()
     whole = runner.run()
     assert whole.steps == LONG and whole.launches == 15
-    assert_bitwise_equal({k: v.get() for k, v in arrays.items() if isinstance(v, GpuArray)},
-                         final)
+    assert_bitwise_equal({k: v.get() for k, v in arrays.items() if hasattr(v, "get")}, final)
 
 
-def test_each_composed_replay_starts_on_every_sample(tmp_path, tail_expected):
+def test_each_composed_replay_starts_on_every_sample(tmp_path, door, tail_expected):
     """A ``GraphComposer`` replay opens its run with ``eagle_start``, which must go back to the
     identity list: here the first replay ends with the lists empty (every sample done), the
     user restarts the samples (fresh arrays, flags cleared), and the second replay must run
     them all again to the same bits."""
     import eagle
+    from eagle.backend import backend_for
     from eagle.compose import GraphComposer
-    from eagle.cuda.memory import clear
-    from fake_driver import GpuArray
+    from native_door import device_array
 
-    with emulated("graph-while", tmp_path) as gpu:
+    with emulated("graph-while", tmp_path, door) as gpu:
         start = tail_bindings(tail_steps())
-        arrays = {k: GpuArray(gpu, v) if isinstance(v, np.ndarray) else v for k, v in start.items()}
+        arrays = {k: device_array(gpu, v) if isinstance(v, np.ndarray) else v
+                  for k, v in start.items()}
         runner = eagle.until_done(eagle.deploy(spread_oscillator), max_steps=3 * LONG, **arrays)
         composer = GraphComposer().add(runner).build()
         for replay in (1, 2):
@@ -246,10 +267,10 @@ def test_each_composed_replay_starts_on_every_sample(tmp_path, tail_expected):
             composer.synchronize()
             runner.sync_from_device()
             assert runner.steps == replay * LONG and runner.live == 0
-            final = {k: v.get() for k, v in arrays.items() if isinstance(v, GpuArray)}
+            final = {k: v.get() for k, v in arrays.items() if hasattr(v, "get")}
             assert_bitwise_equal(final, {k: tail_expected[k] for k in final})
             for key, value in start.items():  # the user restarts every sample
                 if isinstance(value, np.ndarray):
                     fresh = np.ascontiguousarray(value)
-                    gpu._copy(arrays[key].address, fresh.ctypes.data, fresh.nbytes)
-            clear(runner.bound.flags)
+                    ctypes.memmove(arrays[key].address, fresh.ctypes.data, fresh.nbytes)
+            backend_for("cuda").clear(runner.bound.flags)

@@ -134,3 +134,59 @@ def test_installs_into_a_fresh_venv_without_extras_and_runs(tmp_path):
     assert licenses and "Apache License" in licenses[0].read_text()
     assert not list(site.glob("cuda*")), "no extras: cuda-bindings must not be installed"
 
+
+NATIVE_PROJECT = tomllib.loads((ROOT / "native" / "pyproject.toml").read_text())["project"]
+
+
+def test_the_native_distribution_has_eagles_version_and_licence():
+    """eagle-hawk-cuda (native/) is released with eagle-hawk: the same version (the ABI check
+    tells a user to install the eagle-hawk-cuda of eagle's own version) and licence."""
+    assert NATIVE_PROJECT["name"] == "eagle-hawk-cuda"
+    assert NATIVE_PROJECT["version"] == PYPROJECT["project"]["version"]
+    assert NATIVE_PROJECT["license"] == {"text": PYPROJECT["project"]["license"]}
+
+
+@pytest.mark.slow
+def test_the_native_distribution_builds_one_py3_wheel_that_loads_with_no_driver(tmp_path):
+    """``pip wheel ./native`` (scikit-build-core and the nvidia-cuda-runtime headers fetched
+    into the build's own environment, CMake, no CUDA toolkit): one wheel for every Python 3,
+    holding the library, its headers and CMake package, and none of NVIDIA's files; loaded
+    with ctypes where no driver is, it says why no GPU is usable."""
+    import zipfile
+
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env.pop("PIP_NO_CACHE_DIR", None)
+    env["PATH"] = f"{Path(sys.executable).parent}:{env['PATH']}"  # cmake and ninja of [test]
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
+                           str(ROOT / "native"), "-w", str(tmp_path)], capture_output=True,
+                          text=True, timeout=900, env=env, cwd=tmp_path)
+    if done.returncode != 0 and re.search(r"(?i)connection|resolve|network|index",
+                                          done.stderr):
+        pytest.skip(f"no package index to fetch the build's requirements: {done.stderr[-300:]}")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    wheels = list(tmp_path.glob("eagle_hawk_cuda-*.whl"))
+    assert len(wheels) == 1 and "-py3-none-" in wheels[0].name, wheels
+    names = zipfile.ZipFile(wheels[0]).namelist()
+    for needed in ("eagle_cuda_native/__init__.py", "eagle_cuda_native/lib/libeagle_cuda.so",
+                   "eagle_cuda_native/include/eagle/cuda/c_api.h",
+                   "eagle_cuda_native/lib/cmake/eagle_cuda/eagle_cudaConfig.cmake"):
+        assert needed in names, needed
+    assert not [n for n in names if n.endswith(("cuda.h", "cudaTypedefs.h", "libcudart.so"))]
+    # once: a wheel stores a library's versioned links as copies
+    assert [n for n in names if "libeagle_cuda.so" in n] == [
+        "eagle_cuda_native/lib/libeagle_cuda.so"]
+    target = tmp_path / "site"
+    install = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                              "--target", str(target), str(wheels[0])], capture_output=True,
+                             text=True, timeout=300, env=env)
+    assert install.returncode == 0, install.stderr[-3000:]
+    child = ("import ctypes, eagle_cuda_native as n\n"
+             "lib = ctypes.CDLL(str(n.library_path()))\n"
+             "out = ctypes.create_string_buffer(512)\n"
+             "print(lib.eagle_cuda_abi_version(), n.ABI_VERSION, "
+             "lib.eagle_unavailable_reason(out, 512), out.value.decode())")
+    env.update(PYTHONPATH=str(target), EAGLE_LIBCUDA=str(tmp_path / "libcuda.so.1"))
+    run = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
+                         timeout=120, env=env)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.startswith("1 1 0 no NVIDIA driver found ("), run.stdout

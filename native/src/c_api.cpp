@@ -100,6 +100,9 @@ int eagle_stream_synchronize(eagle_stream* stream) { return guard([&] { stream->
 int eagle_stream_push_current(eagle_stream* stream) { return guard([&] { push_current_stream(stream->s); }); }
 int eagle_stream_pop_current(int ordinal) { return guard([&] { pop_current_stream(ordinal); }); }
 int eagle_stream_wait(eagle_stream* stream, eagle_event* event) { return guard([&] { stream->s.wait(event->e); }); }
+int eagle_stream_capture_status(eagle_stream* stream, int* out) {
+    return guard([&] { *out = static_cast<int>(stream->s.capture_status()); });
+}
 int eagle_event_create(int ordinal, eagle_event** out) {
     return guard([&] { *out = new eagle_event(Event::create(ordinal)); });
 }
@@ -171,6 +174,7 @@ int eagle_loop_set_args(eagle_loop* loop, const int* types, const eagle_value* v
         loop->l->set_step_args(KernelArgs(t, values_of(values, count)));
     });
 }
+int eagle_loop_build(eagle_loop* loop) { return guard([&] { loop->l->build(); }); }
 int eagle_loop_run(eagle_loop* loop, int64_t steps, int64_t max_steps, int host, eagle_stream* stream,
                    int64_t* launches, int64_t* taken, int64_t* live, int64_t* steps_per_launch) {
     return guard([&] {

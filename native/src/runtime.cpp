@@ -1,5 +1,7 @@
 // Streams, events, modules, launches, memory, graphs and captures over the driver table.
+#include <atomic>
 #include <cstring>
+#include <thread>
 #include <unordered_map>
 
 #include "internal.hpp"
@@ -22,8 +24,29 @@ struct StreamState {
     }
 };
 
+// A capture's entry in the current-stream stack of the thread that began it: `gone` is set when
+// the StreamCapturer is let go on another thread (which may not touch this thread's stack);
+// the beginning thread drops such entries the next time it looks at its stack.
+struct CaptureTicket {
+    std::thread::id thread = std::this_thread::get_id();
+    std::atomic<bool> gone{false};
+};
+
 namespace {
-thread_local std::map<int, std::vector<Stream>> current_stacks;
+struct Current {
+    Stream stream;
+    std::shared_ptr<CaptureTicket> ticket;  // a capture's entry, else null
+    bool gone() const { return ticket && ticket->gone.load(); }
+};
+thread_local std::map<int, std::vector<Current>> current_stacks;
+
+// This thread's stack for `device`, without the entries of captures let go on other threads
+// at its top (those below a live entry are skipped by current() and dropped when they surface).
+std::vector<Current>& current_stack(int device) {
+    auto& stack = current_stacks[device];
+    while (!stack.empty() && stack.back().gone()) stack.pop_back();
+    return stack;
+}
 std::mutex defaults_lock;
 std::map<int, Stream>& default_streams() {
     static auto* table = new std::map<int, Stream>();  // never destroyed: used at exit
@@ -51,8 +74,9 @@ Stream Stream::wrap(std::uint64_t handle, int device) {
 }
 
 Stream Stream::current(int device) {
-    auto it = current_stacks.find(device);
-    if (it != current_stacks.end() && !it->second.empty()) return it->second.back();
+    const auto& stack = current_stack(device);
+    for (auto it = stack.rbegin(); it != stack.rend(); ++it)
+        if (!it->gone()) return it->stream;
     std::lock_guard<std::mutex> hold(defaults_lock);
     auto& table = default_streams();
     auto found = table.find(device);
@@ -89,17 +113,17 @@ CaptureStatus Stream::capture_status() const {
     return static_cast<CaptureStatus>(status);
 }
 
-void push_current_stream(const Stream& stream) { current_stacks[stream.device()].push_back(stream); }
+void push_current_stream(const Stream& stream) { current_stack(stream.device()).push_back({stream, nullptr}); }
 
 void pop_current_stream(int device) {
-    auto& stack = current_stacks[device];
+    auto& stack = current_stack(device);
     if (stack.empty()) throw Error("pop_current_stream: no stream was pushed on this thread");
     stack.pop_back();
 }
 
 StreamScope::StreamScope(const Stream& stream) : device_(stream.device()) { push_current_stream(stream); }
 StreamScope::~StreamScope() {
-    auto& stack = current_stacks[device_];
+    auto& stack = current_stack(device_);
     if (!stack.empty()) stack.pop_back();
 }
 
@@ -587,7 +611,8 @@ StreamCapturer::StreamCapturer(const Stream& stream, CaptureMode mode) : stream_
         std::lock_guard<std::mutex> hold(captures_lock);
         captures()[id_] = &keep_;
     }
-    push_current_stream(stream_);
+    ticket_ = std::make_shared<CaptureTicket>();
+    current_stack(stream_.device()).push_back({stream_, ticket_});
 }
 
 StreamCapturer::StreamCapturer(const Stream& stream, const Graph& graph, const std::vector<Node>& dependencies,
@@ -609,10 +634,26 @@ StreamCapturer::StreamCapturer(const Stream& stream, const Graph& graph, const s
         std::lock_guard<std::mutex> hold(captures_lock);
         captures()[id_] = &keep_;
     }
-    push_current_stream(stream_);
+    ticket_ = std::make_shared<CaptureTicket>();
+    current_stack(stream_.device()).push_back({stream_, ticket_});
 }
 
 StreamCapturer::~StreamCapturer() { finish(); }
+
+// The capture's stream stops being current where the capture began: its entry is taken out of
+// that thread's stack when this is that thread, else marked gone for that thread to drop.
+void StreamCapturer::leave_current() {
+    if (ticket_->thread != std::this_thread::get_id()) {
+        ticket_->gone = true;
+        return;
+    }
+    auto& stack = current_stacks[stream_.device()];
+    for (auto it = stack.rbegin(); it != stack.rend(); ++it)
+        if (it->ticket == ticket_) {
+            stack.erase(std::next(it).base());
+            break;
+        }
+}
 
 void StreamCapturer::finish() noexcept {
     if (!open_) return;
@@ -622,11 +663,12 @@ void StreamCapturer::finish() noexcept {
             std::lock_guard<std::mutex> hold(captures_lock);
             captures().erase(id_);
         }
-        pop_current_stream(stream_.device());
+        leave_current();
         CUgraph graph = nullptr;
         ContextScope scope(context_of(stream_.device()));
         CUresult r = driver().pfn_cuStreamEndCapture(reinterpret_cast<CUstream>(stream_.handle()), &graph);
-        if (r == CUDA_SUCCESS && graph && !into_) driver().pfn_cuGraphDestroy(graph);
+        release_error(r, "cuStreamEndCapture");
+        if (r == CUDA_SUCCESS && graph && !into_) release_error(driver().pfn_cuGraphDestroy(graph), "cuGraphDestroy");
     } catch (...) {
     }
 }
@@ -680,7 +722,7 @@ Graph StreamCapturer::end() {
         std::lock_guard<std::mutex> hold(captures_lock);
         captures().erase(id_);
     }
-    pop_current_stream(stream_.device());
+    leave_current();
     activate(stream_.device());
     CUgraph graph = nullptr;
     CUresult r = driver().pfn_cuStreamEndCapture(reinterpret_cast<CUstream>(stream_.handle()), &graph);

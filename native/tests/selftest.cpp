@@ -18,44 +18,15 @@
 #include <thread>
 #include <vector>
 
+#include "checks.hpp"
 #include "eagle/cuda/eagle_cuda.hpp"
 
 namespace ec = eagle::cuda;
-
-namespace {
-
-int failures = 0;
-
-void expect(bool ok, const std::string& what) {
-    std::printf("%s %s\n", ok ? "ok  " : "FAIL", what.c_str());
-    if (!ok) ++failures;
-}
-
-template <typename E, typename F>
-std::string throws(F&& f) {
-    try {
-        f();
-    } catch (const E& e) {
-        return e.what();
-    } catch (const std::exception& e) {
-        return std::string("<other exception> ") + e.what();
-    }
-    return "";
-}
-
-// The stand-in's own control functions, when it is the driver loaded (null on a real one).
-void* standin() {
-    const char* lib = std::getenv("EAGLE_LIBCUDA");
-    void* h = lib ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : nullptr;
-    return h && dlsym(h, "fakecuda_counter") ? h : nullptr;
-}
-
-long long counter(const char* name) {
-    void* h = standin();
-    return h ? reinterpret_cast<long long (*)(const char*)>(dlsym(h, "fakecuda_counter"))(name) : -1;
-}
-
-}  // namespace
+using checks::counter;
+using checks::expect;
+using checks::failures;
+using checks::standin;
+using checks::throws;
 
 int main(int argc, char** argv) {
     std::string kernels = std::getenv("EAGLE_TEST_KERNELS") ? std::getenv("EAGLE_TEST_KERNELS") : "";

@@ -115,8 +115,12 @@ class LoadedVector:
         if self._native is not None:  # on the current stream of the C++ layer (a capture's)
             from types import SimpleNamespace
 
+            from .cuda import _native
+
             types, values = step_arguments(slots(self.artifact.params), bound,
                                            SimpleNamespace(ptr=self._native.control))
+            _native.wait_for_producers(_native.current_stream(self.ordinal),
+                                       bound.arrays.values())
             self._native.launch(grid, types, values)
             return
         types, values = step_arguments(slots(self.artifact.params), bound, self._control)

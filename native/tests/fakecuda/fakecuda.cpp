@@ -173,6 +173,14 @@ const char* result_name(CUresult r) {
     }
 }
 
+// The entry points that release an object (a destroy, a free, an unload): one that fails is
+// a double release, a release of a handle never made, or one from a thread with no context.
+bool is_release(const char* name) {
+    for (const char* word : {"Destroy", "Free", "Unload"})
+        if (std::strstr(name, word)) return true;
+    return false;
+}
+
 // Every entry point: take the lock, count the call, honour an injected failure, log the result.
 struct Call {
     const char* name;
@@ -197,6 +205,7 @@ struct Call {
     }
     CUresult done(CUresult r, const std::string& why = "") {
         const char* rn = result_name(r);
+        if (r != CUDA_SUCCESS && is_release(name)) ++S().counters["failed releases"];
         std::string line = std::string(name) + "(" + detail + ") -> " + (rn ? rn : std::to_string(r));
         if (!why.empty()) line += ": " + why;
         S().log.push_back(line);
@@ -739,6 +748,7 @@ CUresult f_cuEventDestroy(CUevent h) {
 CUresult f_cuEventRecord(CUevent h, CUstream hs) {
     ENTER("cuEventRecord");
     NEED_CTX();
+    call.note("event=%p stream=%p", static_cast<void*>(h), static_cast<void*>(hs));
     auto* e = reinterpret_cast<Event*>(h);
     Stream* s = stream_of(hs);
     if (!S().events.count(e) || s == BAD_STREAM) return call.done(CUDA_ERROR_INVALID_HANDLE);
@@ -751,6 +761,7 @@ CUresult f_cuEventRecord(CUevent h, CUstream hs) {
 CUresult f_cuStreamWaitEvent(CUstream hs, CUevent h, unsigned int) {
     ENTER("cuStreamWaitEvent");
     NEED_CTX();
+    call.note("stream=%p event=%p", static_cast<void*>(hs), static_cast<void*>(h));
     auto* e = reinterpret_cast<Event*>(h);
     Stream* s = stream_of(hs);
     if (!S().events.count(e) || s == BAD_STREAM) return call.done(CUDA_ERROR_INVALID_HANDLE);
@@ -1212,6 +1223,7 @@ void apply_defaults(Graph* source) {
 CUresult f_cuGraphLaunch(CUgraphExec h, CUstream hs) {
     ENTER("cuGraphLaunch");
     NEED_CTX();
+    call.note("stream=%p", static_cast<void*>(hs));
     auto* e = reinterpret_cast<Exec*>(h);
     Stream* s = stream_of(hs);
     if (!S().execs.count(e) || s == BAD_STREAM) return call.done(CUDA_ERROR_INVALID_VALUE);
@@ -1325,10 +1337,18 @@ EXPORT const char* fakecuda_log() {
     return S().log_text.c_str();
 }
 // A counter: an entry point's call count by its name, or "launches", "graph launches",
-// "kernels run", "while iterations", "refused versions"; "allocations" = live device blocks.
+// "kernels run", "while iterations", "refused versions", "failed releases" (a destroy, free or
+// unload that failed: a double release, say); and what is alive now: "allocations" (device
+// blocks), "host blocks", "streams", "events", "modules", "graphs" (every graph, a WHILE body
+// and an executable's copy too), "execs", "captures" (open ones).
 EXPORT long long fakecuda_counter(const char* name) {
     std::lock_guard<std::recursive_mutex> hold(S().lock);
-    if (std::strcmp(name, "allocations") == 0) return static_cast<long long>(S().memory.size() - S().host_mapped.size());
+    State& s = S();
+    const std::map<std::string, std::size_t> live = {
+        {"allocations", s.memory.size() - s.host_mapped.size()}, {"host blocks", s.host_mapped.size()},
+        {"streams", s.streams.size()}, {"events", s.events.size()}, {"modules", s.modules.size()},
+        {"graphs", s.graphs.size()}, {"execs", s.execs.size()}, {"captures", s.captures.size()}};
+    if (auto it = live.find(name); it != live.end()) return static_cast<long long>(it->second);
     auto it = S().counters.find(name);
     return it == S().counters.end() ? 0 : it->second;
 }

@@ -34,9 +34,9 @@ from ..errors import ArtifactError, BackendUnavailable, BindingTypeError, Captur
 from ..paths import shown
 
 __all__ = ["ABI_VERSION", "PROTOTYPES", "library_path", "library", "check", "describe",
-           "enabled", "Stream", "Event", "current_stream", "StreamCapturer", "Graph", "GraphExec",
-           "Loaded", "Buffer", "repeat_while", "Kernel", "Loop", "device_full", "unavailable",
-           "clear", "to_host"]
+           "enabled", "Stream", "Event", "current_stream", "wait_for_producers",
+           "StreamCapturer", "Graph", "GraphExec", "Loaded", "Buffer", "repeat_while", "Kernel",
+           "Loop", "device_full", "unavailable", "clear", "to_host"]
 
 ABI_VERSION = 1
 
@@ -73,6 +73,7 @@ PROTOTYPES = {
     "eagle_stream_push_current": (_i, [_p]),
     "eagle_stream_pop_current": (_i, [_i]),
     "eagle_stream_wait": (_i, [_p, _p]),
+    "eagle_stream_capture_status": (_i, [_p, _ip]),
     "eagle_event_create": (_i, [_i, _pp]),
     "eagle_event_record": (_i, [_p, _p]),
     "eagle_capture_begin": (_i, [_p, _i, _pp]),
@@ -88,6 +89,7 @@ PROTOTYPES = {
     "eagle_loop_create": (_i, [_p, _str, _str, _i64, ctypes.c_uint, _i64, _i64, _i64, _i64, _pp]),
     "eagle_loop_control": (_u64, [_p]),
     "eagle_loop_set_args": (_i, [_p, _ip, ctypes.POINTER(Value), _sz]),
+    "eagle_loop_build": (_i, [_p]),
     "eagle_loop_run": (_i, [_p, _i64, _i64, _i, _p, ctypes.POINTER(_i64),
                             ctypes.POINTER(_i64), ctypes.POINTER(_i64), ctypes.POINTER(_i64)]),
     "eagle_loop_prepare_for_capture": (_i, [_p, _i64, _i64]),
@@ -217,6 +219,15 @@ class Stream(_Handle):
         check(library().eagle_stream_create(ordinal, int(non_blocking), ctypes.byref(out)))
         self._ptr, self.ordinal, self.non_blocking = out, ordinal, non_blocking
 
+    @classmethod
+    def wrap(cls, handle: int, ordinal: int = 0) -> Stream:
+        """Another library's stream ``handle`` (or CUDA's 1 and 2), borrowed: never destroyed."""
+        out = _out()
+        check(library().eagle_stream_wrap(int(handle), ordinal, ctypes.byref(out)))
+        stream = cls.__new__(cls)
+        stream._ptr, stream.ordinal, stream.non_blocking = out, ordinal, None
+        return stream
+
     @property
     def handle(self) -> int:
         return library().eagle_stream_handle(self._ptr)
@@ -227,6 +238,12 @@ class Stream(_Handle):
     def wait(self, event: Event) -> None:
         """Later work on this stream waits for ``event`` (inside a capture: a fork or a join)."""
         check(library().eagle_stream_wait(self._ptr, event._ptr))
+
+    def capturing(self) -> bool:
+        """Whether a capture is recording this stream's work (an invalidated one too)."""
+        status = ctypes.c_int()
+        check(library().eagle_stream_capture_status(self._ptr, ctypes.byref(status)))
+        return status.value != 0
 
     @contextlib.contextmanager
     def as_current(self):
@@ -249,6 +266,20 @@ class Event(_Handle):
     def record(self, stream: Stream) -> Event:
         check(library().eagle_event_record(self._ptr, stream._ptr))
         return self
+
+
+def wait_for_producers(stream: Stream, arrays) -> int:
+    """``memory.wait_for_producers`` over the C++ layer: ``stream`` waits, on the device, for
+    the work queued on each producer stream the ``arrays`` declare; nothing while ``stream`` is
+    being captured (a capture cannot wait on outside work; the graph's launch is ordered)."""
+    from .memory import producer_streams
+
+    producers = producer_streams(stream.handle, arrays)
+    if not producers or stream.capturing():
+        return 0
+    for producer in producers:
+        stream.wait(Event(stream.ordinal).record(Stream.wrap(producer, stream.ordinal)))
+    return len(producers)
 
 
 def current_stream(ordinal: int = 0) -> Stream:
@@ -381,10 +412,6 @@ class Buffer(_Handle):
         check(library().eagle_buffer_download(self._ptr, host.ctypes.data, host.nbytes))
 
 
-_FLAG_TYPES = {("b", 1): "bool", ("i", 1): "int8", ("u", 1): "uint8", ("i", 4): "int32",
-               ("u", 4): "uint32", ("i", 8): "int64", ("u", 8): "uint64"}
-
-
 def repeat_while(condition, body, max_iterations: int | None, device: str) -> int:
     """``eagle.repeat_while`` on a GPU array over the C++ layer: ``body`` recorded once on a
     non-blocking stream, then ``eagle::cuda::repeat_while``'s graph launched once on a blocking
@@ -392,30 +419,22 @@ def repeat_while(condition, body, max_iterations: int | None, device: str) -> in
     import numpy as np
 
     from .driver import ordinal_of
-    from .memory import as_device_array
+    from .repeat import CONDITION_TYPES, condition_flag, record_body
 
     ordinal = ordinal_of(device)
-    flag = as_device_array(condition, device)
-    key = (flag.dtype.kind, flag.dtype.itemsize)
-    if flag.shape not in ((1,), ()) or key not in _FLAG_TYPES:
-        raise TypeError("repeat_while(condition, body): condition must be a one-element integer "
-                        f"or bool array, got shape {flag.shape} dtype {flag.dtype}")
-    with StreamCapturer(Stream(ordinal, non_blocking=True)) as capture:
-        try:
-            body()
-        except Exception as exc:
-            raise CaptureError(f"repeat_while's body failed while being recorded: "
-                               f"{type(exc).__name__}: {exc}") from exc
+    flag, key = condition_flag(condition, device)
+    graph = record_body(body, StreamCapturer, Stream(ordinal, non_blocking=True))
     counter = Buffer(8, ordinal)
     iterations = np.zeros(1, np.int64)
     counter.upload(iterations)
     out = _out()
-    check(library().eagle_repeat_while(ordinal, capture.graph._ptr, flag.ptr,
-                                       _FLAG_TYPES[key].encode(), counter.ptr,
+    check(library().eagle_repeat_while(ordinal, graph._ptr, flag.ptr,
+                                       CONDITION_TYPES[key][0].encode(), counter.ptr,
                                        -1 if max_iterations is None else max_iterations,
                                        ctypes.byref(out)))
-    executable = GraphExec(out, capture.graph)
+    executable = GraphExec(out, graph)
     stream = Stream(ordinal)  # blocking: ordered with the user's default-stream work
+    wait_for_producers(stream, [flag])
     executable.launch(stream)
     stream.synchronize()
     counter.download(iterations)
@@ -464,6 +483,13 @@ class Kernel:
         check(library().eagle_device_info(ordinal, name, len(name), ctypes.byref(sm),
                                           ctypes.byref(processors), ctypes.byref(while_nodes)))
         self.arch, self.while_nodes = f"sm_{sm.value}", bool(while_nodes.value)
+        from .nvrtc import check_driver_loads, compile_source, nvrtc_version
+
+        if compiler is compile_source:  # the toolchain policy, as CudaKernel asks it
+            version = ctypes.c_int()
+            check(library().eagle_driver_version(ctypes.byref(version)))
+            check_driver_loads(nvrtc_version(), "NVRTC",
+                               (version.value // 1000, version.value % 1000 // 10))
         self.source = emit_cuda(program, MIN_BLOCKS_PER_SM)
         image = compiler(self.source, self.arch, fmad=fmad, name=f"{program.name}.cu")
         out = _out()
@@ -506,20 +532,34 @@ class Loop(DeviceLoop):
         self.eager = eager
         self.mode = "host-loop" if eager else "graph-while"
         self._loop = None
+        self._built = False
         self._stream = None
         self._progress, self._watching = None, False
 
     def build(self) -> float:
-        """Allocate the control block and record and instantiate the graph (0 once done)."""
+        """Allocate the control block and record and instantiate the graph (the eager loop
+        records nothing); return the seconds it took, 0 once done."""
         import time
+
+        if self._built:
+            return 0.0
+        start = time.perf_counter()
+        self._create()
+        self._built = True
+        if self.eager:
+            return 0.0
+        check(library().eagle_loop_build(self._loop._ptr))
+        return time.perf_counter() - start
+
+    def _create(self) -> None:
+        """The C++ RunLoop with its control block and the step's arguments (once)."""
         from types import SimpleNamespace
 
         from .arguments import MAX_STEPS_PER_LAUNCH, step_arguments
         from .emit import BLOCK_SIZE, DECIDE_KERNEL, STEP_KERNEL
 
         if self._loop is not None:
-            return 0.0
-        start = time.perf_counter()
+            return
         out = _out()
         check(library().eagle_loop_create(
             self.kernel._module._ptr, STEP_KERNEL.encode(), DECIDE_KERNEL.encode(),
@@ -534,13 +574,14 @@ class Loop(DeviceLoop):
         packed = (Value * len(values))(*[_value(t, v) for t, v in zip(types, values, strict=True)])
         check(library().eagle_loop_set_args(out, codes, packed, len(values)))
         self._loop = loop
-        return time.perf_counter() - start
 
     def run(self, counters, after_launch) -> None:
         self.build()
         if counters.finished:
             return
         launches, taken, live, size = (ctypes.c_int64() for _ in range(4))
+        wait_for_producers(self._stream or current_stream(self.kernel.ordinal),
+                           self.bound.arrays.values())
         check(library().eagle_loop_run(self._loop._ptr, counters.steps, counters.max_steps,
                                        int(self.eager), self._stream and self._stream._ptr,
                                        ctypes.byref(launches), ctypes.byref(taken),
@@ -551,7 +592,7 @@ class Loop(DeviceLoop):
     def watch(self, enabled: bool) -> None:
         """Have the next runs write (live, steps) to pinned host memory (``live_now``) or not
         (called by the runner before each run: ``run(progress=True)``)."""
-        self.build()
+        self._create()
         if enabled and self._progress is None:
             out = _out()
             check(library().eagle_hostmapped_alloc(self.kernel.ordinal, 16, ctypes.byref(out)))
@@ -574,12 +615,12 @@ class Loop(DeviceLoop):
 
     def graph_loop(self) -> Loop:
         """The loop as ``GraphComposer`` records it (itself, its arguments set)."""
-        self.build()
+        self._create()
         return self
 
     def prepare_for_capture(self, steps: int, max_steps: int) -> None:
         """Set the control block for ``append_to_capture`` (before the capture begins)."""
-        self.build()
+        self._create()
         check(library().eagle_loop_prepare_for_capture(self._loop._ptr, steps, max_steps))
 
     def append_to_capture(self, stream: Stream) -> None:
@@ -601,12 +642,8 @@ class Loop(DeviceLoop):
 
         if self._loop is not None:
             raise RuntimeError("use_stream() must come before the loop is first used")
-        out = _out()
-        check(library().eagle_stream_wrap(int(stream_handle(stream, "until_done(stream=...)")),
-                                          self.kernel.ordinal, ctypes.byref(out)))
-        wrapped = Stream.__new__(Stream)
-        wrapped._ptr, wrapped.ordinal, wrapped.non_blocking = out, self.kernel.ordinal, None
-        self._stream = wrapped
+        self._stream = Stream.wrap(stream_handle(stream, "until_done(stream=...)"),
+                                   self.kernel.ordinal)
 
 
 def clear(array) -> None:

@@ -32,10 +32,13 @@ from hawk.ir import Program
 
 from .emit import emit_cuda
 
-__all__ = ["PRELUDE", "host_build_source", "write_host_build", "host_compiler",
-           "host_module_compiler"]
+__all__ = ["KEYWORDS", "ONE_THREAD", "BITS", "PRELUDE", "host_build_source",
+           "write_host_build", "host_compiler", "host_module_compiler"]
 
-PRELUDE = r"""
+# The prelude's pieces, which tests/host_cuda.py's preludes (blocks of one thread that count
+# their atomics, and real blocks of host threads) share with this one.
+#: CUDA's keywords as plain C++
+KEYWORDS = r"""
 #include <math.h>
 #include <string.h>
 #define __global__
@@ -44,6 +47,9 @@ PRELUDE = r"""
 #define __cudart_builtin__
 #define CUDARTAPI
 #define __launch_bounds__(...)
+"""
+#: blocks of one thread: no barrier to wait at; a shuffle and a ballot see only this thread
+ONE_THREAD = r"""
 #define __shared__
 static inline void __syncthreads() {}
 struct EagleDim { unsigned long long x; };
@@ -51,14 +57,19 @@ static EagleDim threadIdx = {0}, blockIdx = {0}, blockDim = {1};
 static inline int __syncthreads_count(int p) { return p != 0; }
 static inline long long __shfl_down_sync(unsigned, long long v, int) { return v; }
 static inline unsigned int __ballot_sync(unsigned, int p) { return p != 0 ? 1u : 0u; }
-static inline unsigned long long atomicAdd(unsigned long long* a, unsigned long long v) {
-    unsigned long long o = *a; *a = o + v; return o; }
-static inline unsigned long long atomicMax(unsigned long long* a, unsigned long long v) {
-    unsigned long long o = *a; if (v > o) *a = v; return o; }
+"""
+#: the bit helpers
+BITS = r"""
 static inline int __popc(unsigned int v) { return __builtin_popcount(v); }
 static inline double __longlong_as_double(unsigned long long v) {
     double d; memcpy(&d, &v, 8); return d; }
 """
+PRELUDE = KEYWORDS + ONE_THREAD + r"""
+static inline unsigned long long atomicAdd(unsigned long long* a, unsigned long long v) {
+    unsigned long long o = *a; *a = o + v; return o; }
+static inline unsigned long long atomicMax(unsigned long long* a, unsigned long long v) {
+    unsigned long long o = *a; if (v > o) *a = v; return o; }
+""" + BITS
 
 _KERNEL = re.compile(r'extern\s+"C"\s+__global__\s+void\s+'
                      r"(?:__launch_bounds__\(\d+(?:,\s*\d+)?\)\s+)?"

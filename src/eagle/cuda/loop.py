@@ -12,19 +12,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import CaptureError
 from .driver import activate, call, device_info, driver, ordinal_of
 from .graph import add_kernel_node, add_while_node, condition_handle
 from .launcher import Module, pack
-from .memory import DeviceBuffer, as_device_array, wait_for_producers
+from .memory import DeviceBuffer, wait_for_producers
 from .nvrtc import compile_source
+from .repeat import CONDITION_TYPES, condition_flag, record_body
 from .stream import Stream, StreamCapturer
 
 __all__ = ["repeat_while_on_gpu", "condition_module", "CONDITION_SOURCE"]
-
-_CONDITION_TYPES = {("b", 1): "bool", ("i", 1): "signed char", ("u", 1): "unsigned char",
-                    ("i", 4): "int", ("u", 4): "unsigned int", ("i", 8): "long long",
-                    ("u", 8): "unsigned long long"}  # fmt: skip
 
 CONDITION_SOURCE = """
 typedef unsigned long long cudaGraphConditionalHandle;
@@ -39,7 +35,7 @@ extern "C" __global__ void eagle_set_condition_{kind}{size}(
     const bool again = condition[0] != 0 && (limit < 0 || *iterations < limit);
     cudaGraphSetConditional(handle, again ? 1u : 0u);
 }}
-""" for (kind, size), ctype in _CONDITION_TYPES.items())
+""" for (kind, size), (_, ctype) in CONDITION_TYPES.items())
 
 def condition_module(ordinal: int, compiler=compile_source) -> Module:
     """The condition kernels compiled (by ``compiler``) and loaded on device ``ordinal``."""
@@ -53,18 +49,9 @@ def repeat_while_on_gpu(condition, body, max_iterations: int | None, device: str
     ``module`` the loaded ``CONDITION_SOURCE``."""
     ordinal = ordinal_of(device)
     context = activate(ordinal)
-    flag = as_device_array(condition, device)
-    key = (flag.dtype.kind, flag.dtype.itemsize)
-    if flag.shape not in ((1,), ()) or key not in _CONDITION_TYPES:
-        raise TypeError("repeat_while(condition, body): condition must be a one-element integer "
-                        f"or bool array, got shape {flag.shape} dtype {flag.dtype}")
+    flag, key = condition_flag(condition, device)
     function = module.function(f"eagle_set_condition_{key[0]}{key[1]}")
-    with StreamCapturer(Stream(ordinal, non_blocking=True)) as capture:
-        try:
-            body()
-        except Exception as exc:
-            raise CaptureError(f"repeat_while's body failed while being recorded: "
-                               f"{type(exc).__name__}: {exc}") from exc
+    body_graph = record_body(body, StreamCapturer, Stream(ordinal, non_blocking=True))
     d = driver()
     counter = DeviceBuffer(8, ordinal)
     counter.upload(np.zeros(1, np.int64))
@@ -75,10 +62,10 @@ def repeat_while_on_gpu(condition, body, max_iterations: int | None, device: str
         arguments = ["u64", "ptr", "ptr", "long long", "int"]
         first = pack(arguments, [int(handle), flag.ptr, counter.ptr, limit, 0])
         start = add_kernel_node(graph, function, 1, 1, first)
-        _, _, body_graph = add_while_node(graph, context, [start], handle)
-        child = call(d.cuGraphAddChildGraphNode, body_graph, None, 0, capture.graph.handle)
+        _, _, loop_body = add_while_node(graph, context, [start], handle)
+        child = call(d.cuGraphAddChildGraphNode, loop_body, None, 0, body_graph.handle)
         again = pack(arguments, [int(handle), flag.ptr, counter.ptr, limit, 1])
-        add_kernel_node(body_graph, function, 1, 1, again, [child])
+        add_kernel_node(loop_body, function, 1, 1, again, [child])
         executable = call(d.cuGraphInstantiate, graph, 0)
         stream = Stream(ordinal)  # blocking: ordered with the user's default-stream work
         wait_for_producers(stream, [flag])

@@ -25,7 +25,7 @@ import numpy as np
 from .driver import activate, call, driver, release
 
 __all__ = ["DeviceBuffer", "DeviceArray", "as_device_array", "device_full", "HostMapped", "clear",
-           "to_host", "wait_for_producers"]
+           "to_host", "producer_streams", "wait_for_producers"]
 
 #: The stream DLPack producers are asked to make their data ready on: the legacy default
 #: stream (DLPack's and CAI's 1), which eagle's blocking streams are ordered after.
@@ -180,6 +180,14 @@ class _OnLegacyStream:
         return self.value.__dlpack__(stream=DLPACK_STREAM, **keywords)
 
 
+def producer_streams(stream_handle: int, arrays) -> list[int]:
+    """The producer streams the ``arrays`` (``DeviceArray``) declare, other than the stream
+    ``stream_handle`` itself, in order (what ``wait_for_producers`` waits on, in either layer)."""
+    producers = {a.stream for a in arrays if isinstance(a, DeviceArray) and a.stream}
+    producers.discard(int(stream_handle))
+    return sorted(producers)
+
+
 def wait_for_producers(stream, arrays) -> int:
     """Make ``stream`` (eagle's ``Stream``) wait, on the device, for the work queued on each
     producer stream the ``arrays`` (``DeviceArray``) declare; return how many it waits on.
@@ -187,11 +195,10 @@ def wait_for_producers(stream, arrays) -> int:
     the graph's launch is ordered instead)."""
     from .stream import Event
 
-    producers = {a.stream for a in arrays if isinstance(a, DeviceArray) and a.stream}
-    producers.discard(int(stream.handle))
+    producers = producer_streams(stream.handle, arrays)
     if not producers or stream.capturing():
         return 0
-    for producer in sorted(producers):
+    for producer in producers:
         stream.wait(Event(stream.ordinal).record(driver().CUstream(producer)))
     return len(producers)
 

@@ -50,6 +50,7 @@ EAGLE_CUDA_C int eagle_stream_synchronize(eagle_stream* stream);
 EAGLE_CUDA_C int eagle_stream_push_current(eagle_stream* stream);
 EAGLE_CUDA_C int eagle_stream_pop_current(int ordinal);
 EAGLE_CUDA_C int eagle_stream_wait(eagle_stream* stream, eagle_event* event);
+EAGLE_CUDA_C int eagle_stream_capture_status(eagle_stream* stream, int* out);
 EAGLE_CUDA_C int eagle_event_create(int ordinal, eagle_event** out);
 EAGLE_CUDA_C int eagle_event_record(eagle_event* event, eagle_stream* stream);
 EAGLE_CUDA_C int eagle_capture_begin(eagle_stream* stream, int mode, eagle_capture** out);
@@ -65,6 +66,7 @@ EAGLE_CUDA_C int eagle_module_max_blocks(eagle_module* module, const char* name,
 EAGLE_CUDA_C int eagle_loop_create(eagle_module* module, const char* step, const char* decide, int64_t n, unsigned block, int64_t steps_per_launch, int64_t grow_until, int64_t full, int64_t spread, eagle_loop** out);
 EAGLE_CUDA_C uint64_t eagle_loop_control(eagle_loop* loop);
 EAGLE_CUDA_C int eagle_loop_set_args(eagle_loop* loop, const int* types, const eagle_value* values, size_t count);
+EAGLE_CUDA_C int eagle_loop_build(eagle_loop* loop);
 EAGLE_CUDA_C int eagle_loop_run(eagle_loop* loop, int64_t steps, int64_t max_steps, int host, eagle_stream* stream, int64_t* launches, int64_t* taken, int64_t* live, int64_t* steps_per_launch);
 EAGLE_CUDA_C int eagle_loop_prepare_for_capture(eagle_loop* loop, int64_t steps, int64_t max_steps);
 EAGLE_CUDA_C int eagle_loop_append_to(eagle_loop* loop, eagle_stream* stream);

@@ -357,10 +357,16 @@ private:
 };
 
 // RAII stream capture: begins capturing `stream` (thread-local mode unless told otherwise) and
-// makes it the current stream; end() returns the recorded Graph or throws CaptureError when the
-// capture was invalidated. Leaving the scope without end() ends the capture, drops the partial
-// graph and leaves the stream usable.
+// makes it the current stream of the thread that began it; end() returns the recorded Graph or
+// throws CaptureError when the capture was invalidated. Leaving the scope without end() ends
+// the capture, drops the partial graph and leaves the stream usable.
+// Threads: end it, or let it go, on the thread that began it. Let go on another thread, it is
+// no longer that thread's current stream (and never touches the current stream of the thread
+// letting it go); a RELAXED capture ends there, but the driver lets only the beginning thread
+// end a GLOBAL or THREAD_LOCAL one (cuStreamEndCapture: CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD),
+// so such a capture stays open and its stream is never released (said under EAGLE_CUDA_DEBUG=1).
 enum class CaptureMode { Global = 0, ThreadLocal = 1, Relaxed = 2 };
+struct CaptureTicket;
 
 class EAGLE_CUDA_API StreamCapturer {
 public:
@@ -384,7 +390,9 @@ public:
 
 private:
     void finish() noexcept;
+    void leave_current();
     Stream stream_;
+    std::shared_ptr<CaptureTicket> ticket_;  // its entry in the beginning thread's current streams
     bool open_ = false;
     bool into_ = false;
     std::uint64_t id_ = 0;
