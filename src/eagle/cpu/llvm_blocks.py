@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from hawk.ir import DType
 
-from .llvm_ops import factor_symbol, solve_symbol
+from .llvm_ops import factor_symbol, fill_symbol, solve_symbol
 from .llvm_text import IrBuilder
 
 __all__ = ["block_functions"]
@@ -29,8 +29,17 @@ def block_functions(dtypes) -> tuple[set[str], list[str]]:
     for dtype in sorted(dtypes, key=lambda d: d.value):
         t, suffix = _TYPES[dtype]
         declarations.add(f"declare {t} @llvm.fabs.{suffix}({t})")
-        lines += _factor(dtype) + _solve(dtype)
+        lines += _factor(dtype) + _solve(dtype) + _fill(dtype)
     return declarations, lines
+
+
+def _fill(dtype: DType) -> list[str]:
+    """Every one of the ``count`` elements at ``%m`` set to ``%value``."""
+    t, _ = _TYPES[dtype]
+    b = IrBuilder()
+    with b.range_("k", "0", "%count") as k:
+        b.write(t, "%m", k, "%value")
+    return _function(fill_symbol(dtype), f"ptr noalias %m, i64 %count, {t} %value", b)
 
 
 def _function(name: str, parameters: str, b: IrBuilder) -> list[str]:

@@ -19,6 +19,7 @@ instruction that differs from it:
 
 from __future__ import annotations
 
+import collections
 import copy
 import itertools
 import struct
@@ -118,6 +119,20 @@ def factor_symbol(dtype: DType) -> str:
     return f"eagle_lu_factor_{_SUFFIX[dtype]}"
 
 
+def fill_symbol(dtype: DType) -> str:
+    """The function that sets every element of a block to one value (``llvm_blocks``)."""
+    return f"eagle_fill_{_SUFFIX[dtype]}"
+
+
+def _most_common(elements: list[str]) -> str | None:
+    """The value most of a block's elements are, where storing it by a loop is worth it (a
+    sparse Jacobian's zero), else None."""
+    if len(elements) < 64:
+        return None
+    value, count = max(collections.Counter(elements).items(), key=lambda item: item[1])
+    return value if count >= len(elements) // 4 else None
+
+
 def solve_symbol(dtype: DType) -> str:
     """The function an ``LU_SOLVE`` calls."""
     return f"eagle_lu_solve_{_SUFFIX[dtype]}"
@@ -200,7 +215,13 @@ class LlvmRenderer(ExpressionRenderer):
         self.blocks[index] = op
         t, block = TYPES[op.dtype], f"%block{index}"
         elements = args[1:] if op.kind is OpKind.LU_SOLVE else args
+        common = _most_common(elements)
+        if common is not None:  # a sparse matrix's zero: one loop, then the others
+            lines.append(f"call void @{fill_symbol(op.dtype)}(ptr {block}, i64 "
+                         f"{len(elements)}, {t} {common})")
         for k, value in enumerate(elements):
+            if value == common:
+                continue
             pointer = self._temp()
             lines += [f"{pointer} = getelementptr inbounds {t}, ptr {block}, i64 {k}",
                       f"store {t} {value}, ptr {pointer}"]

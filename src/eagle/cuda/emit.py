@@ -423,7 +423,12 @@ def _declared(a, names: list) -> list[str]:
     lines = [f"{ctype} {name}[{len(elements)}];"]
     if op.kind is OpKind.LU:
         lines.append(f"unsigned char {name}_swaps[{len(elements)}];")
-    lines += [f"{name}[{k}] = {value};" for k, value in enumerate(elements)]
+    common = max(set(elements), key=elements.count) if len(elements) >= 64 else None
+    if common is not None and elements.count(common) >= len(elements) // 4:  # a sparse zero
+        lines.append(f"for (int q = 0; q < {len(elements)}; ++q) {name}[q] = {common};")
+    else:
+        common = None
+    lines += [f"{name}[{k}] = {value};" for k, value in enumerate(elements) if value != common]
     if op.kind is OpKind.LU:
         lines.append(f"eagle_lu_factor({name}, {name}_swaps, {op.attr});")
     else:
