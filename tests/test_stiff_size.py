@@ -16,7 +16,8 @@ import pytest
 import eagle
 import eagle.ode
 import hawk
-from differential import load_kernel
+from backends import target  # noqa: F401  (the fixture)
+from differential import adaptive_bindings, assert_adaptive_run_matches_reference, load_kernel
 from hawk.ir import MAX_ARGUMENT_MATRIX_SIDE, MAX_MATRIX_SIDE, MAX_WIDTH
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -103,6 +104,44 @@ def test_a_20_state_brusselator_matches_radau(tmp_path, method, rtol, bound):
                                                  ("rodas5p", 1e-6, 5.0), ("rodas5p", 1e-8, 5.0)])
 def test_a_32_state_brusselator_matches_radau(tmp_path, method, rtol, bound):
     assert _units(16, method, rtol, tmp_path) < bound
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method, rtol, bound", [("rosenbrock23", 1e-6, 100.0),
+                                                 ("rodas5p", 1e-6, 5.0), ("rodas5p", 1e-8, 5.0)])
+def test_a_64_state_brusselator_matches_radau(tmp_path, method, rtol, bound):
+    """64 states: the Jacobian's LU and solves as loops (``hawk.linalg``'s "Sizes")."""
+    assert _units(32, method, rtol, tmp_path) < bound
+
+
+@pytest.mark.parametrize("method", ["rodas5p", "rosenbrock23"])
+def test_a_32_state_stiff_kernel_equals_the_reference_on_every_backend(target, tmp_path,
+                                                                        method):  # noqa: F811
+    """The 32-state Brusselator's step kernel (its LU and solves as loops) on the CPU and the
+    generated CUDA, against the reference executor: the same steps, bit for bit where the math
+    library is the C library's."""
+    cells, n = 16, 6
+    f = stiff_models.load(cells, tmp_path)
+    kernel = hawk.ode.dopri5_kernel(f, hawk.Vector[2 * cells], hawk.Scalar, saveat=True,
+                                    method=method)
+    assert any(op.kind is hawk.ir.OpKind.LU for op in kernel.specialize({}).ops)
+    a = 0.02 * np.linspace(0.8, 1.2, n)
+    u0 = np.repeat(stiff_models.brusselator_start(cells)[:, None], n, axis=1)
+    k1 = np.stack([stiff_models.brusselator_numpy(0.0, u0[:, i], a[i]) for i in range(n)],
+                  axis=1)
+    bindings = adaptive_bindings(a, u0, k1, t_end=1.0, rtol=1e-6, atol=1e-6, h=1e-3,
+                                 save_every=0.5, save_count=3)
+    assert_adaptive_run_matches_reference(target, kernel, bindings, 500)
+
+
+@pytest.mark.slow
+def test_a_64_state_rodas5p_kernel_compiles_for_the_gpu_with_nvrtc(tmp_path):
+    nvrtc = pytest.importorskip("eagle.cuda.nvrtc")
+    from eagle.cuda.emit import emit_cuda
+
+    kernel = hawk.ode.dopri5_kernel(stiff_models.load(32, tmp_path), hawk.Vector[64],
+                                    hawk.Scalar, method="rodas5p")
+    assert nvrtc.compile_source(emit_cuda(kernel.specialize({})), "sm_90")[:4] == b"\x7fELF"
 
 
 def test_the_llvm_pipeline_is_chosen_by_the_steps_size():

@@ -21,8 +21,17 @@ from __future__ import annotations
 
 import ast
 
-from .derivatives import _CONSTANT, CALL_RULES, RULES, _components, _Tangents, primal
-from .ir import OpKind
+from .derivatives import (
+    _CONSTANT,
+    CALL_RULES,
+    RULES,
+    _components,
+    _Tangents,
+    block_solve,
+    parts,
+    primal,
+)
+from .ir import AGGREGATES, OpKind
 from .values import S, V
 
 __all__ = ["vjp", "grad", "FUNCTIONS", "lower_call", "cotangents"]
@@ -78,12 +87,19 @@ def cotangents(lowering, start: int, end: int, inputs: set[int],
     out has none (a structural zero)."""
     active = _active(lowering, start, end, inputs)
     out = {i: c for i, c in seeds.items() if i in active}
+    blocks: dict[int, dict[int, S]] = {}  # a block op's cotangents, element by element
     for index in reversed(range(start, end)):
+        op = lowering.ops[index]
+        if op.kind in AGGREGATES and index in blocks:
+            _block_cotangents(lowering, index, blocks.pop(index), active, out, blocks)
+            continue
         if index not in out or index in inputs:
             continue
-        op = lowering.ops[index]
         bar = out[index]
         T = _Tangents(lowering, op.dtype)
+        if op.kind is OpKind.PART:
+            _accumulate(blocks.setdefault(op.args[0], {}), op.attr, bar, T)
+            continue
         operands = [S(i, lowering.ops[i].dtype) for i in op.args]
         result = S(index, op.dtype)
         for position, arg in enumerate(op.args):
@@ -102,6 +118,44 @@ def cotangents(lowering, start: int, end: int, inputs: set[int],
             out[arg] = share if arg not in out else _Tangents(lowering, dtype).add(out[arg],
                                                                                      share)
     return out
+
+
+def _accumulate(cotangents: dict, key: int, share, T: _Tangents) -> None:
+    cotangents[key] = share if key not in cotangents else T.add(cotangents[key], share)
+
+
+def _block_cotangents(lowering, index: int, bars: dict[int, S], active: set[int], out: dict,
+                      blocks: dict) -> None:
+    """Hand the cotangents of a block's elements to its operands: for an ``LU_SOLVE``
+    ``x = A \\ B``, ``B_bar = A^-T x_bar`` (a solve with the transpose's factorisation) and
+    ``A_bar = -B_bar x^T`` (given to the ``LU``'s block, element by element); for an ``LU``,
+    its elements' cotangents to the matrix's elements."""
+    op = lowering.ops[index]
+    T = _Tangents(lowering, op.dtype)
+    if op.kind is OpKind.LU:
+        for k, bar in bars.items():
+            if op.args[k] in active:
+                _accumulate(out, op.args[k], bar, T)
+        return
+    n, columns = op.attr
+    lu = lowering.ops[op.args[0]]
+    transposed = tuple(lu.args[j * n + i] for i in range(n) for j in range(n))
+    lu_transposed = lowering.emit(OpKind.LU, op.dtype, transposed, n).id
+    solve = block_solve(T, lu_transposed, [bars.get(k) for k in range(n * columns)])
+    b_bar = parts(T, solve.id, n * columns)
+    for k, arg in enumerate(op.args[1:]):
+        if arg in active:
+            _accumulate(out, arg, b_bar[k], T)
+    if op.args[0] not in active:
+        return
+    x = parts(T, index, n * columns)
+    factors = blocks.setdefault(op.args[0], {})
+    for i in range(n):
+        for m in range(n):
+            share = None
+            for j in range(columns):
+                share = T.add(share, T.scale(b_bar[i * columns + j], x[m * columns + j]))
+            _accumulate(factors, i * n + m, T.neg(share), T)
 
 
 def lower_call(lowering, name: str, args: list, node: ast.AST):

@@ -145,7 +145,51 @@ def _cast(T, op, a, da, r):
     return da[0] if op.dtype.is_float and T.low.ops[a[0].id].dtype.is_float else None
 
 
+class LuTangent:
+    """The tangent of an ``LU`` op: its elements' tangents (``None``: zero), which the rule of
+    an ``LU_SOLVE`` reads as ``dA``. A factorisation has no tangent of its own: only its
+    solves' values are parts a kernel can read."""
+
+    def __init__(self, elements: list):
+        self.elements = elements
+
+
+def parts(T, solve: int, count: int) -> list[S]:
+    """The elements of the ``LU_SOLVE`` op ``solve``, as ``PART`` ops (merged with the
+    kernel's own by common subexpressions)."""
+    return [T.low.emit(OpKind.PART, T.dtype, (solve,), k) for k in range(count)]
+
+
+def block_solve(T, lu: int, right: list) -> S:
+    """An ``LU_SOLVE`` of the ``LU`` op ``lu`` for the right-hand side ``right`` (row-major,
+    ``None``: zero)."""
+    n = T.low.ops[lu].attr
+    zero = T.const(0.0)
+    return T.low.emit(OpKind.LU_SOLVE, T.dtype, (lu, *[(r or zero).id for r in right]),
+                      (n, len(right) // n))
+
+
+def _lu_solve(T, op, a, da, r):
+    """``x = A \\ B``: ``dx = A \\ (dB - dA x)``, with ``A``'s factorisation."""
+    n, columns = op.attr
+    d_a = da[0].elements if da[0] is not None else [None] * (n * n)
+    x = parts(T, r.id, n * columns)
+    right = []
+    for i in range(n):
+        for j in range(columns):
+            term = da[1 + i * columns + j]
+            for m in range(n):
+                term = T.sub(term, T.scale(d_a[i * n + m], x[m * columns + j]))
+            right.append(term)
+    if all(t is None for t in right):
+        return None
+    return block_solve(T, a[0].id, right)
+
+
 RULES = {
+    OpKind.LU: lambda T, op, a, da, r: LuTangent(da),
+    OpKind.LU_SOLVE: _lu_solve,
+    OpKind.PART: lambda T, op, a, da, r: T.low.emit(OpKind.PART, T.dtype, (da[0].id,), op.attr),
     OpKind.NEG: lambda T, op, a, da, r: T.neg(da[0]),
     OpKind.ADD: lambda T, op, a, da, r: T.add(da[0], da[1]),
     OpKind.SUB: lambda T, op, a, da, r: T.sub(da[0], da[1]),

@@ -1,7 +1,8 @@
 """The hawk IR: one flat, typed, scalar SSA program per kernel specialisation.
 
 A kernel body is lowered (see ``frontend``) into a list of ops (``Op``), each producing exactly one
-scalar value of a known ``DType`` from earlier ops. The lowering has already removed everything a
+scalar value of a known ``DType`` from earlier ops (but the ``AGGREGATES``, a factorised matrix
+and a solve's solution, whose elements ``PART`` reads one by one). The lowering has already removed everything a
 backend would otherwise have to understand:
 
 - vectors are split into their components (a ``Vec3`` parameter is three loads, a ``Vec4``
@@ -38,7 +39,7 @@ from .errors import Loc
 __all__ = ["DType", "Role", "OpKind", "Op", "Parameter", "Slot", "slots", "Store", "RowStore",
            "Program", "SERIES_FIELDS", "TABLE_FIELDS", "series_field", "uniform_value",
            "MAX_WIDTH", "MAX_MATRIX_SIDE", "MAX_ARGUMENT_MATRIX_SIDE", "type_name",
-           "annotation_name", "MATH_FUNCTIONS", "COUNTER_OPS", "COUNTER_ARGUMENTS", "BIT_OPS"]
+           "annotation_name", "MATH_FUNCTIONS", "AGGREGATES", "COUNTER_OPS", "COUNTER_ARGUMENTS", "BIT_OPS"]
 
 
 class DType(Enum):
@@ -146,6 +147,16 @@ class OpKind(Enum):
     # shared tables; attr: the Table parameter's name; args: (flat index,), an int64 row-major
     # element index that is always in range (the frontend clamps it); dtype: the table's
     TABLE_READ = "table_read"
+    # a linear solve as whole-matrix ops (``AGGREGATES``), which a backend renders as loops over
+    # memory of the sample's own, so code size grows with n * n, not n ** 3 (``hawk.linalg``'s
+    # "Sizes"): LU's attr is n, its args the n * n elements of a square float matrix,
+    # row-major; LU_SOLVE's attr is (n, columns), its args (an LU op, the n * columns elements
+    # of the right-hand side, row-major); PART's attr is an element's index, its arg an
+    # LU_SOLVE op: element ``index`` (row-major) of the solution, bit for bit what
+    # ``hawk.linalg.solve`` computes from the same elements
+    LU = "lu"
+    LU_SOLVE = "lu_solve"
+    PART = "part"
 
 
 #: math functions a kernel may call, with their arity. All take and return floats.
@@ -160,6 +171,9 @@ MATH_FUNCTIONS = {
 BIT_OPS = {OpKind.BITAND, OpKind.BITOR, OpKind.BITXOR, OpKind.INVERT, OpKind.LSHIFT,
            OpKind.RSHIFT}  # fmt: skip
 COMPARISONS = {OpKind.LT, OpKind.LE, OpKind.GT, OpKind.GE, OpKind.EQ, OpKind.NE}
+#: ops whose value is not one number but a block of them, read only by the ops that take it
+#: (``LU_SOLVE`` takes an ``LU``, ``PART`` an ``LU_SOLVE``); never stored or selected
+AGGREGATES = {OpKind.LU, OpKind.LU_SOLVE}
 #: ops that read the counters a launch passes in (the sample's index and step number)
 COUNTER_OPS = {OpKind.DRAW, OpKind.SAMPLE_INDEX, OpKind.STEP_INDEX}
 

@@ -22,6 +22,16 @@ to right). A singular matrix divides by a zero pivot there, which gives inf or N
 components (IEEE), never an error. ``det`` is the product of the pivots, left to right,
 negated for an odd number of swaps (as ``numpy.linalg.det``, up to the order of the rows; 0
 for a singular matrix whose pivot is exactly 0); ``inverse(a)`` is ``solve(a, identity)``.
+
+Sizes. Written out op by op, an elimination is about ``n**3 / 3`` multiply-adds and as many
+selects for the row swaps: 2,000 ops at 8 x 8, 90,000 at 64 x 64, and the compilers' time grows
+faster than the code. So above ``UNROLLED_SIDE`` a kernel solves with the IR's whole-matrix ops
+(``LU`` and ``LU_SOLVE``, ``hawk.ir.AGGREGATES``), which the backends render as loops:
+``lu_factor`` and ``lu_substitute`` below are what those ops mean (on NumPy arrays, for the
+reference executor), and they give ``solve``'s bits exactly. ``lu_factor`` is ``eliminate``'s
+column loop on ``a`` alone, keeping each column's swap decisions and, in the column below the
+pivot (which elimination never reads again), each row's factor; ``lu_substitute`` replays the
+same swaps and subtractions on the right-hand sides, then substitutes back as ``solve`` does.
 """
 
 from __future__ import annotations
@@ -29,7 +39,12 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["Arithmetic", "NUMPY", "matmul", "transpose", "outer", "trace", "det", "solve",
-           "inverse", "sum_products", "eliminate"]
+           "inverse", "sum_products", "eliminate", "lu_factor", "lu_substitute",
+           "UNROLLED_SIDE"]
+
+#: the largest square matrix ``hawk.solve`` and ``hawk.inverse`` write out op by op in a
+#: kernel; a larger one is solved by loops (see "Sizes")
+UNROLLED_SIDE = 8
 
 
 class Arithmetic:
@@ -153,3 +168,45 @@ def inverse(ops: Arithmetic, a: list[list], one, zero) -> list[list]:
     """``solve(a, identity)``, with ``one`` and ``zero`` the identity's elements."""
     size = len(a)
     return solve(ops, a, [[one if i == j else zero for j in range(size)] for i in range(size)])
+
+
+def lu_factor(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """What an ``LU`` op holds, for matrices ``a`` of shape ``(n, n, samples)``: the
+    eliminated matrix, with each row's factor of column ``k`` kept below the pivot at
+    ``[row, k]``, and ``swaps[k, i]``, whether column ``k``'s pass swapped rows ``k`` and
+    ``i``. Each value is ``eliminate``'s, in its order (see "Sizes")."""
+    m = np.array(a, copy=True)
+    size = m.shape[0]
+    swaps = np.zeros((size, size) + m.shape[2:], dtype=bool)
+    for k in range(size):
+        for i in range(k + 1, size):
+            swap = np.abs(m[i, k]) > np.abs(m[k, k])
+            top, other = m[k, k:].copy(), m[i, k:].copy()
+            m[k, k:], m[i, k:] = np.where(swap, other, top), np.where(swap, top, other)
+            swaps[k, i] = swap
+        if k + 1 < size:
+            zero_pivot = m[k, k] == 0
+            for i in range(k + 1, size):
+                factor = np.where(zero_pivot, m.dtype.type(0), m[i, k] / m[k, k])
+                m[i, k + 1:] = m[i, k + 1:] - factor * m[k, k + 1:]
+                m[i, k] = factor
+    return m, swaps
+
+
+def lu_substitute(m: np.ndarray, swaps: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """What an ``LU_SOLVE`` op holds: ``x`` with ``a @ x == b`` for ``lu_factor(a)`` and
+    right-hand sides ``b`` of shape ``(n, columns, samples)``, each value ``solve``'s."""
+    x = np.array(b, copy=True)
+    size = m.shape[0]
+    for k in range(size):
+        for i in range(k + 1, size):
+            top, other = x[k].copy(), x[i].copy()
+            x[k], x[i] = np.where(swaps[k, i], other, top), np.where(swaps[k, i], top, other)
+        for i in range(k + 1, size):
+            x[i] = x[i] - m[i, k] * x[k]
+    for i in reversed(range(size)):
+        value = x[i]
+        for j in range(i + 1, size):
+            value = value - m[i, j] * x[j]
+        x[i] = value / m[i, i]
+    return x

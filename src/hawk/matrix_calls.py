@@ -207,8 +207,12 @@ def lower_call(lowering, name: str, args: list, node: ast.AST):
         return linalg.det(ops, rows)
     if name == "inverse":
         dtype = rows[0][0].dtype
-        return matrix_value(linalg.inverse(ops, rows, lowering.const(1.0, dtype),
-                                           lowering.const(0.0, dtype)))
+        one, zero = lowering.const(1.0, dtype), lowering.const(0.0, dtype)
+        if len(rows) > linalg.UNROLLED_SIDE:
+            identity = [[one if i == j else zero for j in range(len(rows))]
+                        for i in range(len(rows))]
+            return matrix_value(_solved_by_loops(lowering, rows, identity))
+        return matrix_value(linalg.inverse(ops, rows, one, zero))
     b = args[1]  # solve(a, b)
     if not isinstance(b, V):
         raise lowering.error(f"hawk.solve(a, b) takes a vector or a matrix b, not "
@@ -218,5 +222,24 @@ def lower_call(lowering, name: str, args: list, node: ast.AST):
         raise lowering.error(f"hawk.solve(a, b) needs b of {len(rows)} rows for a "
                              f"{a.type_name}, got {lowering.describe(b)}", node)
     dtype = rows[0][0].dtype
-    x = linalg.solve(ops, rows, [[lowering.cast(c, dtype) for c in r] for r in right])
+    right = [[lowering.cast(c, dtype) for c in r] for r in right]
+    if len(rows) > linalg.UNROLLED_SIDE:
+        x = _solved_by_loops(lowering, rows, right)
+    else:
+        x = linalg.solve(ops, rows, right)
     return matrix_value(x) if b.is_matrix else _vector_value([r[0] for r in x])
+
+
+def _solved_by_loops(lowering, a: list[list], b: list[list]) -> list[list]:
+    """``linalg.solve(a, b)``'s values, as the IR's whole-matrix ops (``LU``, ``LU_SOLVE`` and
+    their ``PART``s): ``linalg``'s "Sizes". Numbers are materialised, as every element of a
+    block is an op; solves of one matrix share its ``LU`` (common subexpressions)."""
+    dtype, size, columns = a[0][0].dtype, len(a), len(b[0])
+
+    def ids(rows):
+        return tuple(lowering.cast(c, dtype).id for row in rows for c in row)
+
+    lu = lowering.emit(OpKind.LU, dtype, ids(a), size)
+    solution = lowering.emit(OpKind.LU_SOLVE, dtype, (lu.id, *ids(b)), (size, columns))
+    return [[lowering.emit(OpKind.PART, dtype, (solution.id,), i * columns + j)
+             for j in range(columns)] for i in range(size)]

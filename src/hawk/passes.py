@@ -35,6 +35,7 @@ from typing import NamedTuple
 
 from .errors import IRError
 from .ir import (
+    AGGREGATES,
     BIT_OPS,
     COMPARISONS,
     MATH_FUNCTIONS,
@@ -77,7 +78,41 @@ def _arity(op: Op) -> int:
         return 3
     if op.kind is OpKind.CALL:
         return MATH_FUNCTIONS[op.attr]  # the attr is checked first
+    if op.kind is OpKind.LU:  # the attr is checked first
+        return op.attr * op.attr
+    if op.kind is OpKind.LU_SOLVE:
+        return 1 + op.attr[0] * op.attr[1]
+    if op.kind is OpKind.PART:
+        return 1
     return 2
+
+
+def _is_size(value: object) -> bool:
+    return type(value) is int and value >= 1
+
+
+def _aggregate_rule(program: Program, op: Op) -> str | None:
+    """The rules of the whole-matrix ops (``AGGREGATES`` and ``PART``) that ``_arity`` and the
+    dtype checks need first: their attrs, and what their first argument is."""
+    if op.kind is OpKind.LU and not _is_size(op.attr):
+        return f"an lu's attr is its size n >= 1, got {op.attr!r}"
+    if op.kind is OpKind.LU_SOLVE:
+        if not (isinstance(op.attr, tuple) and len(op.attr) == 2
+                and all(_is_size(v) for v in op.attr)):
+            return f"an lu_solve's attr is (n, columns), got {op.attr!r}"
+        first = program.ops[op.args[0]] if op.args and 0 <= op.args[0] < len(program.ops) \
+            else None
+        if first is None or first.kind is not OpKind.LU or first.attr != op.attr[0]:
+            return f"an lu_solve's first argument is an lu of size {op.attr[0]}"
+    if op.kind is OpKind.PART:
+        whole = program.ops[op.args[0]] if len(op.args) == 1 \
+            and 0 <= op.args[0] < len(program.ops) else None
+        if whole is None or whole.kind is not OpKind.LU_SOLVE:
+            return "a part's argument is an lu_solve"
+        if not (type(op.attr) is int and 0 <= op.attr < whole.attr[0] * whole.attr[1]):
+            return (f"a part's attr is an element index below {whole.attr[0] * whole.attr[1]},"
+                    f" got {op.attr!r}")
+    return None
 
 
 def _fits(value: object, dtype: DType) -> bool:
@@ -99,6 +134,12 @@ def _op_rule(program: Program, index: int, op: Op, dtypes: list[DType]) -> str |
         return f"calls {op.attr!r}, which is not one of MATH_FUNCTIONS"
     if op.kind is OpKind.DRAW and (rule := _draw_rule(op)):
         return rule
+    if op.kind in AGGREGATES or op.kind is OpKind.PART:
+        if rule := _aggregate_rule(program, op):
+            return rule
+    reads = tuple(a for a in op.args if program.ops[a].kind in AGGREGATES)
+    if reads != op.args[:len(reads)] or len(reads) > (op.kind in (OpKind.LU_SOLVE, OpKind.PART)):
+        return "reads a block value (an lu or lu_solve), which only lu_solve and part read"
     if len(op.args) != _arity(op):
         what = f"math.{op.attr}" if op.kind is OpKind.CALL else op.kind.value
         return f"{what} takes {_arity(op)} argument(s), got {len(op.args)}"
@@ -110,6 +151,11 @@ def _op_rule(program: Program, index: int, op: Op, dtypes: list[DType]) -> str |
         return _load_rule(program, op)
     elif op.kind is OpKind.TABLE_READ:
         return _table_read_rule(program, op, args)
+    elif op.kind in AGGREGATES or op.kind is OpKind.PART:
+        if not op.dtype.is_float or any(d is not op.dtype for d in args):
+            return (f"{op.kind.value} takes and gives floats of one dtype, got "
+                    f"{', '.join(sorted({d.value for d in args}))} -> {op.dtype.value}")
+        return None
     elif op.attr is not None and op.kind not in (OpKind.CALL, OpKind.DRAW):
         return f"{op.kind.value} takes no attr, got {op.attr!r}"
     if op.kind is OpKind.CAST:
@@ -240,6 +286,12 @@ def check(program: Program) -> Program:
         if rule := _op_rule(program, index, op, dtypes):
             raise _fail(program, f"op %{index}", rule, op)
         dtypes.append(op.dtype)
+    blocks = {i for i, op in enumerate(program.ops) if op.kind in AGGREGATES}
+    roots = [s.value for s in program.stores] + [program.terminated] + \
+        [i for r in program.row_stores for i in (r.row, r.value, r.guard)]
+    if blocks.intersection(roots):
+        raise _fail(program, f"op %{min(blocks.intersection(roots))}",
+                    "a block value (an lu or lu_solve) is stored or written: only its parts are")
     written = set()
     for k, store in enumerate(program.stores):
         if rule := _store_rule(program, store, dtypes, written):
@@ -402,6 +454,8 @@ def classify(program: Program) -> tuple[Stage, ...]:
         elif op.kind is OpKind.SAMPLE_INDEX:
             stage = Stage.SAMPLE
         elif op.kind in (OpKind.DRAW, OpKind.STEP_INDEX):  # new values every step
+            stage = Stage.STEP
+        elif op.kind in AGGREGATES:  # never hoisted: its memory is the step's own
             stage = Stage.STEP
         else:  # a TABLE_READ too: the table is the same for every sample and step
             stage = max((stages[a] for a in op.args), key=lambda s: s.value)

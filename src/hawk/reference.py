@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import philox
-from .ir import TABLE_FIELDS, OpKind, Program, Role
+from . import linalg, philox
+from .ir import AGGREGATES, TABLE_FIELDS, OpKind, Program, Role
 from .passes import check
 
 __all__ = ["step", "run", "IN_DOUBLE"]
@@ -145,10 +145,26 @@ def _evaluate(program: Program, arrays: Mapping[str, np.ndarray], n: int,
         elif op.kind is OpKind.CALL:  # a NaN result is the canonical quiet NaN, sign clear
             v = _libm(op.attr, dtype, a)
             v = np.where(np.isnan(v), np.array(np.nan, dtype=dtype), v)
+        elif op.kind in AGGREGATES:  # a block: (factors, swaps), or a solution's elements
+            values.append(_block(op, a))
+            continue
+        elif op.kind is OpKind.PART:
+            v = a[0][op.attr]
         else:
             v = _ARITHMETIC[op.kind](a[0], a[1])
         values.append(np.asarray(v, dtype=dtype))
     return values
+
+
+def _block(op, a: list):
+    """An ``LU`` (``linalg.lu_factor``'s pair) or an ``LU_SOLVE`` (its solution's elements,
+    row-major, one array per element)."""
+    if op.kind is OpKind.LU:
+        return linalg.lu_factor(np.stack(a).reshape(op.attr, op.attr, -1))
+    (m, swaps), *b = a
+    n, columns = op.attr
+    return linalg.lu_substitute(m, swaps, np.stack(b).reshape(n, columns, -1)).reshape(
+        n * columns, -1)
 
 
 def step(program: Program, arrays: Mapping[str, np.ndarray], terminated: np.ndarray | None = None,

@@ -19,12 +19,13 @@ instruction that differs from it:
 
 from __future__ import annotations
 
+import collections
 import copy
 import itertools
 import struct
 from dataclasses import dataclass
 
-from hawk.ir import DType, Op, OpKind, Program
+from hawk.ir import AGGREGATES, DType, Op, OpKind, Program
 from hawk.reference import IN_DOUBLE
 
 from ..codegen import ExpressionRenderer
@@ -104,6 +105,39 @@ def vector_variants(calls) -> list[str]:
     return lines
 
 
+def block_bytes(op: Op) -> int:
+    """The bytes an ``LU`` or ``LU_SOLVE`` op's block takes (``llvm_blocks``): an ``LU``'s
+    ``n * n`` elements and as many swap flags (bytes), an ``LU_SOLVE``'s solution."""
+    size = op.dtype.numpy.itemsize
+    if op.kind is OpKind.LU:
+        return op.attr * op.attr * (size + 1)
+    return op.attr[0] * op.attr[1] * size
+
+
+def factor_symbol(dtype: DType) -> str:
+    """The function an ``LU`` calls (``llvm_blocks`` defines it)."""
+    return f"eagle_lu_factor_{_SUFFIX[dtype]}"
+
+
+def fill_symbol(dtype: DType) -> str:
+    """The function that sets every element of a block to one value (``llvm_blocks``)."""
+    return f"eagle_fill_{_SUFFIX[dtype]}"
+
+
+def _most_common(elements: list[str]) -> str | None:
+    """The value most of a block's elements are, where storing it by a loop is worth it (a
+    sparse Jacobian's zero), else None."""
+    if len(elements) < 64:
+        return None
+    value, count = max(collections.Counter(elements).items(), key=lambda item: item[1])
+    return value if count >= len(elements) // 4 else None
+
+
+def solve_symbol(dtype: DType) -> str:
+    """The function an ``LU_SOLVE`` calls."""
+    return f"eagle_lu_solve_{_SUFFIX[dtype]}"
+
+
 class Unsupported(NotImplementedError):
     """An op this backend cannot render (named, never replaced by something slower)."""
 
@@ -151,6 +185,10 @@ class LlvmRenderer(ExpressionRenderer):
         self.declarations: set[str] = set()
         #: the C library functions called, ``(symbol, type, arity)``: ``vector_variants``
         self.libm_calls: set[tuple[str, str, int]] = set()
+        #: the whole-matrix ops rendered, by index: each has a stack slot (``block_slots``)
+        self.blocks: dict[int, Op] = {}
+        self._block_index = {id(op): i for i, op in enumerate(program.ops)
+                             if op.kind in AGGREGATES}
         self._temps = itertools.count()
 
     def at(self, where: Where) -> LlvmRenderer:
@@ -162,6 +200,42 @@ class LlvmRenderer(ExpressionRenderer):
 
     def _temp(self) -> str:
         return f"%t{next(self._temps)}"
+
+    def block_slots(self) -> list[str]:
+        """The stack slots of the whole-matrix ops rendered (``llvm_blocks``), for the entry
+        block of the function their steps are in."""
+        return [f"%block{i} = alloca [{block_bytes(op)} x i8], align 16"
+                for i, op in sorted(self.blocks.items())]
+
+    def _block(self, op: Op, args: list[str], lines: list[str]) -> str:
+        """An ``LU`` or ``LU_SOLVE``: its elements stored into its slot and the function called
+        on it; the value is the slot's address, which a ``PART`` (or an ``LU_SOLVE``, for an
+        ``LU``) reads."""
+        index = self._block_index[id(op)]
+        self.blocks[index] = op
+        t, block = TYPES[op.dtype], f"%block{index}"
+        elements = args[1:] if op.kind is OpKind.LU_SOLVE else args
+        common = _most_common(elements)
+        if common is not None:  # a sparse matrix's zero: one loop, then the others
+            lines.append(f"call void @{fill_symbol(op.dtype)}(ptr {block}, i64 "
+                         f"{len(elements)}, {t} {common})")
+        for k, value in enumerate(elements):
+            if value == common:
+                continue
+            pointer = self._temp()
+            lines += [f"{pointer} = getelementptr inbounds {t}, ptr {block}, i64 {k}",
+                      f"store {t} {value}, ptr {pointer}"]
+        n = op.attr if op.kind is OpKind.LU else op.attr[0]
+        factors = block if op.kind is OpKind.LU else args[0]
+        flags = self._temp()
+        lines.append(f"{flags} = getelementptr inbounds {t}, ptr {factors}, i64 {n * n}")
+        if op.kind is OpKind.LU:
+            lines.append(f"call void @{factor_symbol(op.dtype)}(ptr {block}, ptr {flags}, "
+                         f"i64 {n})")
+        else:
+            lines.append(f"call void @{solve_symbol(op.dtype)}(ptr {factors}, ptr {flags}, "
+                         f"ptr {block}, i64 {n}, i64 {op.attr[1]})")
+        return f"getelementptr inbounds i8, ptr {block}, i64 0"
 
     def render(self, op: Op, args: list[str]) -> str:
         lines: list[str] = []
@@ -181,6 +255,11 @@ class LlvmRenderer(ExpressionRenderer):
             lines.append(f"{name} = {text}")
             return name
 
+        if kind in AGGREGATES:
+            return self._block(op, args, lines)
+        if kind is OpKind.PART:  # element attr of the block args[0] points to
+            at = emit(f"getelementptr inbounds {t}, ptr {args[0]}, i64 {op.attr}")
+            return f"load {t}, ptr {at}"
         if kind is OpKind.CONST:  # a value of its own: a select of the literal, which is exact
             value = literal(op.attr, dtype)
             return f"select i1 true, {t} {value}, {t} {value}"

@@ -91,8 +91,9 @@ def compile_ir(steps: str, machinery: str, name: str) -> bytes:
     kernel's) is in the error raised for text LLVM refuses."""
     import llvmlite.binding as ll
 
+    loop, slp, scheduler = pipeline(steps)
     with _lock:
-        machine = _machine()
+        machine = _machine(2 if scheduler else 1)
         modules = []
         for text in (steps, machinery):
             try:
@@ -106,7 +107,6 @@ def compile_ir(steps: str, machinery: str, name: str) -> bytes:
             modules.append(module)
         fast, light = modules
         tuning = ll.create_pipeline_tuning_options(speed_level=2)
-        loop, slp, scheduler = pipeline(steps)
         tuning.loop_vectorization, tuning.slp_vectorization = loop, slp
         passes = ll.create_pass_builder(machine, tuning)
         passes.getModulePassManager().run(fast, passes)
@@ -138,19 +138,20 @@ def pipeline(steps: str) -> tuple[bool, bool, bool]:
     return size <= VECTORISER_LIMIT, size <= VECTORISER_LIMIT, size <= SCHEDULER_LIMIT
 
 
-_machines: dict[tuple[str, str, str], object] = {}
+_machines: dict[tuple[tuple[str, str, str], int], object] = {}
 
 
-def _machine():
-    """The target machine of ``target()`` (one per target in a process: ``EAGLE_CPU_NAME``
-    is read at every compile, as the cache key reads it)."""
-    key = target()
+def _machine(level: int = 2):
+    """The target machine of ``target()`` generating code at optimisation ``level`` (one per
+    target and level in a process: ``EAGLE_CPU_NAME`` is read at every compile, as the cache
+    key reads it)."""
+    key = (target(), level)
     if key not in _machines:
-        _machines[key] = _new_machine(key)
+        _machines[key] = _new_machine(*key)
     return _machines[key]
 
 
-def _new_machine(target_: tuple[str, str, str]):
+def _new_machine(target_: tuple[str, str, str], level: int):
     """A target machine for (triple, CPU name, CPU features), LLVM's targets initialised."""
     import llvmlite.binding as ll
 
@@ -158,7 +159,7 @@ def _new_machine(target_: tuple[str, str, str]):
     ll.initialize_native_asmprinter()
     triple, name, features = target_
     return ll.Target.from_triple(triple).create_target_machine(
-        cpu=name, features=features, opt=2, codemodel="jitdefault")
+        cpu=name, features=features, opt=level, codemodel="jitdefault")
 
 
 def pack(code: bytes, symbol: str, source_sha256: str | None = None,
@@ -227,7 +228,7 @@ def _engine():
     target machine of its own: the engine takes it over and disposes of it."""
     import llvmlite.binding as ll
 
-    return ll.create_mcjit_compiler(ll.parse_assembly(""), _new_machine(target()))
+    return ll.create_mcjit_compiler(ll.parse_assembly(""), _new_machine(target(), 2))
 
 
 def _register_libm() -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from hawk.ir import DType, OpKind
+from hawk.ir import AGGREGATES, DType, OpKind
 
 from ..codegen import walk
 from .layout import PAD, Layout, base_name
@@ -152,6 +152,7 @@ class Visit:
         return [
             f"define i1 @{name}({parameters}) noinline nounwind {{",
             "entry:",
+            *indent(self.renderer.block_slots()),
             *indent(expand(hoisted)),
             # mp is a multiple of PAD: said so, LLVM's vector loop needs no remainder loop
             f"  %lanes = and i64 %mp, {-PAD}",
@@ -182,9 +183,10 @@ class Visit:
         lane loop then, and a branch around a finished lane's step costs nothing and saves
         its calls (a knocked-out GBM path's ``exp``, ``log``, ``cos``); a vectorised loop
         keeps its selects instead."""
-        def calls(op) -> bool:  # a float // or % is a call of fmod
+        def calls(op) -> bool:  # a float // or % is a call of fmod; a block, of a loop
             return (op.kind is OpKind.CALL and op.attr not in INTRINSICS) or \
-                (op.kind in (OpKind.FLOORDIV, OpKind.MOD) and op.dtype.is_float)
+                (op.kind in (OpKind.FLOORDIV, OpKind.MOD) and op.dtype.is_float) or \
+                op.kind in AGGREGATES
 
         return any(calls(op) for i, op in enumerate(self.program.ops)
                    if i not in self.layout.invariant)

@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import math
 
-from hawk.ir import DType, OpKind, Program, Role, Slot
+from hawk.ir import AGGREGATES, DType, OpKind, Program, Role, Slot
 from hawk.philox import (
     COS_SERIES,
     LN2_HI,
@@ -352,6 +352,92 @@ EAGLE_SHIFTS(unsigned long long, unsigned long long, 64)
 _NEW_INTEGERS = {DType.INT32, DType.UINT32, DType.UINT64}
 
 
+# The IR's whole-matrix ops (hawk.ir.AGGREGATES) as loops over the thread's own memory: each
+# is hawk.linalg's lu_factor or lu_substitute step for step, so a block holds the reference's
+# elements (FMA contraction aside, as for every op).
+_BLOCK_HELPERS = r"""
+template <typename T>
+__device__ void eagle_lu_factor(T* m, unsigned char* s, int n) {
+    for (int k = 0; k < n; ++k) {
+        for (int i = k + 1; i < n; ++i) {
+            const bool swap = fabs(m[i * n + k]) > fabs(m[k * n + k]);
+            s[k * n + i] = swap;
+            if (swap) {
+                for (int j = k; j < n; ++j) {
+                    const T top = m[k * n + j];
+                    m[k * n + j] = m[i * n + j];
+                    m[i * n + j] = top;
+                }
+            }
+        }
+        if (k + 1 < n) {
+            const T pivot = m[k * n + k];
+            const bool zero_pivot = pivot == (T)0;
+            for (int r = k + 1; r < n; ++r) {
+                const T quotient = m[r * n + k] / pivot;
+                const T factor = zero_pivot ? (T)0 : quotient;
+                for (int c = k + 1; c < n; ++c) m[r * n + c] = m[r * n + c] - factor * m[k * n + c];
+                m[r * n + k] = factor;
+            }
+        }
+    }
+}
+
+template <typename T>
+__device__ void eagle_lu_solve(const T* m, const unsigned char* s, T* x, int n,
+                                            int columns) {
+    for (int k = 0; k < n; ++k) {
+        for (int i = k + 1; i < n; ++i) {
+            if (s[k * n + i]) {
+                for (int j = 0; j < columns; ++j) {
+                    const T top = x[k * columns + j];
+                    x[k * columns + j] = x[i * columns + j];
+                    x[i * columns + j] = top;
+                }
+            }
+        }
+        for (int r = k + 1; r < n; ++r) {
+            const T factor = m[r * n + k];
+            for (int c = 0; c < columns; ++c)
+                x[r * columns + c] = x[r * columns + c] - factor * x[k * columns + c];
+        }
+    }
+    for (int i = n - 1; i >= 0; --i) {
+        for (int c = 0; c < columns; ++c) {
+            T value = x[i * columns + c];
+            for (int j = i + 1; j < n; ++j) value = value - m[i * n + j] * x[j * columns + c];
+            x[i * columns + c] = value / m[i * n + i];
+        }
+    }
+}
+"""
+
+
+def _declared(a, names: list) -> list[str]:
+    """The C lines of one of ``walk``'s assignments: a constant of the op's type, or for a
+    whole-matrix op its block (a local array), filled and handed to its loop."""
+    op, name, ctype = a.op, a.name, _C_TYPES[a.op.dtype]
+    if op.kind not in AGGREGATES:
+        return [f"const {ctype} {name} = {a.expression};"]
+    elements = [names[i] for i in (op.args[1:] if op.kind is OpKind.LU_SOLVE else op.args)]
+    lines = [f"{ctype} {name}[{len(elements)}];"]
+    if op.kind is OpKind.LU:
+        lines.append(f"unsigned char {name}_swaps[{len(elements)}];")
+    common = max(set(elements), key=elements.count) if len(elements) >= 64 else None
+    if common is not None and elements.count(common) >= len(elements) // 4:  # a sparse zero
+        lines.append(f"for (int q = 0; q < {len(elements)}; ++q) {name}[q] = {common};")
+    else:
+        common = None
+    lines += [f"{name}[{k}] = {value};" for k, value in enumerate(elements) if value != common]
+    if op.kind is OpKind.LU:
+        lines.append(f"eagle_lu_factor({name}, {name}_swaps, {op.attr});")
+    else:
+        factors = names[op.args[0]]
+        lines.append(f"eagle_lu_solve({factors}, {factors}_swaps, {name}, {op.attr[0]}, "
+                     f"{op.attr[1]});")
+    return lines
+
+
 def _uses_integer_helpers(program: Program) -> bool:
     return any(op.kind in (OpKind.LSHIFT, OpKind.RSHIFT) or op.dtype in _NEW_INTEGERS
                for op in program.ops)
@@ -403,6 +489,10 @@ class CudaRenderer(ExpressionRenderer):
             return "step_id"
         if op.kind is OpKind.TABLE_READ:  # element args[0] (in range) of p_NAME, the table
             return f"p_{op.attr}[{args[0]}]"
+        if op.kind is OpKind.PART:  # element attr of the block args[0]
+            return f"{args[0]}[{op.attr}]"
+        if op.kind in AGGREGATES:  # declared by _declared, from the names of its elements
+            return ""
         if op.kind is OpKind.DRAW:
             distribution, position = op.attr
             counters = f"seed, sample_id, step_id, {position}u"
@@ -451,7 +541,7 @@ def _step_body(program: Program) -> list[str]:
         lines.append("    const long long step_id = first_step + taken;")
     assignments, names = walk(program, CudaRenderer(), local.__getitem__,
                               known={i: names[i] for i in invariant})
-    lines += [f"    const {_C_TYPES[a.op.dtype]} {a.name} = {a.expression};" for a in assignments]
+    lines += [f"    {line}" for a in assignments for line in _declared(a, names)]
     # Series rows before the stores, which replace the loaded state values a row or value may
     # be: sample i's element of row r is p[r * row_stride + i] (the sample axis contiguous).
     for r in program.row_stores:
@@ -499,7 +589,8 @@ def emit_cuda(program: Program, min_blocks: int = MIN_BLOCKS_PER_SM) -> str:
     return f"""\
 // Generated by eagle from hawk kernel {program.name!r}. Do not edit.
 {_HELPERS}{_RANDOM_HELPERS if program.counters else ""}\
-{_INTEGER_HELPERS if _uses_integer_helpers(program) else ""}
+{_INTEGER_HELPERS if _uses_integer_helpers(program) else ""}\
+{_BLOCK_HELPERS if any(op.kind in AGGREGATES for op in program.ops) else ""}
 extern "C" __global__ void __launch_bounds__({BLOCK_SIZE}, {min_blocks}) {STEP_KERNEL}(
     {arguments})
 {{
