@@ -204,20 +204,24 @@ def test_a_users_20_state_jac_is_taken_and_gives_the_automatic_bits(tmp_path):
 
 def test_a_20_state_rodas5p_gradient_through_the_loops_matches_sensitivities(tmp_path):
     """``adjoint=True`` differentiates the step map through the whole-matrix ops in reverse
-    (the transpose's factorisation); ``sensitivity=`` through them forward: the two agree
-    contracted with one cotangent, as they do for small models."""
+    (the transpose's factorisation); ``sensitivity="p"`` through them forward: the two agree
+    contracted with one cotangent, and the ``u0`` gradient agrees with central differences
+    along random directions (``sensitivity="u0"`` is refused at 20 states: 420 components)."""
     cells = 10
     f = stiff_models.load(cells, tmp_path)
     u0 = np.repeat(stiff_models.brusselator_start(cells)[:, None], len(A), axis=1)
-    kw = dict(method="rodas5p", rtol=1e-9, atol=1e-9)
+    kw = dict(method="rodas5p", rtol=1e-10, atol=1e-10)
     sol = eagle.ode.solve(f, u0, (0.0, 2.0), p=A, adjoint=True, **kw)
-    du = np.random.default_rng(1).normal(size=u0.shape)
+    rng = np.random.default_rng(1)
+    du = rng.normal(size=u0.shape)
     g = sol.vjp(du)
     by_p = eagle.ode.solve(f, u0, (0.0, 2.0), p=A, sensitivity="p", **kw)
-    by_u0 = eagle.ode.solve(f, u0, (0.0, 2.0), p=A, sensitivity="u0", **kw)
-    assert np.array_equal(by_p.u, sol.u)
-    expected_p = np.einsum("kn,kn->n", by_p.du_dp[:, 0] if by_p.du_dp.ndim == 3
-                           else by_p.du_dp, du)
-    expected_u0 = np.einsum("kmn,kn->mn", by_u0.du_du0, du)
+    expected_p = np.einsum("kn,kn->n", by_p.du_dp.reshape(u0.shape), du)
     assert np.abs(g.p - expected_p).max() < 1e-6 * np.abs(expected_p).max()
-    assert np.abs(g.u0 - expected_u0).max() < 1e-6 * np.abs(expected_u0).max()
+    step = 1e-5
+    for _ in range(2):
+        v = rng.normal(size=u0.shape)
+        ends = [eagle.ode.solve(f, u0 + sign * step * v, (0.0, 2.0), p=A, **kw).u
+                for sign in (1.0, -1.0)]
+        central = ((ends[0] - ends[1]) * du).sum(axis=0) / (2 * step)
+        np.testing.assert_allclose((g.u0 * v).sum(axis=0), central, rtol=1e-4)
