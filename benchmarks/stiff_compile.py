@@ -20,7 +20,9 @@ only, ``loop`` only, ``none``), one fresh Python process on an empty cache folde
   in the process), and ``per member`` that over ``--members``.
 
 An arm ``X-nosched`` is ``X`` with LLVM's machine scheduler off in code generation; ``auto``
-is what ``eagle.cpu.native.pipeline`` chooses by size. The arm is forced by replacing
+is what ``eagle.cpu.native.pipeline`` chooses by size; ``written`` and ``loops`` are ``auto``
+with every solve written out op by op, or every solve as loops (``hawk.linalg``'s "Sizes",
+whatever ``UNROLLED_SIDE`` says: what chose it). The arm is forced by replacing
 ``native.pipeline`` in the child. Every arm of a
 state count must end on the same state bit for bit (vectorising reorders nothing in IEEE
 arithmetic here: no fast-math flags), or the script says so. A process past ``--timeout``
@@ -52,8 +54,11 @@ import stiff_models
 states, method, arm, members = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
 ARMS = {"both": (True, True), "slp": (False, True), "loop": (True, False),
         "none": (False, False)}
-if arm == "auto":
+if arm in ("auto", "loops", "written"):  # written/loops: every solve so, whatever its size
     chosen = native.pipeline
+    import hawk.linalg
+    hawk.linalg.UNROLLED_SIDE = {"auto": hawk.linalg.UNROLLED_SIDE, "loops": 0,
+                                 "written": 64}[arm]
 else:
     vectorise = ARMS[arm.removesuffix("-nosched")]
     chosen = lambda steps: (*vectorise, not arm.endswith("-nosched"))

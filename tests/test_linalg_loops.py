@@ -199,3 +199,14 @@ def test_the_checker_names_what_a_block_may_not_be():
         with pytest.raises(hawk.IRError, match=re.escape(rule)):
             hawk.passes.check(program)
     assert AGGREGATES == {OpKind.LU, OpKind.LU_SOLVE}
+
+
+def test_hawk_ir_stats_counts_the_ops_and_the_blocks(tmp_path, capsys):
+    from hawk.__main__ import main
+
+    (tmp_path / "solver.py").write_text(_source(12))
+    assert main(["ir", f"{tmp_path / 'solver.py'}:solver", "--stats"]) == 0
+    out = capsys.readouterr().out
+    total = len(load_kernel(_source(12), tmp_path, "solver").specialize({}).ops)
+    assert out.startswith(f"solver: {total} ops\n")
+    assert "  block lu 12: 2\n" in out and "  block lu_solve (12, 1): 3" in out

@@ -1,10 +1,11 @@
 """``python -m hawk``: look at what hawk makes of a kernel, without a GPU.
 
-    python -m hawk ir MODULE.py:KERNEL [--dtype NAME=float32 ...] [--stages]
+    python -m hawk ir MODULE.py:KERNEL [--dtype NAME=float32 ...] [--stages | --stats]
     python -m hawk --version
 
 ``ir`` prints the IR every backend compiles (after ``hawk.passes.optimize``); ``--stages`` adds
-each op's stage (launch, sample or step: ``hawk.passes.classify``). Compiling a kernel to CUDA
+each op's stage (launch, sample or step: ``hawk.passes.classify``); ``--stats`` prints only how
+many ops there are of each kind and the whole-matrix ops' sizes (what compile time follows). Compiling a kernel to CUDA
 source, PTX or a cubin is the runtime's: ``python -m eagle compile`` (hawk never imports eagle).
 
 A mistake of the user's (a file or kernel that is not there, a ``--dtype`` hawk cannot use, a
@@ -16,11 +17,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from pathlib import Path
 
 from . import __version__
 from .errors import CompileError
-from .ir import DType, Program
+from .ir import AGGREGATES, DType, Program
 from .kernel import Kernel
 from .passes import classify
 from .source import import_file
@@ -88,6 +90,18 @@ def with_stages(program: Program) -> str:
                       if line.startswith("  %") else line for line in lines)
 
 
+def statistics(program: Program) -> str:
+    """How many ops ``program`` has, of each kind (most first), and its whole-matrix ops
+    (``hawk.ir.AGGREGATES``) by size."""
+    kinds = Counter(op.kind.value for op in program.ops)
+    lines = [f"{program.name}: {len(program.ops)} ops",
+             *(f"  {count:8d} {kind}" for kind, count in kinds.most_common())]
+    blocks = Counter(f"{op.kind.value} {op.attr}" for op in program.ops
+                     if op.kind in AGGREGATES)
+    lines += [f"  block {name}: {count}" for name, count in sorted(blocks.items())]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["compile"]:
@@ -101,16 +115,20 @@ def main(argv: list[str] | None = None) -> int:
     ir.add_argument("kernel", help="MODULE.py:KERNEL")
     ir.add_argument("--dtype", action="append", default=[], metavar="NAME=DTYPE",
                     help="a parameter's dtype (default float64)")
-    ir.add_argument("--stages", action="store_true",
-                    help="mark each op launch, sample or step (what may be hoisted out of the "
-                         "step loop)")
+    shown = ir.add_mutually_exclusive_group()
+    shown.add_argument("--stages", action="store_true",
+                       help="mark each op launch, sample or step (what may be hoisted out of "
+                            "the step loop)")
+    shown.add_argument("--stats", action="store_true",
+                       help="print the count of ops of each kind instead of the ops")
     args = parser.parse_args(argv)
     try:
         program = specialized(args.kernel, args.dtype)
     except (UsageError, CompileError) as exc:
         print(f"hawk: {exc}", file=sys.stderr)
         return 2
-    print(with_stages(program) if args.stages else program)
+    print(statistics(program) if args.stats else
+          with_stages(program) if args.stages else program)
     return 0
 
 

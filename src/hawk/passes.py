@@ -443,8 +443,18 @@ _LOAD_STAGES = {Role.PARAM: Stage.LAUNCH, Role.SCALAR: Stage.SAMPLE, Role.MUTABL
                 Role.TABLE: Stage.LAUNCH}
 
 
+#: the last program ``classify`` was asked about and its answer: an emitter asks several times
+#: about one program (its layout, its invariants), and a stiff kernel has tens of thousands of
+#: ops
+_last_classified: tuple[Program | None, tuple[Stage, ...]] = (None, ())
+
+
 def classify(program: Program) -> tuple[Stage, ...]:
     """The ``Stage`` of each op of ``program``, in order (``check`` the program first)."""
+    global _last_classified
+    last, known = _last_classified
+    if last is program:
+        return known
     stages: list[Stage] = []
     for op in program.ops:
         if op.kind is OpKind.CONST:
@@ -460,7 +470,8 @@ def classify(program: Program) -> tuple[Stage, ...]:
         else:  # a TABLE_READ too: the table is the same for every sample and step
             stage = max((stages[a] for a in op.args), key=lambda s: s.value)
         stages.append(stage)
-    return tuple(stages)
+    _last_classified = (program, tuple(stages))
+    return _last_classified[1]
 
 
 # -- the pipeline --------------------------------------------------------------------------------
