@@ -75,12 +75,14 @@ def more_ops(v: Scalar, c: Param, i: Scalar, j: Scalar, ci: Scalar, p: Scalar, q
              f_log10: Out[Scalar], f_log1p: Out[Scalar], f_expm1: Out[Scalar],
              f_cbrt: Out[Scalar], f_sinh: Out[Scalar], f_cosh: Out[Scalar],
              k_int32: Out[Scalar], k_uint32: Out[Scalar], k_uint64: Out[Scalar],
-             f_draws: Out[Scalar], k_draws: Out[Scalar], tab: Table[2], f_table: Out[Scalar]):
+             f_draws: Out[Scalar], k_draws: Out[Scalar], tab: Table[2], f_table: Out[Scalar],
+             f_solve: Out[Scalar]):
     """The ops and functions issue 14 added: the math functions (``w`` stays in (-1, 1), ``u``
     positive), the 32-bit and unsigned integers with every integer op, bit operations and shift
     counts inside and outside ``[0, bits)`` (``ci``, ``cp``, ``cr``), and every draw and
-    counter (bound with a seed), and a table read at signed, unsigned 32-bit and unsigned
-    64-bit indices in and out of range (``tab``, clamped to its edges)."""
+    counter (bound with a seed), a table read at signed, unsigned 32-bit and unsigned
+    64-bit indices in and out of range (``tab``, clamped to its edges), and a solve above
+    ``hawk.linalg.UNROLLED_SIDE`` (the whole-matrix ops, rendered as loops)."""
     w = v + x
     u = 1.5 + w
     f_asin = math.asin(w)
@@ -112,6 +114,9 @@ def more_ops(v: Scalar, c: Param, i: Scalar, j: Scalar, ci: Scalar, p: Scalar, q
                + hawk.normal(2.0, 0.5) + i * 0.5 + p * 0.25 + float(r))
     k_draws = hawk.randint(0, 10) + hawk.sample_index() * 100 + hawk.step() * 10000 + i + p
     f_table = tab[i, p % 40] + tab[j * 3, r] * x
+    ones = hawk.zeros(9) + 1.0
+    solved = hawk.solve(hawk.identity(9) * (3.0 + u) + hawk.outer(ones, ones * w), ones * u)
+    f_solve = solved[0] - solved[8] * w
     x += c
     n += 1
     terminated = n >= stop
