@@ -85,7 +85,11 @@ def test_every_backend_equals_the_reference(target, tmp_path, size):  # noqa: F8
     assert report.steps == steps == 5
 
 
-def test_a_singular_matrix_gives_what_the_written_out_elimination_gives(tmp_path):
+def test_a_singular_matrix_gives_inf_or_nan_on_every_backend_as_the_reference(tmp_path):
+    """Zero, repeated and NaN columns: the CPU gives the reference's bits; every solution is
+    non-finite somewhere, as the written-out elimination's is; where nothing is singular, the
+    written-out bits. (The two differ inside a singular solve: a skipped zero-factor step does
+    not spread ``0 * inf = nan`` into rows it would not change: ``hawk.linalg``'s "Sizes".)"""
     size = linalg.UNROLLED_SIDE + 1
     kernel = load_kernel(_source(size), tmp_path, "solver")
     bindings = _bindings(size, 4)
@@ -97,8 +101,48 @@ def test_a_singular_matrix_gives_what_the_written_out_elimination_gives(tmp_path
         arrays = {k: v.copy() for k, v in bindings.items()}
         eagle.until_done(eagle.deploy(kernel, "cpu"), max_steps=1, **arrays).run()
         assert_bitwise_equal(arrays, expected)
-        assert_bitwise_equal({"x": arrays["x"]}, {"x": hawk.solve(bindings["a"], bindings["b"])})
+        written_out = hawk.solve(bindings["a"], bindings["b"])
+    assert_bitwise_equal({"x": arrays["x"][:, :1]}, {"x": written_out[:, :1]})
     assert not np.isfinite(arrays["x"][:, 1:]).all(axis=0).any()
+    assert not np.isfinite(written_out[:, 1:]).all(axis=0).any()
+
+
+def _banded_source(size: int) -> str:
+    return f"""\
+import hawk
+from hawk import Matrix, Mutable, Terminated
+
+@hawk.kernel
+def banded(a: Matrix[{size}, {size}], y: Mutable[hawk.Vector[{size}]], terminated: Terminated):
+    y = hawk.solve(a, y)
+    terminated = y[0] != y[0]
+"""
+
+
+@pytest.mark.filterwarnings("ignore::eagle.TruncationWarning")
+def test_a_banded_matrix_skips_its_zeros_and_keeps_the_bits(target, tmp_path):  # noqa: F811
+    """A tridiagonal system, whose factors and eliminated elements are mostly exact zeros:
+    the skipped subtractions change no bit (every backend against the reference, and the
+    reference against the written-out elimination), and the block of mostly one value is
+    filled by a loop."""
+    size = 12
+    kernel = load_kernel(_banded_source(size), tmp_path, "banded")
+    rng = np.random.default_rng(3)
+    n = 20
+    a = np.zeros((size, size, n))
+    for i in range(size):
+        a[i, i] = 4.0 + rng.uniform(size=n)
+        if i:
+            a[i, i - 1], a[i - 1, i] = rng.normal(size=n), rng.normal(size=n)
+    bindings = dict(a=a, y=rng.normal(size=(size, n)), terminated=np.zeros(n, bool))
+    expected, _ = reference_run(kernel, bindings, 3)
+    written_out = bindings["y"]
+    for _ in range(3):
+        written_out = hawk.solve(a, written_out)
+    assert_bitwise_equal({"y": expected["y"]}, {"y": written_out})
+    arrays = target.put(bindings)
+    eagle.until_done(eagle.deploy(kernel, target.target.device), max_steps=3, **arrays).run()
+    assert_bitwise_equal(target.get(arrays), expected)
 
 
 def test_code_grows_with_the_square_of_the_size_not_the_cube(tmp_path):

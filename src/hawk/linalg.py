@@ -28,10 +28,17 @@ selects for the row swaps: 2,000 ops at 8 x 8, 90,000 at 64 x 64, and the compil
 faster than the code. So above ``UNROLLED_SIDE`` a kernel solves with the IR's whole-matrix ops
 (``LU`` and ``LU_SOLVE``, ``hawk.ir.AGGREGATES``), which the backends render as loops:
 ``lu_factor`` and ``lu_substitute`` below are what those ops mean (on NumPy arrays, for the
-reference executor), and they give ``solve``'s bits exactly. ``lu_factor`` is ``eliminate``'s
-column loop on ``a`` alone, keeping each column's swap decisions and, in the column below the
-pivot (which elimination never reads again), each row's factor; ``lu_substitute`` replays the
-same swaps and subtractions on the right-hand sides, then substitutes back as ``solve`` does.
+reference executor). ``lu_factor`` is ``eliminate``'s column loop on ``a`` alone, keeping each
+column's swap decisions and, in the column below the pivot (which elimination never reads
+again), each row's factor; ``lu_substitute`` replays the same swaps and subtractions on the
+right-hand sides, then substitutes back as ``solve`` does. One difference: a subtraction whose
+coefficient (a row's factor, or an element of the eliminated matrix in the back substitution)
+is exactly zero is skipped, as the reference BLAS's rank-one update skips a zero multiplier.
+So a sparse matrix (a stiff model's Jacobian, banded or a reaction network's) costs what its
+nonzeros cost, not ``n**3 / 3``. Subtracting ``0 * x`` gives back what it subtracts from, so the
+bits are ``solve``'s, but for an ``x`` that is infinite or NaN (``0 * x`` is NaN: ``solve``
+spreads it into rows the skipped step would not have touched) and for the sign of a zero
+(``-0.0 - 0.0 * x`` is ``+0.0`` when ``x`` is negative).
 """
 
 from __future__ import annotations
@@ -174,7 +181,8 @@ def lu_factor(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """What an ``LU`` op holds, for matrices ``a`` of shape ``(n, n, samples)``: the
     eliminated matrix, with each row's factor of column ``k`` kept below the pivot at
     ``[row, k]``, and ``swaps[k, i]``, whether column ``k``'s pass swapped rows ``k`` and
-    ``i``. Each value is ``eliminate``'s, in its order (see "Sizes")."""
+    ``i``. Each value is ``eliminate``'s, in its order, but for a row whose factor is zero,
+    which is left as it is (see "Sizes")."""
     m = np.array(a, copy=True)
     size = m.shape[0]
     swaps = np.zeros((size, size) + m.shape[2:], dtype=bool)
@@ -188,14 +196,16 @@ def lu_factor(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             zero_pivot = m[k, k] == 0
             for i in range(k + 1, size):
                 factor = np.where(zero_pivot, m.dtype.type(0), m[i, k] / m[k, k])
-                m[i, k + 1:] = m[i, k + 1:] - factor * m[k, k + 1:]
+                m[i, k + 1:] = np.where(factor == 0, m[i, k + 1:],
+                                        m[i, k + 1:] - factor * m[k, k + 1:])
                 m[i, k] = factor
     return m, swaps
 
 
 def lu_substitute(m: np.ndarray, swaps: np.ndarray, b: np.ndarray) -> np.ndarray:
     """What an ``LU_SOLVE`` op holds: ``x`` with ``a @ x == b`` for ``lu_factor(a)`` and
-    right-hand sides ``b`` of shape ``(n, columns, samples)``, each value ``solve``'s."""
+    right-hand sides ``b`` of shape ``(n, columns, samples)``, each value ``solve``'s, but for
+    the subtractions with a zero coefficient, which are skipped (see "Sizes")."""
     x = np.array(b, copy=True)
     size = m.shape[0]
     for k in range(size):
@@ -203,10 +213,10 @@ def lu_substitute(m: np.ndarray, swaps: np.ndarray, b: np.ndarray) -> np.ndarray
             top, other = x[k].copy(), x[i].copy()
             x[k], x[i] = np.where(swaps[k, i], other, top), np.where(swaps[k, i], top, other)
         for i in range(k + 1, size):
-            x[i] = x[i] - m[i, k] * x[k]
+            x[i] = np.where(m[i, k] == 0, x[i], x[i] - m[i, k] * x[k])
     for i in reversed(range(size)):
         value = x[i]
         for j in range(i + 1, size):
-            value = value - m[i, j] * x[j]
+            value = np.where(m[i, j] == 0, value, value - m[i, j] * x[j])
         x[i] = value / m[i, i]
     return x

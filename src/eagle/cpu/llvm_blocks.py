@@ -6,8 +6,9 @@ by every step the visit unrolls: a step's parts are read before the next step wr
 ``LU`` block is the ``n * n`` eliminated elements, then ``n * n`` swap flags (bytes); an
 ``LU_SOLVE`` block the ``n * columns`` elements of the solution. The functions take the sizes
 as arguments, so there is one pair per float type whatever the sizes, and they are the
-definition in ``hawk.linalg`` (``lu_factor``, ``lu_substitute``) step for step: each ``+ - *
-/`` rounds as there (no fast-math flags), so a block's elements are the reference's bits.
+definition in ``hawk.linalg`` (``lu_factor``, ``lu_substitute``) step for step, a subtraction
+with a zero coefficient skipped as there: each ``+ - * /`` rounds as there (no fast-math
+flags), so a block's elements are the reference's bits.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def _factor(dtype: DType) -> list[str]:
                 at = element(r, k)
                 quotient = b.do(f"fdiv {t} {load(at)}, {pivot}")
                 factor = b.do(f"select i1 {zero_pivot}, {t} 0.0, {t} {quotient}")
-                with b.range_("c", k1, "%n") as c:
+                with b.if_(b.do(f"fcmp une {t} {factor}, 0.0")), b.range_("c", k1, "%n") as c:
                     subtract_into(element(r, c),
                                   b.do(f"fmul {t} {factor}, {load(element(k, c))}"))
                 b.line(f"store {t} {factor}, ptr {at}")
@@ -115,7 +116,7 @@ def _solve(dtype: DType) -> list[str]:
                 b.line(f"store {t} {x}, ptr {below}")
         with b.range_("r", k1, "%n") as r:
             factor = load(at("%m", r, k, "%n"))
-            with b.range_("c", "0", "%cols") as c:
+            with b.if_(b.do(f"fcmp une {t} {factor}, 0.0")), b.range_("c", "0", "%cols") as c:
                 subtract_into(at("%x", r, c, "%cols"),
                               b.do(f"fmul {t} {factor}, {load(at('%x', k, c, '%cols'))}"))
     with b.range_("back", "0", "%n") as back:
@@ -124,8 +125,11 @@ def _solve(dtype: DType) -> list[str]:
         with b.range_("col", "0", "%cols") as col:
             b.var("value", t, load(at("%x", i, col, "%cols")))
             with b.range_("mm", i1, "%n") as mm:
-                u, x = load(at("%m", i, mm, "%n")), load(at("%x", mm, col, "%cols"))
-                b.set("value", b.do(f"fsub {t} {b.get('value')}, {b.do(f'fmul {t} {u}, {x}')}"))
+                u = load(at("%m", i, mm, "%n"))
+                with b.if_(b.do(f"fcmp une {t} {u}, 0.0")):
+                    x = load(at("%x", mm, col, "%cols"))
+                    b.set("value", b.do(f"fsub {t} {b.get('value')}, "
+                                        f"{b.do(f'fmul {t} {u}, {x}')}"))
             quotient = b.do(f"fdiv {t} {b.get('value')}, {load(at('%m', i, i, '%n'))}")
             b.line(f"store {t} {quotient}, ptr {at('%x', i, col, '%cols')}")
     return _function(solve_symbol(dtype),

@@ -376,7 +376,9 @@ __device__ void eagle_lu_factor(T* m, unsigned char* s, int n) {
             for (int r = k + 1; r < n; ++r) {
                 const T quotient = m[r * n + k] / pivot;
                 const T factor = zero_pivot ? (T)0 : quotient;
-                for (int c = k + 1; c < n; ++c) m[r * n + c] = m[r * n + c] - factor * m[k * n + c];
+                if (factor != (T)0)  // a zero factor's row is left as it is (hawk.linalg)
+                    for (int c = k + 1; c < n; ++c)
+                        m[r * n + c] = m[r * n + c] - factor * m[k * n + c];
                 m[r * n + k] = factor;
             }
         }
@@ -398,14 +400,16 @@ __device__ void eagle_lu_solve(const T* m, const unsigned char* s, T* x, int n,
         }
         for (int r = k + 1; r < n; ++r) {
             const T factor = m[r * n + k];
-            for (int c = 0; c < columns; ++c)
-                x[r * columns + c] = x[r * columns + c] - factor * x[k * columns + c];
+            if (factor != (T)0)
+                for (int c = 0; c < columns; ++c)
+                    x[r * columns + c] = x[r * columns + c] - factor * x[k * columns + c];
         }
     }
     for (int i = n - 1; i >= 0; --i) {
         for (int c = 0; c < columns; ++c) {
             T value = x[i * columns + c];
-            for (int j = i + 1; j < n; ++j) value = value - m[i * n + j] * x[j * columns + c];
+            for (int j = i + 1; j < n; ++j)
+                if (m[i * n + j] != (T)0) value = value - m[i * n + j] * x[j * columns + c];
             x[i * columns + c] = value / m[i * n + i];
         }
     }
