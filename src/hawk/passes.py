@@ -125,8 +125,10 @@ def _fits(value: object, dtype: DType) -> bool:
         return False
 
 
-def _op_rule(program: Program, index: int, op: Op, dtypes: list[DType]) -> str | None:
-    """The first rule ``op`` (at ``index``) breaks, or None. ``dtypes``: the earlier ops'."""
+def _op_rule(program: Program, index: int, op: Op, dtypes: list[DType],
+             blocks: set[int]) -> str | None:
+    """The first rule ``op`` (at ``index``) breaks, or None. ``dtypes``: the earlier ops';
+    ``blocks``: the indices of the earlier ``AGGREGATES``."""
     for a in op.args:
         if not (type(a) is int and 0 <= a < index):
             return f"argument %{a} does not refer to an earlier op"
@@ -137,7 +139,7 @@ def _op_rule(program: Program, index: int, op: Op, dtypes: list[DType]) -> str |
     if op.kind in AGGREGATES or op.kind is OpKind.PART:
         if rule := _aggregate_rule(program, op):
             return rule
-    reads = tuple(a for a in op.args if program.ops[a].kind in AGGREGATES)
+    reads = tuple(a for a in op.args if a in blocks) if blocks else ()
     if reads != op.args[:len(reads)] or len(reads) > (op.kind in (OpKind.LU_SOLVE, OpKind.PART)):
         return "reads a block value (an lu or lu_solve), which only lu_solve and part read"
     if len(op.args) != _arity(op):
@@ -282,11 +284,13 @@ def check(program: Program) -> Program:
         if names.count(p.name) > 1:
             raise _fail(program, f"parameter {p.name!r}", "two parameters have this name")
     dtypes: list[DType] = []
+    blocks: set[int] = set()
     for index, op in enumerate(program.ops):
-        if rule := _op_rule(program, index, op, dtypes):
+        if rule := _op_rule(program, index, op, dtypes, blocks):
             raise _fail(program, f"op %{index}", rule, op)
         dtypes.append(op.dtype)
-    blocks = {i for i, op in enumerate(program.ops) if op.kind in AGGREGATES}
+        if op.kind in AGGREGATES:
+            blocks.add(index)
     roots = [s.value for s in program.stores] + [program.terminated] + \
         [i for r in program.row_stores for i in (r.row, r.value, r.guard)]
     if blocks.intersection(roots):
