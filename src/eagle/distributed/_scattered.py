@@ -31,11 +31,7 @@ class Scattered:
     shape: tuple[int, ...]
     dtype: np.dtype
     sizes: tuple[int, ...]
-
-    @property
-    def token(self) -> str:
-        """What names this input in a checkpoint's fingerprint: its pieces' keys."""
-        return "scattered:" + ",".join(str(f.key) for f in self.futures)
+    token: str = ""  # what names it in a checkpoint's fingerprint: its pieces' contents
 
     def release(self) -> None:
         """Free the pieces on the workers."""
@@ -46,11 +42,16 @@ class Scattered:
 def scatter(client, arrays: dict, bounds) -> dict[str, Scattered]:
     """Each chunk's slices of ``arrays`` (NumPy, samples on the last axis), sent from the client
     straight to one worker (round robin, so a chunk's inputs sit together)."""
+    from ._checkpoint import fingerprint
+
     workers = sorted(client.nthreads()) or [None]
     names = list(arrays)
     futures = {name: [] for name in names}
+    tokens = {name: [] for name in names}
     for index, (lo, hi) in enumerate(bounds):
         pieces = [np.ascontiguousarray(arrays[name][..., lo:hi]) for name in names]
+        for name, piece in zip(names, pieces, strict=True):
+            tokens[name].append(fingerprint(piece))
         where = workers[index % len(workers)]
         # a list, not a dict: scatter would take a dict's names as the keys of every chunk
         sent = client.scatter(pieces, direct=True, hash=False,
@@ -59,4 +60,5 @@ def scatter(client, arrays: dict, bounds) -> dict[str, Scattered]:
             futures[name].append(future)
     sizes = tuple(hi - lo for lo, hi in bounds)
     return {name: Scattered(tuple(futures[name]), tuple(arrays[name].shape),
-                            np.dtype(arrays[name].dtype), sizes) for name in names}
+                            np.dtype(arrays[name].dtype), sizes,
+                            "scattered:" + fingerprint(tokens[name])) for name in names}

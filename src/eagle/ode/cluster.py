@@ -47,11 +47,15 @@ SEND_ATTEMPTS = 3
 _WHOLE = (Role.PARAM, Role.TABLE)
 
 
-def check_options(client, chunks, xp) -> None:
-    """Refuse ``client``/``chunks`` that cannot be served, by name, before anything is made."""
+def check_options(client, chunks, xp, checkpoint=None) -> None:
+    """Refuse ``client``/``chunks``/``checkpoint`` that cannot be served, by name, before
+    anything is made."""
     if client is None:
         if chunks is not None:
             raise ValueError("chunks= splits a solve over a Dask cluster: pass client= too")
+        if checkpoint is not None:
+            raise ValueError("checkpoint= keeps a cluster solve's finished chunks: pass "
+                             "client= too")
         return
     if not (hasattr(client, "scatter") and hasattr(client, "compute")):
         raise TypeError(f"client must be a distributed.Client, got {type(client).__name__}")
@@ -66,7 +70,7 @@ def check_options(client, chunks, xp) -> None:
 
 
 def run(plan: Plan, client, chunks, arrays: dict, tables: dict, *, max_steps: int, seed,
-        progress: bool):
+        progress: bool, checkpoint=None):
     """Run ``plan`` (the solve's main kernel) over the cluster on ``arrays`` and ``tables``,
     writing the results into ``arrays`` in place; returns the ``DistributedReport``.
 
@@ -97,7 +101,8 @@ def run(plan: Plan, client, chunks, arrays: dict, tables: dict, *, max_steps: in
         sent = scatter(client, per_sample, bounds)
         try:
             result = run_on_cluster(deploy(kernel, HOST), client, max_steps=max_steps,
-                                    chunks=sizes, seed=seed, progress=progress, **sent,
+                                    chunks=sizes, seed=seed, progress=progress,
+                                    checkpoint=checkpoint, **sent,
                                     **shared, **tables)
             try:
                 result.gather_into({name: arrays[name] for name in result.arrays
