@@ -391,6 +391,7 @@ def test_an_ode_solve_over_dask_inputs_moves_no_samples_through_the_client(cli):
     the client's nor the scheduler's bytes grow with the samples (20x the samples), the
     results stay on the workers, and a reduction made there has the local solve's value."""
     from dask import array as da
+
     from ode_models import lorenz
 
     cluster, client = cli
