@@ -10,7 +10,8 @@ rechunk tasks: tens of kilobytes of graph less per chunk for a solve's twenty in
 
 Scattered data is the one thing Dask cannot make again: when a worker that holds a piece dies,
 the run that needs it is cancelled. The caller holds the whole arrays, so it sends them again
-(``eagle.ode.cluster`` does).
+(``eagle.ode.cluster`` does). Its ``token`` names it by its pieces' contents, so that a
+checkpointed run that sends the same arrays again (from a new client) finds its chunks.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ __all__ = ["Scattered", "scatter"]
 @dataclass(frozen=True, eq=False)
 class Scattered:
     """One per-sample input of shape ``shape`` (samples on the last axis) as one future per
-    chunk, in sample order; ``sizes`` are the chunks' sample counts."""
+    chunk, in sample order; ``sizes`` are the chunks' sample counts, ``token`` a digest of
+    the pieces' contents (what names the input in a checkpoint's fingerprint)."""
 
     futures: tuple
     shape: tuple[int, ...]

@@ -20,6 +20,14 @@ data is not something Dask can make again: when a worker that held a chunk's inp
 run is cancelled, and ``run`` sends the inputs again from the client (which still holds them
 all) and runs again, up to ``SEND_ATTEMPTS`` times in all, giving the same bits.
 
+With ``checkpoint=folder`` each finished chunk is written there by its worker and a rerun of
+the same solve reads it back (``eagle.distributed``'s checkpoint; the inputs are named in its
+fingerprint by their contents, so a new client with the same arrays finds them).
+
+This path suits ensembles whose arrays fit on the client: every member's inputs go out and its
+results come back through it. With dask-array inputs nothing of a member comes to the client
+(``eagle.ode.dask_inputs``).
+
 Why this split rather than the whole ``solve`` on each chunk: the Solution's post-processing
 and the checks stay in one place (``solver``), the funcs never travel (only the kernels' IR
 does), and the result is the local one by construction rather than by a second code path.

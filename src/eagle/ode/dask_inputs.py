@@ -105,7 +105,9 @@ def inputs(client, chunks, u0, p, *, t_span, rtol, atol, max_step, dt, args, sav
         raise ValueError(f"p as a dask array is per sample: its last axis must be u0's {n} "
                          f"samples, got shape {tuple(p.shape)} (pass a p shared by every "
                          "sample as a NumPy array)")
-    if isinstance(chunks, int) and not isinstance(chunks, bool) and 1 <= chunks <= n:
+    if isinstance(chunks, int) and not isinstance(chunks, bool) and 1 <= chunks:
+        if chunks > n:
+            raise ValueError(f"chunks must be at most the {n} samples, got {chunks}")
         edges = np.linspace(0, n, chunks + 1).round().astype(np.int64)
         sizes = tuple(np.diff(edges).tolist())
     else:

@@ -39,7 +39,8 @@ IMPLICIT = tuple(name for name, m in hawk_ode.METHODS.items() if m.implicit)
 
 @dataclass
 class Solution:
-    """What ``solve`` returns; every array is on the device of ``u0``, one entry per sample.
+    """What ``solve`` returns; every array is on the device of ``u0``, one entry per sample
+    (dask arrays held on the cluster's workers for a dask ``u0``).
 
     Attributes:
         u: the state at the end, shaped as ``u0``: at ``t_end``, at the terminating event, or
@@ -274,8 +275,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
         f: the right-hand side, a ``@hawk.func`` ``f(u, t, p)`` returning ``du/dt``.
         u0: the initial states: an array ``(n,)`` (a number per sample) or ``(k, n)`` (a
             ``Vector[k]`` per sample, k in 1..64; ``(1, n)`` is solved as ``(n,)`` and given
-            back in its shape); NumPy runs on the CPU, CuPy on its GPU. Not changed (the
-            solution is in new arrays).
+            back in its shape); NumPy runs on the CPU, CuPy on its GPU, a dask array on the
+            workers of ``client`` (see there). Not changed (the solution is in new arrays).
         t_span: ``(t0, t_end)``: numbers, or arrays ``(n,)`` per sample; ``t_end > t0`` for
             every sample, or ``t_end < t0`` for every sample to integrate backward in time
             (as ``du/ds = -f(u, -s, p)`` in ``s = -t``: the same steps SciPy takes backward;
@@ -383,11 +384,23 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             ``client``, for the client's part (each worker uses its own threads).
         progress: show a bar of samples done.
         client: a ``distributed.Client``: the integration runs on its workers, the samples cut
-            into ``chunks`` (default: one per worker thread), each chunk from the kernel's IR
-            (``eagle.ode.cluster``); the rest of the solve runs here. The ``Solution`` is the
-            local solve's, bit for bit (its ``report`` a ``DistributedReport``, ``runner``
-            None). NumPy ``u0`` only.
-        chunks: with ``client``, the number of chunks (default: the workers' threads).
+            into ``chunks``, each chunk from the kernel's IR; the ``Solution`` is the local
+            solve's, bit for bit (its ``report`` a ``DistributedReport``, ``runner`` None).
+            With NumPy inputs the rest of the solve runs here and each chunk's inputs and
+            results pass through the client (``eagle.ode.cluster``). With ``u0`` (and a
+            per-sample ``p``) as dask arrays, no sample's numbers come here: each chunk's
+            arrays are made from its blocks on a worker, and the ``Solution``'s per-sample
+            arrays are dask arrays over the results kept there (``.compute()`` gathers them; a
+            reduction such as ``sol.u.mean(axis=-1)`` runs there), ``t_span``, ``rtol``,
+            ``atol``, ``max_step`` and ``dt`` numbers (``eagle.ode.dask_inputs``; not yet with
+            ``args``, a sensitivity with an event, events only recorded, or ``saveat`` times
+            per sample).
+        chunks: with ``client``, the number of chunks (default: the workers' threads, or a
+            dask ``u0``'s own sample chunks).
+        checkpoint: with ``client``, a folder every worker can see: each finished chunk is
+            written there, and a rerun of the same solve (after its workers or its client
+            died) reads those back instead of running them (``eagle.distributed``'s
+            checkpoint).
         adjoint: keep each sample's accepted steps, for ``Solution.vjp`` (reverse-mode
             gradients in ``p`` and ``u0`` for any number of parameters; ``eagle.ode.adjoint``):
             every adaptive method (the Rosenbrock ones without ``jac=``), with ``saveat``
