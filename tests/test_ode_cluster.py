@@ -387,3 +387,48 @@ def test_a_worker_killed_mid_run_of_a_dask_solve_changes_nothing():
             assert_same_lazy(local, remote)
         finally:
             killer.join()
+
+
+CHECKPOINTED_RUN = """
+import sys
+import distributed
+from dask import array as da
+import eagle
+from test_ode_cluster import lorenz, lorenz_sweep, local_cluster
+
+if __name__ == "__main__":
+    u0, p = lorenz_sweep(400)
+    with local_cluster() as c, distributed.Client(c) as client:
+        eagle.ode.solve(lorenz, da.from_array(u0, chunks=(3, 100)), (0.0, 1.0),
+                        p=da.from_array(p, chunks=(3, 100)), client=client,
+                        checkpoint=sys.argv[1], saveat=(0.0, 1.0, 3), rtol=1e-8, atol=1e-8)
+"""
+
+
+@pytest.mark.slow
+def test_a_new_client_process_resumes_the_checkpointed_chunks_of_a_dask_solve(tmp_path):
+    """The client restarts: a solve checkpointed by another process (its own client, cluster
+    and string hashing) is read back whole by this one, with the local solve's bits."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from dask import array as da
+
+    tests = Path(__file__).parent
+    script = tmp_path / "checkpointed_run.py"
+    script.write_text(CHECKPOINTED_RUN)
+    env = dict(os.environ, PYTHONHASHSEED="12345", PYTHONPATH=os.pathsep.join(
+        [str(tests.parent / "src"), str(tests), os.environ.get("PYTHONPATH", "")]))
+    subprocess.run([sys.executable, str(script), str(tmp_path / "chunks")], env=env,
+                   check=True, timeout=300, capture_output=True)
+    assert len(list((tmp_path / "chunks").glob("chunk-*.npz"))) == 4
+    u0, p = lorenz_sweep(400)
+    options = dict(saveat=(0.0, 1.0, 3), rtol=1e-8, atol=1e-8)
+    local = eagle.ode.solve(lorenz, u0, (0.0, 1.0), p=p, **options)
+    with local_cluster() as c, distributed.Client(c) as client:
+        again = eagle.ode.solve(lorenz, da.from_array(u0, chunks=(3, 100)), (0.0, 1.0),
+                                p=da.from_array(p, chunks=(3, 100)), client=client,
+                                checkpoint=tmp_path / "chunks", **options)
+        assert [chunk.resumed for chunk in again.report.chunks] == [True] * 4
+        assert_same_lazy(local, again)
