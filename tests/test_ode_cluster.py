@@ -326,10 +326,10 @@ def test_what_a_dask_solve_cannot_serve_is_refused_by_name(client):
         eagle.ode.solve(lorenz, u0, (0.0, 1.0), p=p, checkpoint="folder")
 
 
-def test_checkpointed_chunks_are_resumed_by_a_new_cluster(tmp_path):
-    """``checkpoint=``: a rerun on a new cluster (every worker of the first gone) reads the
-    finished chunks back instead of running them, and runs the one that was lost (its file
-    removed), with the same bits; for dask inputs and for NumPy ones."""
+def test_checkpointed_chunks_are_resumed_after_every_worker_restarts(client, tmp_path):
+    """``checkpoint=``: a rerun after every worker was restarted (their memory gone) reads
+    the finished chunks back instead of running them, and runs the one that was lost (its
+    file removed), with the same bits; for dask inputs and for NumPy ones."""
     from dask import array as da
 
     u0, p = lorenz_sweep(400)
@@ -339,21 +339,20 @@ def test_checkpointed_chunks_are_resumed_by_a_new_cluster(tmp_path):
     lazy_u0 = da.from_array(u0, chunks=(3, 100))
     for name, start, given in (("dask", lazy_u0, lazy), ("numpy", u0, options)):
         folder = tmp_path / name
-        with local_cluster() as c, distributed.Client(c) as first:
-            eagle.ode.solve(lorenz, start, (0.0, 1.0), client=first, chunks=4,
-                            checkpoint=folder, **given)
+        eagle.ode.solve(lorenz, start, (0.0, 1.0), client=client, chunks=4,
+                        checkpoint=folder, **given)
         written = sorted(folder.glob("chunk-*.npz"))
         assert len(written) == 4
         written[1].unlink()  # a chunk the first run did not finish
-        with local_cluster() as c, distributed.Client(c) as second:
-            again = eagle.ode.solve(lorenz, start, (0.0, 1.0), client=second, chunks=4,
-                                    checkpoint=folder, **given)
-            resumed = [chunk.resumed for chunk in again.report.chunks]
-            assert resumed == [True, False, True, True], name
-            if name == "dask":
-                assert_same_lazy(local, again)
-            else:
-                assert_same(local, again)
+        client.restart()  # every worker killed and started again
+        again = eagle.ode.solve(lorenz, start, (0.0, 1.0), client=client, chunks=4,
+                                checkpoint=folder, **given)
+        resumed = [chunk.resumed for chunk in again.report.chunks]
+        assert resumed == [True, False, True, True], name
+        if name == "dask":
+            assert_same_lazy(local, again)
+        else:
+            assert_same(local, again)
 
 
 @pytest.mark.slow
