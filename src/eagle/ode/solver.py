@@ -253,6 +253,29 @@ def _check_funcs(f: Func, state, params, dims, *, jac, noise, on_stop, on_event,
         check("jac", jac, state, params, dims, shape, "df/du")
 
 
+def _integrate(kernel, prepare, arrays: dict, bound: dict, tables: dict, xp, n: int, *,
+               threads, client, chunks, max_steps: int, seed, progress: bool, checkpoint):
+    """Each sample's first step (``prepare``, the adaptive methods), then the integration, in
+    this process or (``client``) over a Dask cluster, into ``arrays``: ``(plan, runner,
+    report)``; ``bound`` is what the kernel binds of ``arrays``."""
+    saved_threads = get_num_threads()
+    if threads is not None:
+        set_num_threads(threads)
+    try:
+        if prepare is not None:
+            simulate(prepare, max_steps=1, **ensemble.first_step_bindings(arrays, xp, n),
+                     **tables)
+        plan = deploy(kernel)
+        if client is not None:  # the integration on the cluster, into these same arrays
+            return plan, None, cluster.run(plan, client, chunks, arrays, tables,
+                                           max_steps=max_steps, seed=seed, progress=progress,
+                                           checkpoint=checkpoint)
+        runner = until_done(plan, max_steps=max_steps, seed=seed, **bound, **tables)
+        return plan, runner, runner.run(progress=progress)
+    finally:
+        set_num_threads(saved_threads)
+
+
 def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rtol=1e-6,
           atol=1e-6,
           dt=None, noise: Func | None = None, seed: int | None = None,
@@ -573,52 +596,38 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
     else:
         kernel = hawk_ode.fixed_step_kernel(f, method, state, params, saveat=saving,
                                             tables=table_dims)
-    layout = ensemble.Layout(
+    arrays_layout = ensemble.Layout(
         dtype=np.dtype(dtype), adaptive=adaptive, save_first=save_first, save_every=save_every,
         save_count=save_count, saveat=saveat is not None, record_events=record_events,
         row_width=row_width, stop_first=stop_first, stop_every=stop_every, backward=backward,
         column=column, sensitivity=sensitivity, states=states, columns=columns)
     if lazy is not None:  # dask inputs: the arrays are made, and stay, on the workers
         plan, runner, small = deploy(kernel), None, np
-        arrays, report = dask_inputs.run(lazy, layout, plan, prepare if adaptive else None,
-                                         tables, p, max_steps=max_steps, seed=seed,
-                                         progress=progress, checkpoint=checkpoint)
+        arrays, report = dask_inputs.run(
+            lazy, arrays_layout, plan, prepare if adaptive else None, tables, p,
+            max_steps=max_steps, seed=seed, progress=progress, checkpoint=checkpoint)
         xp, n = dask_inputs.array_module(), lazy.n
         u, saved, t = arrays["u"], arrays["saved"], arrays["t"]
         zeros = (lambda: xp.zeros(n, dtype=np.int64, chunks=lazy.chunks))
     else:
         small = xp
-        arrays = ensemble.make(layout, xp, n, u0=u0, p=p, t=t, t_end=t_end, rtol=rtol, atol=atol,
-                               max_step=max_step, dt=dt)
+        arrays = ensemble.make(arrays_layout, xp, n, u0=u0, p=p, t=t, t_end=t_end, rtol=rtol,
+                               atol=atol, max_step=max_step, dt=dt)
         u, saved = arrays["u"], arrays["saved"]
         zeros = (lambda: xp.zeros(n, dtype=np.int64))
-        if adaptive and adjoint:  # the same steps, each accepted one recorded (eagle.ode.adjoint)
+        bound = arrays
+        if adaptive and adjoint:  # the same steps, each accepted one recorded
             record = adjoints.Record(f, state, params, table_dims, method, params.role is
                                      hawk.Param.role, column, tables,
                                      None if saveat is None else arrays["saves"].copy(), event,
                                      direction, int(event_samples))
             kernel = adjoints.kernel(record)
             arrays.update(adjoints.scratch(xp, adjoint_steps, u.shape, dtype))
-
-        saved_threads = get_num_threads()
-        if threads is not None:
-            set_num_threads(threads)
-        try:
-            if adaptive:
-                simulate(prepare, max_steps=1, **ensemble.first_step_bindings(arrays, xp, n),
-                         **tables)
-            plan = deploy(kernel)
-            if client is not None:  # the integration on the cluster, into these same arrays
-                runner, report = None, cluster.run(plan, client, chunks, arrays, tables,
-                                                   max_steps=max_steps, seed=seed,
-                                                   progress=progress, checkpoint=checkpoint)
-            else:
-                bound = arrays if not adjoint else {name: arrays[name]
-                                                    for name in adjoints.PARAMETERS}
-                runner = until_done(plan, max_steps=max_steps, seed=seed, **bound, **tables)
-                report = runner.run(progress=progress)
-        finally:
-            set_num_threads(saved_threads)
+            bound = {name: arrays[name] for name in adjoints.PARAMETERS}
+        plan, runner, report = _integrate(
+            kernel, prepare if adaptive else None, arrays, bound, tables, xp, n,
+            threads=threads, client=client, chunks=chunks, max_steps=max_steps, seed=seed,
+            progress=progress, checkpoint=checkpoint)
     if report.truncated:
         warnings.warn(f"eagle.ode.solve: {report.n - report.done} of {report.n} samples were "
                       f"still running at max_steps={max_steps} (status 0); raise max_steps",
