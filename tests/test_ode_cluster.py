@@ -258,7 +258,7 @@ def test_dask_inputs_solve_on_the_workers_and_the_results_stay_there(client):
 
 
 @pytest.mark.parametrize("kind", ["rodas5p", "bounce backward", "rk4 tables", "sde",
-                                  "sensitivity", "column"])
+                                  "sensitivity", "column", "shared p", "sequence p"])
 def test_dask_inputs_give_the_local_solves_bits(client, kind):
     """Every kind of solve with a dask u0 (and p where per sample), in ``chunks=8`` that are
     not u0's own: the local solve's bits for the same numbers."""
@@ -287,9 +287,15 @@ def test_dask_inputs_give_the_local_solves_bits(client, kind):
         u0, p = lorenz_sweep(n)
         f, span = lorenz, (0.0, 1.0)
         options = dict(p=p, sensitivity="p", saveat=(0.0, 1.0, 3), rtol=1e-8, atol=1e-8)
-    else:  # u0 (1, n): solved as (n,), given back as (1, n)
+    elif kind == "column":  # u0 (1, n): solved as (n,), given back as (1, n)
         f, u0, span = decay_scalar, np.linspace(1.0, 2.0, n)[None], (0.0, 1.0)
         options = dict(p=np.linspace(0.5, 1.5, n), saveat=(0.0, 1.0, 3))
+    else:  # one Vector[3] for every sample (Param), or 3 numbers (a Vector[3] per sample)
+        u0, p = lorenz_sweep(n)
+        f, span = lorenz, (0.0, 1.0)
+        shared = np.array([10.0, 28.0, 8.0 / 3.0])
+        options = dict(p=shared if kind == "shared p" else tuple(shared), rtol=1e-8,
+                       atol=1e-8)
     local = eagle.ode.solve(f, u0, span, **options)
     lazy = dict(options)
     if isinstance(options["p"], np.ndarray) and options["p"].shape[-1] == n:
@@ -308,6 +314,8 @@ def test_what_a_dask_solve_cannot_serve_is_refused_by_name(client):
     refusals = [
         (dict(u0=lazy_u0, p=p, client=None), "u0 or p is a dask array: pass client="),
         (dict(u0=u0, p=lazy_p), "p is a dask array: pass u0 as a dask array too"),
+        (dict(u0=lazy_u0, p=p), r"p of shape \(3, 10\) is per sample: beside a dask u0 pass "
+                                "it as a dask array too"),
         (dict(u0=lazy_u0, p=lazy_p, rtol=np.full(10, 1e-6)), "rtol must be a number beside "
                                                               "a dask u0"),
         (dict(u0=lazy_u0, p=lazy_p[:, :5]), "p as a dask array is per sample: its last axis "

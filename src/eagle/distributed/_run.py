@@ -1,7 +1,8 @@
 """``run_on_cluster``: an ensemble split along its samples over a Dask cluster's workers.
 
 The client sends descriptions, not data. Each chunk is one task whose inputs are made where it
-runs: by ``init(lo, hi)`` on the worker, or as blocks of dask arrays computed on the workers
+runs: by ``init(lo, hi)`` on the worker (``init(lo, hi, **blocks)`` from the chunk's blocks of
+``init_inputs``), or as blocks of dask arrays computed on the workers
 (the client never allocates a full-size array); only NumPy inputs (fine for ensembles that fit
 on the client) ride in the tasks. The whole run is one ``client.compute`` call. The results stay
 on the workers, behind dask arrays (``ClusterResult.arrays``), until the user gathers them,

@@ -105,6 +105,18 @@ def inputs(client, chunks, u0, p, *, t_span, rtol, atol, max_step, dt, args, sav
         raise ValueError(f"p as a dask array is per sample: its last axis must be u0's {n} "
                          f"samples, got shape {tuple(p.shape)} (pass a p shared by every "
                          "sample as a NumPy array)")
+    sequence = isinstance(p, tuple | list)
+    if sequence and not all(isinstance(v, numbers.Real) for v in p):
+        raise ValueError("p as a sequence beside a dask u0 must be numbers: pass per-sample "
+                         "values as one dask array (k, n)")
+    last = np.shape(p)[-1] if not (is_dask(p) or sequence or np.ndim(p) == 0) else None
+    if last == n:
+        raise ValueError(f"p of shape {np.shape(p)} is per sample: beside a dask u0 pass it "
+                         "as a dask array too (da.from_array(p, chunks=...), or made on the "
+                         "workers)")
+    # the first samples solve checks and compiles for: as many as tell a shared p's shape
+    # from a per-sample one (its last axis is not their count)
+    first = min(n, 2 if last == 1 else 1)
     if isinstance(chunks, int) and not isinstance(chunks, bool) and 1 <= chunks:
         if chunks > n:
             raise ValueError(f"chunks must be at most the {n} samples, got {chunks}")
@@ -112,7 +124,8 @@ def inputs(client, chunks, u0, p, *, t_span, rtol, atol, max_step, dt, args, sav
         sizes = tuple(np.diff(edges).tolist())
     else:
         sizes = tuple(int(c) for c in u0.chunks[-1])
-    firsts = client.compute([u0[..., :1]] + ([p[..., :1]] if is_dask(p) else []), sync=True)
+    firsts = client.compute([u0[..., :first]] + ([p[..., :first]] if is_dask(p) else []),
+                            sync=True)
     return LazyInputs(client=client, u0=u0, p=p, n=n, chunks=sizes, first_u0=firsts[0],
                       first_p=firsts[1] if is_dask(p) else p, numbers=given)
 
@@ -121,9 +134,10 @@ def inputs(client, chunks, u0, p, *, t_span, rtol, atol, max_step, dt, args, sav
 class ChunkRecipe:
     """What ``chunk_arrays`` needs besides a chunk's blocks (it travels to every worker): the
     ``layout``, the per-sample arguments given as ``numbers``, the first-step kernel
-    (``prepare``, None for the fixed-step methods), the ``tables`` it reads, a ``p`` shared by
-    every sample (None when ``p`` comes per chunk) and the names of the main kernel's
-    per-sample arrays (what ``chunk_arrays`` returns)."""
+    (``prepare``, None for the fixed-step methods), the ``tables`` it reads, ``p`` as the
+    user gave it when it is not a dask array (a number, a shared array, a sequence of
+    numbers: bound for each chunk as ``solve`` binds it; None when ``p`` comes in blocks) and
+    the names of the main kernel's per-sample arrays (what ``chunk_arrays`` returns)."""
 
     layout: ensemble.Layout
     numbers: dict
@@ -146,7 +160,7 @@ def chunk_arrays(recipe: ChunkRecipe, lo: int, hi: int, u0, p=None) -> dict:
     t, t_end = each("t_span[0]"), each("t_span[1]")
     if layout.backward:
         t, t_end = -t, -t_end
-    bound_p = recipe.p if p is None else arguments.params(np.asarray(p), np, m, dtype)[0]
+    bound_p = arguments.params(recipe.p if p is None else np.asarray(p), np, m, dtype)[0]
     numbers_of = {}
     if layout.adaptive:
         numbers_of = dict(rtol=each("rtol", positive=True), atol=each("atol", positive=True),
@@ -174,17 +188,19 @@ def run(lazy: LazyInputs, layout: ensemble.Layout, plan, prepare, tables: dict, 
         raise ValueError("record_events with nothing acting on the events (a Poincaré "
                          "section) does not go with a dask u0 yet: pass NumPy arrays")
     per_sample_p = is_dask(lazy.p)
-    stand_in = ensemble.make(  # one sample, to tell per-sample arrays from shared values
-        layout, np, 1, u0=ensemble.start_state(layout, lazy.first_u0, np, 1),
-        p=bound_p, t=np.zeros(1), t_end=np.ones(1),
-        rtol=np.ones(1), atol=np.ones(1), max_step=np.ones(1), dt=np.ones(1))
+    m = lazy.first_u0.shape[-1]
+    ones = np.ones(m)
+    stand_in = ensemble.make(  # the first samples, to tell per-sample arrays from shared ones
+        layout, np, m, u0=ensemble.start_state(layout, lazy.first_u0, np, m), p=bound_p,
+        t=np.zeros(m), t_end=ones, rtol=ones, atol=ones, max_step=ones, dt=ones)
     roles = {p.name: p.role for p in plan.kernel.params}
     per_sample = tuple(name for name, value in stand_in.items()
                        if isinstance(value, np.ndarray) and roles[name] not in
                        (Role.PARAM, Role.TABLE))
     shared = {name: value for name, value in stand_in.items() if name not in per_sample}
     recipe = ChunkRecipe(layout=layout, numbers=lazy.numbers, prepare=prepare, tables=tables,
-                         p=None if per_sample_p else shared["p"], per_sample=per_sample)
+                         p=None if per_sample_p else 0.0 if lazy.p is None else lazy.p,
+                         per_sample=per_sample)
     init_inputs = {"u0": lazy.u0, **({"p": lazy.p} if per_sample_p else {})}
     result = run_on_cluster(plan, lazy.client, max_steps=max_steps, chunks=lazy.chunks,
                             init=partial(chunk_arrays, recipe), init_inputs=init_inputs,

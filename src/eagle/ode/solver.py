@@ -64,7 +64,8 @@ class Solution:
             solve on a Dask cluster (``client=``), whose ``report`` is a
             ``DistributedReport``.
         plan: the deployed kernel (``eagle.Plan``), to bind again without compiling.
-        arrays: every array the kernel was bound to, by parameter name.
+        arrays: every array the kernel was bound to, by parameter name (for a dask ``u0``,
+            the arrays it wrote, as dask arrays on the workers).
         du_dp: with ``sensitivity="p"``, ``d u(end) / d p``: ``(k, m, n)`` for ``k`` states
             and ``m`` parameters (a state or a parameter that is a number counts 1); else
             None.
