@@ -68,9 +68,8 @@ def check_options(client, chunks, xp, checkpoint=None) -> None:
     if not (hasattr(client, "scatter") and hasattr(client, "compute")):
         raise TypeError(f"client must be a distributed.Client, got {type(client).__name__}")
     if xp is not np:
-        raise ValueError("client=: u0 must be a NumPy array (each chunk is cut from it on the "
-                         "client and runs on a worker's CPU); a CuPy u0 solves on its GPU "
-                         "without client=")
+        raise ValueError("client=: u0 must be a NumPy or a dask array (each chunk runs on a "
+                         "worker's CPU); a CuPy u0 solves on its GPU without client=")
     if chunks is not None and (isinstance(chunks, bool)
                                or not isinstance(chunks, numbers.Integral) or chunks < 1):
         raise ValueError(f"chunks must be a positive int (the number of chunks), got "
