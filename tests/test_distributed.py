@@ -176,6 +176,33 @@ def test_huge_dask_inputs_are_checked_without_a_full_size_array(client):
         ed.run_on_cluster(spread_oscillator, client, max_steps=10, dt=np.ones(3), **huge)
 
 
+def spread_from(lo, hi, omega, t_end):
+    """``init`` from its inputs' blocks: the spread ensemble's per-sample values as given."""
+    return dict(x=np.ones(hi - lo), v=np.zeros(hi - lo), t=np.zeros(hi - lo), omega=omega,
+                t_end=t_end)
+
+
+def test_init_makes_each_chunk_from_its_blocks_of_init_inputs(client):
+    """``init_inputs=``: a dask array's blocks (computed on the workers, cut to the run's
+    chunks) and a NumPy array's slices are passed to ``init``; the bits are one local run's."""
+    bindings = spread(2_000)
+    expected = local_run(spread_oscillator, bindings, 5000)
+    omega = da.from_array(bindings["omega"], chunks=700)  # not the run's chunks
+    result = ed.run_on_cluster(spread_oscillator, client, chunks=3, max_steps=5000,
+                               init=spread_from, dt=1e-3,
+                               init_inputs=dict(omega=omega, t_end=bindings["t_end"]))
+    assert result.report.n == 2_000 and len(result.report.chunks) == 3
+    for key in ("x", "v", "t"):
+        assert result.arrays[key].compute().tobytes() == expected[key].tobytes(), key
+    with pytest.raises(TypeError, match="init_inputs are init's inputs: pass init= too"):
+        ed.run_on_cluster(spread_oscillator, client, chunks=2, max_steps=10,
+                          init_inputs=dict(omega=omega), **spread(2_000))
+    with pytest.raises(eagle.BindingValueError, match="disagree on the number of samples"):
+        ed.run_on_cluster(spread_oscillator, client, chunks=2, max_steps=10, dt=1e-3,
+                          init=spread_from, init_inputs=dict(omega=omega,
+                                                             t_end=np.ones(99)))
+
+
 def test_bad_bindings_and_options_are_refused_before_anything_is_sent(client):
     with pytest.raises(eagle.BindingTypeError, match="unknown binding 'omgea'"):
         ed.run_on_cluster(spread_oscillator, client, chunks=2, max_steps=10,

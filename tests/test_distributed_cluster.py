@@ -384,3 +384,37 @@ def test_an_ode_solve_moves_its_samples_around_the_scheduler_and_matches_a_local
     # once in the graph) and reports, the same whatever n (0.56 MB at both n here)
     assert abs(large["scheduler"] - small["scheduler"]) < 40_000, moved
     assert large["scheduler"] < 1_500_000, moved
+
+
+def test_an_ode_solve_over_dask_inputs_moves_no_samples_through_the_client(cli):
+    """``eagle.ode.solve`` with ``u0`` and ``p`` as dask arrays made on the workers: neither
+    the client's nor the scheduler's bytes grow with the samples (20x the samples), the
+    results stay on the workers, and a reduction made there has the local solve's value."""
+    from dask import array as da
+
+    from ode_models import lorenz
+
+    cluster, client = cli
+    moved, means = {}, {}
+    for n in (2_000, 40_000):
+        chunks = n // 4
+        rho = da.linspace(20.0, 40.0, n, chunks=chunks)
+        p = da.stack([da.full(n, 10.0, chunks=chunks), rho,
+                      da.full(n, 8.0 / 3.0, chunks=chunks)])
+        u0 = da.stack([da.ones(n, chunks=chunks), da.ones(n, chunks=chunks),
+                       da.full(n, 20.0, chunks=chunks)])
+        options = dict(saveat=(0.0, 0.5, 6), rtol=1e-6, atol=1e-6)
+        before = bytes_now(client)
+        remote = eagle.ode.solve(lorenz, u0, (0.0, 0.5), p=p, client=client, **options)
+        means[n] = remote.saved.mean(axis=-1).compute()  # (6, 3), made on the workers
+        after = bytes_now(client)
+        moved[n] = {k: after[k] - before[k] for k in after}
+        local = eagle.ode.solve(lorenz, u0.compute(), (0.0, 0.5), p=p.compute(), **options)
+        np.testing.assert_allclose(means[n], local.saved.mean(axis=-1), rtol=1e-12)
+        assert remote.u.compute().tobytes() == local.u.tobytes()
+    print(moved)
+    small, large = moved[2_000], moved[40_000]
+    samples = 40_000 * 8 * (3 + 3 + 3 * 6)  # the larger run's u0, p and saved, in bytes
+    for who in ("client", "scheduler"):
+        assert abs(large[who] - small[who]) < 40_000, moved
+        assert large[who] < samples / 4, moved

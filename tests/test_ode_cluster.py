@@ -210,3 +210,232 @@ def test_a_worker_killed_mid_run_changes_nothing(monkeypatch):
             killer.join()
     assert killed and len(sent) == 2  # the inputs were sent again, once
     assert_same(local, remote)
+
+
+# --- dask inputs: made, integrated and kept on the workers ---------------------------------
+
+def dask_lorenz_sweep(n, chunks):
+    """``lorenz_sweep`` as dask arrays built from graphs (computed on the workers)."""
+    from dask import array as da
+
+    rho = da.linspace(20.0, 40.0, n, chunks=chunks)
+    p = da.stack([da.full(n, 10.0, chunks=chunks), rho, da.full(n, 8.0 / 3.0, chunks=chunks)])
+    u0 = da.stack([da.ones(n, chunks=chunks), da.linspace(0.9, 1.1, n, chunks=chunks),
+                   da.full(n, 20.0, chunks=chunks)])
+    return u0, p
+
+
+def assert_same_lazy(local, remote):
+    """``assert_same`` for a Solution of dask arrays: each a dask array, cut as the chunks,
+    whose computed bits are the local solve's."""
+    import dask
+
+    names = [name for name in FIELDS if getattr(remote, name) is not None and name != "ts"]
+    for name in names:
+        assert type(getattr(remote, name)).__module__.startswith("dask"), name
+    computed = dask.compute(*(getattr(remote, name) for name in names))
+    assert_same(local, remote.__class__(**{**vars(remote), **dict(zip(names, computed,
+                                                                        strict=True))}))
+
+
+def test_dask_inputs_solve_on_the_workers_and_the_results_stay_there(client):
+    """u0 and a per-sample p as dask arrays (never whole on the client): the Solution's
+    arrays are dask arrays over the chunks' results, with the local solve's bits for the same
+    numbers (dopri5 with saveat); a reduction runs on the workers."""
+    import dask
+
+    u0, p = dask_lorenz_sweep(403, chunks=60)
+    options = dict(saveat=(0.0, 2.0, 9), rtol=1e-8, atol=1e-8)
+    remote = eagle.ode.solve(lorenz, u0, (0.0, 2.0), p=p, client=client, **options)
+    assert remote.u.chunks == ((3,), (60,) * 6 + (43,))  # u0's own chunks
+    assert len(remote.report.chunks) == 7 and remote.report.done == 403
+    here_u0, here_p = dask.compute(u0, p)
+    local = eagle.ode.solve(lorenz, here_u0, (0.0, 2.0), p=here_p, **options)
+    assert_same_lazy(local, remote)
+    np.testing.assert_allclose(remote.u.mean(axis=-1).compute(), local.u.mean(axis=-1),
+                               rtol=1e-12)
+    assert remote.ts.shape == (9,) and isinstance(remote.ts, np.ndarray)
+
+
+@pytest.mark.parametrize("kind", ["rodas5p", "bounce backward", "rk4 tables", "sde",
+                                  "sensitivity", "column", "shared p", "sequence p"])
+def test_dask_inputs_give_the_local_solves_bits(client, kind):
+    """Every kind of solve with a dask u0 (and p where per sample), in ``chunks=8`` that are
+    not u0's own: the local solve's bits for the same numbers."""
+    from dask import array as da
+
+    n = 48
+    rng = np.random.default_rng(45)
+    if kind == "rodas5p":
+        k = np.stack([0.04 * rng.uniform(0.5, 2.0, n), 3e7 * rng.uniform(0.5, 2.0, n),
+                      1e4 * rng.uniform(0.5, 2.0, n)])
+        f, u0, span = robertson, np.vstack([np.ones(n), np.zeros(n), np.zeros(n)]), (0.0, 1e3)
+        options = dict(p=k, method="rodas5p", rtol=1e-6, atol=1e-10, saveat=(0.0, 1e3, 4))
+    elif kind == "bounce backward":  # on_event, recorded events, a shared p
+        f, u0, span = free_fall, np.stack([np.linspace(1.0, 4.0, n), np.zeros(n)]), (0.0, -2.0)
+        options = dict(p=0.8, event=height, on_event=bounce, direction=0, record_events=2,
+                       rtol=1e-8, atol=1e-8, saveat=(0.0, -2.0, 5))
+    elif kind == "rk4 tables":  # t0 itself recorded on each worker
+        f, u0, span = tabulated_decay, np.ones(n), (0.0, 1.0)
+        options = dict(p=np.linspace(0.1, 1.0, n), method="rk4", dt=0.01,
+                       saveat=(0.0, 1.0, 5),
+                       tables=(np.linspace(0.0, 1.0, 4), np.array([1.0, 2.0, 0.5, 1.5])))
+    elif kind == "sde":  # each sample draws the stream of its global index
+        f, u0, span = decay_scalar, np.ones(n), (0.0, 1.0)
+        options = dict(p=0.5, method="euler_maruyama", dt=0.01, noise=height_noise, seed=7)
+    elif kind == "sensitivity":
+        u0, p = lorenz_sweep(n)
+        f, span = lorenz, (0.0, 1.0)
+        options = dict(p=p, sensitivity="p", saveat=(0.0, 1.0, 3), rtol=1e-8, atol=1e-8)
+    elif kind == "column":  # u0 (1, n): solved as (n,), given back as (1, n)
+        f, u0, span = decay_scalar, np.linspace(1.0, 2.0, n)[None], (0.0, 1.0)
+        options = dict(p=np.linspace(0.5, 1.5, n), saveat=(0.0, 1.0, 3))
+    else:  # one Vector[3] for every sample (Param), or 3 numbers (a Vector[3] per sample)
+        u0, p = lorenz_sweep(n)
+        f, span = lorenz, (0.0, 1.0)
+        shared = np.array([10.0, 28.0, 8.0 / 3.0])
+        options = dict(p=shared if kind == "shared p" else tuple(shared), rtol=1e-8,
+                       atol=1e-8)
+    local = eagle.ode.solve(f, u0, span, **options)
+    lazy = dict(options)
+    if isinstance(options["p"], np.ndarray) and options["p"].shape[-1] == n:
+        lazy["p"] = da.from_array(options["p"], chunks=(*options["p"].shape[:-1], 10))
+    remote = eagle.ode.solve(f, da.from_array(u0, chunks=(*u0.shape[:-1], 10)), span,
+                             client=client, chunks=8, **lazy)
+    assert len(remote.report.chunks) == 8
+    assert_same_lazy(local, remote)
+
+
+def test_what_a_dask_solve_cannot_serve_is_refused_by_name(client):
+    from dask import array as da
+
+    u0, p = lorenz_sweep(10)
+    lazy_u0, lazy_p = da.from_array(u0, chunks=(3, 5)), da.from_array(p, chunks=(3, 5))
+    refusals = [
+        (dict(u0=lazy_u0, p=p, client=None), "u0 or p is a dask array: pass client="),
+        (dict(u0=u0, p=lazy_p), "p is a dask array: pass u0 as a dask array too"),
+        (dict(u0=lazy_u0, p=p), r"p of shape \(3, 10\) is per sample: beside a dask u0 pass "
+                                "it as a dask array too"),
+        (dict(u0=lazy_u0, p=lazy_p, rtol=np.full(10, 1e-6)), "rtol must be a number beside "
+                                                              "a dask u0"),
+        (dict(u0=lazy_u0, p=lazy_p[:, :5]), "p as a dask array is per sample: its last axis "
+                                            "must be u0's 10 samples"),
+        (dict(u0=lazy_u0, p=lazy_p, event=x_crossing, sensitivity="p"),
+         "sensitivity= with an event does not go with a dask u0 yet"),
+        (dict(u0=lazy_u0, p=lazy_p, event=x_crossing, terminal=False, record_events=2),
+         "record_events with nothing acting on the events"),
+    ]
+    for given, message in refusals:
+        arguments = {"client": client, **given}
+        with pytest.raises(ValueError, match=message):
+            eagle.ode.solve(lorenz, t_span=(0.0, 1.0), **arguments)
+    with pytest.raises(ValueError, match="checkpoint= keeps a cluster solve's finished chunks: "
+                                         "pass client= too"):
+        eagle.ode.solve(lorenz, u0, (0.0, 1.0), p=p, checkpoint="folder")
+
+
+def test_checkpointed_chunks_are_resumed_after_every_worker_restarts(client, tmp_path):
+    """``checkpoint=``: a rerun after every worker was restarted (their memory gone) reads
+    the finished chunks back instead of running them, and runs the one that was lost (its
+    file removed), with the same bits; for dask inputs and for NumPy ones."""
+    from dask import array as da
+
+    u0, p = lorenz_sweep(400)
+    options = dict(p=p, saveat=(0.0, 1.0, 3), rtol=1e-8, atol=1e-8)
+    local = eagle.ode.solve(lorenz, u0, (0.0, 1.0), **options)
+    lazy = dict(options, p=da.from_array(p, chunks=(3, 100)))
+    lazy_u0 = da.from_array(u0, chunks=(3, 100))
+    for name, start, given in (("dask", lazy_u0, lazy), ("numpy", u0, options)):
+        folder = tmp_path / name
+        eagle.ode.solve(lorenz, start, (0.0, 1.0), client=client, chunks=4,
+                        checkpoint=folder, **given)
+        written = sorted(folder.glob("chunk-*.npz"))
+        assert len(written) == 4
+        written[1].unlink()  # a chunk the first run did not finish
+        client.restart()  # every worker killed and started again
+        again = eagle.ode.solve(lorenz, start, (0.0, 1.0), client=client, chunks=4,
+                                checkpoint=folder, **given)
+        resumed = [chunk.resumed for chunk in again.report.chunks]
+        assert resumed == [True, False, True, True], name
+        if name == "dask":
+            assert_same_lazy(local, again)
+        else:
+            assert_same(local, again)
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_run_of_a_dask_solve_changes_nothing():
+    """A worker killed while it runs a chunk of a dask-input solve: Dask makes the chunk's
+    blocks again elsewhere and the Solution keeps the local solve's bits."""
+    import dask
+
+    u0, p = dask_lorenz_sweep(60_000, chunks=7_500)
+    here_u0, here_p = dask.compute(u0, p)
+    local = eagle.ode.solve(lorenz, here_u0, (0.0, 1.0), p=here_p)
+    killed = []
+    with local_cluster() as c, distributed.Client(c) as client:
+        pids = client.run(os.getpid)
+
+        def kill_a_busy_worker():
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not killed:
+                busy = [w for w, keys in client.processing().items()
+                        if any("eagle-chunk" in str(k) for k in keys) and w in pids]
+                if busy:
+                    os.kill(pids[busy[0]], signal.SIGKILL)
+                    killed.append(busy[0])
+                time.sleep(0.01)
+
+        killer = threading.Thread(target=kill_a_busy_worker)
+        killer.start()
+        try:
+            remote = eagle.ode.solve(lorenz, u0, (0.0, 1.0), p=p, client=client)
+            assert killed
+            assert_same_lazy(local, remote)
+        finally:
+            killer.join()
+
+
+CHECKPOINTED_RUN = """
+import sys
+import distributed
+from dask import array as da
+import eagle
+from test_ode_cluster import lorenz, lorenz_sweep, local_cluster
+
+if __name__ == "__main__":
+    u0, p = lorenz_sweep(400)
+    with local_cluster() as c, distributed.Client(c) as client:
+        eagle.ode.solve(lorenz, da.from_array(u0, chunks=(3, 100)), (0.0, 1.0),
+                        p=da.from_array(p, chunks=(3, 100)), client=client,
+                        checkpoint=sys.argv[1], saveat=(0.0, 1.0, 3), rtol=1e-8, atol=1e-8)
+"""
+
+
+@pytest.mark.slow
+def test_a_new_client_process_resumes_the_checkpointed_chunks_of_a_dask_solve(tmp_path):
+    """The client restarts: a solve checkpointed by another process (its own client, cluster
+    and string hashing) is read back whole by this one, with the local solve's bits."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from dask import array as da
+
+    tests = Path(__file__).parent
+    script = tmp_path / "checkpointed_run.py"
+    script.write_text(CHECKPOINTED_RUN)
+    env = dict(os.environ, PYTHONHASHSEED="12345", PYTHONPATH=os.pathsep.join(
+        [str(tests.parent / "src"), str(tests), os.environ.get("PYTHONPATH", "")]))
+    subprocess.run([sys.executable, str(script), str(tmp_path / "chunks")], env=env,
+                   check=True, timeout=300, capture_output=True)
+    assert len(list((tmp_path / "chunks").glob("chunk-*.npz"))) == 4
+    u0, p = lorenz_sweep(400)
+    options = dict(saveat=(0.0, 1.0, 3), rtol=1e-8, atol=1e-8)
+    local = eagle.ode.solve(lorenz, u0, (0.0, 1.0), p=p, **options)
+    with local_cluster() as c, distributed.Client(c) as client:
+        again = eagle.ode.solve(lorenz, da.from_array(u0, chunks=(3, 100)), (0.0, 1.0),
+                                p=da.from_array(p, chunks=(3, 100)), client=client,
+                                checkpoint=tmp_path / "chunks", **options)
+        assert [chunk.resumed for chunk in again.report.chunks] == [True] * 4
+        assert_same_lazy(local, again)

@@ -122,9 +122,10 @@ def _worker():
 
 
 def run_chunk(spec: ChunkSpec | SealedSpec, index: int, lo: int, hi: int,
-              pieces: dict) -> ChunkOutput:
-    """Run samples ``lo`` to ``hi - 1`` (see the module docstring); on failure the error gets a
-    note naming this chunk and this worker."""
+              pieces: dict, init_inputs: dict | None = None) -> ChunkOutput:
+    """Run samples ``lo`` to ``hi - 1`` (see the module docstring); ``init_inputs`` are the
+    chunk's blocks that ``init`` takes. On failure the error gets a note naming this chunk and
+    this worker."""
     worker = _worker()
     where = worker.address if worker is not None else socket.gethostname()
     try:
@@ -136,7 +137,7 @@ def run_chunk(spec: ChunkSpec | SealedSpec, index: int, lo: int, hi: int,
             if loaded is not None:
                 arrays, report = loaded
                 return _finish(spec, arrays, replace(report, worker=where, resumed=True), lo, hi)
-        arrays, report = _run(spec, index, lo, hi, pieces, worker, where)
+        arrays, report = _run(spec, index, lo, hi, pieces, init_inputs or {}, worker, where)
         if spec.checkpoint is not None:
             _checkpoint.save(spec.checkpoint, lo, hi, spec.token, arrays, report)
         return _finish(spec, arrays, report, lo, hi)
@@ -152,14 +153,14 @@ def _finish(spec: ChunkSpec, arrays: dict, report: ChunkReport, lo: int,
     return ChunkOutput(arrays if spec.keep else None, report, reduced)
 
 
-def _inputs(spec: ChunkSpec, lo: int, hi: int, pieces: dict) -> dict:
+def _inputs(spec: ChunkSpec, lo: int, hi: int, pieces: dict, init_inputs: dict) -> dict:
     """The chunk's per-sample arrays: its pieces (copied where the kernel writes them: a
     piece may be a dask block another task still holds; made contiguous where a block is a
-    strided view) and what ``init`` makes."""
+    strided view) and what ``init`` makes (from its ``init_inputs`` blocks, if any)."""
     arrays = {name: np.array(value) if name in spec.written else np.ascontiguousarray(value)
               for name, value in pieces.items()}
     if spec.init is not None:
-        made = spec.init(lo, hi)
+        made = spec.init(lo, hi, **init_inputs)
         if not isinstance(made, dict):
             raise TypeError(f"init({lo}, {hi}) must return a dict of arrays by parameter name, "
                             f"got {type(made).__name__}")
@@ -167,15 +168,15 @@ def _inputs(spec: ChunkSpec, lo: int, hi: int, pieces: dict) -> dict:
     return arrays
 
 
-def _run(spec: ChunkSpec, index: int, lo: int, hi: int, pieces: dict, worker,
-         where: str) -> tuple[dict, ChunkReport]:
+def _run(spec: ChunkSpec, index: int, lo: int, hi: int, pieces: dict, init_inputs: dict,
+         worker, where: str) -> tuple[dict, ChunkReport]:
     from .. import backend as backends
     from .. import runner as runner_module
     from ..plan import deploy
     from ..threads import _cpus, set_num_threads
 
     t0 = time.perf_counter()
-    arrays = _inputs(spec, lo, hi, pieces)
+    arrays = _inputs(spec, lo, hi, pieces, init_inputs)
     device = spec.device or backends.default_device()
     backend = backends.backend_for(device)
     on_device = {k: backend.from_host(v, device) for k, v in arrays.items()}

@@ -1,7 +1,8 @@
 """``run_on_cluster``: an ensemble split along its samples over a Dask cluster's workers.
 
 The client sends descriptions, not data. Each chunk is one task whose inputs are made where it
-runs: by ``init(lo, hi)`` on the worker, or as blocks of dask arrays computed on the workers
+runs: by ``init(lo, hi)`` on the worker (``init(lo, hi, **blocks)`` from the chunk's blocks of
+``init_inputs``), or as blocks of dask arrays computed on the workers
 (the client never allocates a full-size array); only NumPy inputs (fine for ensembles that fit
 on the client) ride in the tasks. The whole run is one ``client.compute`` call. The results stay
 on the workers, behind dask arrays (``ClusterResult.arrays``), until the user gathers them,
@@ -148,7 +149,8 @@ class ClusterResult:
 
 def run_on_cluster(plan: Plan | hawk.Kernel, client, *, max_steps: int, chunks=None,
                    n_samples: int | None = None, init: Callable | None = None,
-                   steps_per_launch: int | None = None, reduce: Callable | None = None,
+                   init_inputs: dict | None = None, steps_per_launch: int | None = None,
+                   reduce: Callable | None = None,
                    keep: bool = True, checkpoint=None, progress: bool = False,
                    timeout: float | None = None, no_workers_timeout: float = 60.0,
                    workers=None, resources: dict | None = None, seed: int | None = None,
@@ -158,7 +160,7 @@ def run_on_cluster(plan: Plan | hawk.Kernel, client, *, max_steps: int, chunks=N
     Means::
 
         for lo, hi in chunks:                      # each on some worker, in parallel
-            arrays = init(lo, hi) | bindings[lo:hi]
+            arrays = init(lo, hi, **init_inputs[lo:hi]) | bindings[lo:hi]
             eagle.until_done(plan, max_steps=max_steps, **arrays).run()
             keep arrays[written] there; reduced[chunk] = reduce(arrays[written], lo, hi)
 
@@ -172,8 +174,15 @@ def run_on_cluster(plan: Plan | hawk.Kernel, client, *, max_steps: int, chunks=N
         n_samples: the number of samples (needed when no per-sample array is bound).
         init: ``init(lo, hi) -> {name: array}`` making the per-sample inputs of samples ``lo``
             to ``hi - 1`` on the worker (arrays of shape ``(hi - lo,)`` or ``(3, hi - lo)``).
-            It must be a pure function of ``(lo, hi)``: a chunk is made again after a worker
-            dies. It is called once here as ``init(0, 1)`` to check names and dtypes.
+            It must be a pure function of ``(lo, hi)`` (and its inputs): a chunk is made again
+            after a worker dies. It is called once here as ``init(0, 1)`` to check names and
+            dtypes.
+        init_inputs: arrays that ``init`` makes a chunk's inputs from (not the kernel's
+            parameters), samples on the last axis: each chunk's block of each is passed to
+            ``init`` as a keyword, ``init(lo, hi, **blocks)``; a dask array's blocks are
+            computed on the workers, so its samples never reach the client (only its first
+            sample does, for the ``init(0, 1, ...)`` check). How ``eagle.ode.solve`` makes a
+            chunk's arrays from its blocks of a dask ``u0``.
         reduce: ``reduce(arrays, lo, hi) -> value`` run on the worker on each finished chunk's
             written arrays; the values come back in ``ClusterResult.reduced``.
         keep: keep the chunks' arrays on the workers (``ClusterResult.arrays``); with
@@ -209,9 +218,10 @@ def run_on_cluster(plan: Plan | hawk.Kernel, client, *, max_steps: int, chunks=N
     max_steps = check_max_steps(max_steps)
     steps_per_launch = check_steps_per_launch(steps_per_launch)
     _check_options(init, reduce, keep, progress, timeout, no_workers_timeout)
+    init_inputs = _check_init_inputs(init, init_inputs)
     _check_tables(plan.kernel, bindings)
-    probe = _probe(init, plan.kernel, bindings)
-    n = _sample_count(plan.kernel, bindings, n_samples, init)
+    n = _sample_count(plan.kernel, bindings, n_samples, init, init_inputs)
+    probe = _probe(init, plan.kernel, bindings, _first_samples(client, init_inputs))
     bound = bind(plan.kernel, {**_standins(plan.kernel, bindings), **probe}, HOST,
                  caller="run_on_cluster", seed=seed)
     program = plan.kernel.specialize(bound.dtypes)
@@ -225,7 +235,7 @@ def run_on_cluster(plan: Plan | hawk.Kernel, client, *, max_steps: int, chunks=N
     token = "" if folder is None else _checkpoint.fingerprint(
         program.digest(), sorted((k, v.value) for k, v in bound.dtypes.items()), max_steps,
         steps_per_launch, sorted(uniforms.items()), _input_tokens(arrays_in), _token_of(init),
-        bound.seed)
+        _input_tokens(init_inputs), bound.seed)
 
     expected = environment()
     check_scheduler(client)
@@ -238,8 +248,8 @@ def run_on_cluster(plan: Plan | hawk.Kernel, client, *, max_steps: int, chunks=N
                      progress_topic=f"eagle-progress-{run_id}" if progress else None,
                      seed=bound.seed)
     check_readable(client, spec)
-    mains, summaries = _submit(client, spec, program.name, run_id, bounds, arrays_in, folder,
-                               token, workers, resources)
+    mains, summaries = _submit(client, spec, program.name, run_id, bounds, arrays_in,
+                               init_inputs, folder, token, workers, resources)
     try:
         outputs = _watch(client, summaries, bounds, n, spec, timeout, no_workers_timeout,
                          folder)
@@ -297,11 +307,32 @@ def _is_dask(value) -> bool:
     return type(value).__module__.startswith("dask.array")
 
 
-def _probe(init, kernel: hawk.Kernel, bindings: dict) -> dict:
+def _check_init_inputs(init, init_inputs) -> dict:
+    if init_inputs is None:
+        return {}
+    if init is None:
+        raise TypeError("init_inputs are init's inputs: pass init= too")
+    if not isinstance(init_inputs, dict) or not all(_is_array(v) and getattr(v, "ndim", 0)
+                                                    for v in init_inputs.values()):
+        raise TypeError("init_inputs must be a dict of arrays (NumPy or dask, samples on the "
+                        "last axis) by init's keyword")
+    return dict(init_inputs)
+
+
+def _first_samples(client, init_inputs: dict) -> dict:
+    """Each of ``init_inputs``' first sample, here (a dask array's computed on the cluster)."""
+    lazy = [name for name, value in init_inputs.items() if _is_dask(value)]
+    computed = client.compute([init_inputs[name][..., :1] for name in lazy],
+                              sync=True) if lazy else []
+    firsts = {name: np.asarray(value[..., :1]) for name, value in init_inputs.items()}
+    return {**firsts, **dict(zip(lazy, computed, strict=True))}
+
+
+def _probe(init, kernel: hawk.Kernel, bindings: dict, first_inputs: dict) -> dict:
     """``init(0, 1)``'s arrays, checked: known, per-sample, not also bound, one sample long."""
     if init is None:
         return {}
-    made = init(0, 1)
+    made = init(0, 1, **first_inputs)
     if not isinstance(made, dict):
         raise TypeError(f"init(lo, hi) must return a dict of arrays by parameter name; "
                         f"init(0, 1) returned {type(made).__name__}")
@@ -327,11 +358,12 @@ def _probe(init, kernel: hawk.Kernel, bindings: dict) -> dict:
     return probe
 
 
-def _sample_count(kernel: hawk.Kernel, bindings: dict, n, init) -> int:
-    """The samples, from the per-sample arrays' last axis and ``n_samples=`` (which must
-    agree)."""
+def _sample_count(kernel: hawk.Kernel, bindings: dict, n, init, init_inputs: dict) -> int:
+    """The samples, from the per-sample arrays' last axis, ``init_inputs``' and
+    ``n_samples=`` (which must agree)."""
     params = {p.name: p for p in kernel.params}
-    counts = {}
+    counts = {f"init_inputs[{name!r}]": int(value.shape[-1])
+              for name, value in init_inputs.items()}
     for name, value in bindings.items():
         p = params.get(name)
         if p is None or p.role in _WHOLE or not _is_array(value):
@@ -455,20 +487,21 @@ def _summary(output):
     return output.report, output.reduced
 
 
-def _submit(client, spec: ChunkSpec, name: str, run_id: str, bounds, arrays: dict, folder,
-            token: str, workers, resources):
+def _submit(client, spec: ChunkSpec, name: str, run_id: str, bounds, arrays: dict,
+            init_inputs: dict, folder, token: str, workers, resources):
     """One ``client.compute`` for the whole run: per chunk its task, and a tiny task taking
     its report and reduction (what the client waits on and gathers)."""
     from dask import delayed
 
     shared_spec = delayed(SealedSpec.seal(spec), name=f"eagle-spec-{name}-{run_id}")
     mains, summaries = [], []
-    for index, ((lo, hi), pieces) in enumerate(zip(bounds, _pieces(arrays, bounds),
-                                                   strict=True)):
+    for index, ((lo, hi), pieces, made_from) in enumerate(zip(
+            bounds, _pieces(arrays, bounds), _pieces(init_inputs, bounds), strict=True)):
         if folder is not None and _checkpoint.is_done(folder, lo, hi, token):
-            pieces = {}  # finished before: the worker reads it back, its inputs are not made
+            # finished before: the worker reads it back, its inputs are not made
+            pieces, made_from = {}, {}
         main = delayed(run_chunk, pure=False)(
-            shared_spec, index, lo, hi, pieces,
+            shared_spec, index, lo, hi, pieces, made_from,
             dask_key_name=f"eagle-chunk-{name}-{run_id}-{index}")
         mains.append(main)
         summaries.append(delayed(_summary, pure=False)(

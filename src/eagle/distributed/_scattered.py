@@ -10,7 +10,8 @@ rechunk tasks: tens of kilobytes of graph less per chunk for a solve's twenty in
 
 Scattered data is the one thing Dask cannot make again: when a worker that holds a piece dies,
 the run that needs it is cancelled. The caller holds the whole arrays, so it sends them again
-(``eagle.ode.cluster`` does).
+(``eagle.ode.cluster`` does). Its ``token`` names it by its pieces' contents, so that a
+checkpointed run that sends the same arrays again (from a new client) finds its chunks.
 """
 
 from __future__ import annotations
@@ -25,17 +26,14 @@ __all__ = ["Scattered", "scatter"]
 @dataclass(frozen=True, eq=False)
 class Scattered:
     """One per-sample input of shape ``shape`` (samples on the last axis) as one future per
-    chunk, in sample order; ``sizes`` are the chunks' sample counts."""
+    chunk, in sample order; ``sizes`` are the chunks' sample counts, ``token`` a digest of
+    the pieces' contents (what names the input in a checkpoint's fingerprint)."""
 
     futures: tuple
     shape: tuple[int, ...]
     dtype: np.dtype
     sizes: tuple[int, ...]
-
-    @property
-    def token(self) -> str:
-        """What names this input in a checkpoint's fingerprint: its pieces' keys."""
-        return "scattered:" + ",".join(str(f.key) for f in self.futures)
+    token: str = ""  # what names it in a checkpoint's fingerprint: its pieces' contents
 
     def release(self) -> None:
         """Free the pieces on the workers."""
@@ -46,11 +44,16 @@ class Scattered:
 def scatter(client, arrays: dict, bounds) -> dict[str, Scattered]:
     """Each chunk's slices of ``arrays`` (NumPy, samples on the last axis), sent from the client
     straight to one worker (round robin, so a chunk's inputs sit together)."""
+    from ._checkpoint import fingerprint
+
     workers = sorted(client.nthreads()) or [None]
     names = list(arrays)
     futures = {name: [] for name in names}
+    tokens = {name: [] for name in names}
     for index, (lo, hi) in enumerate(bounds):
         pieces = [np.ascontiguousarray(arrays[name][..., lo:hi]) for name in names]
+        for name, piece in zip(names, pieces, strict=True):
+            tokens[name].append(fingerprint(piece))
         where = workers[index % len(workers)]
         # a list, not a dict: scatter would take a dict's names as the keys of every chunk
         sent = client.scatter(pieces, direct=True, hash=False,
@@ -59,4 +62,5 @@ def scatter(client, arrays: dict, bounds) -> dict[str, Scattered]:
             futures[name].append(future)
     sizes = tuple(hi - lo for lo, hi in bounds)
     return {name: Scattered(tuple(futures[name]), tuple(arrays[name].shape),
-                            np.dtype(arrays[name].dtype), sizes) for name in names}
+                            np.dtype(arrays[name].dtype), sizes,
+                            "scattered:" + fingerprint(tokens[name])) for name in names}

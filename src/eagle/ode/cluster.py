@@ -20,6 +20,14 @@ data is not something Dask can make again: when a worker that held a chunk's inp
 run is cancelled, and ``run`` sends the inputs again from the client (which still holds them
 all) and runs again, up to ``SEND_ATTEMPTS`` times in all, giving the same bits.
 
+With ``checkpoint=folder`` each finished chunk is written there by its worker and a rerun of
+the same solve reads it back (``eagle.distributed``'s checkpoint; the inputs are named in its
+fingerprint by their contents, so a new client with the same arrays finds them).
+
+This path suits ensembles whose arrays fit on the client: every member's inputs go out and its
+results come back through it. With dask-array inputs nothing of a member comes to the client
+(``eagle.ode.dask_inputs``).
+
 Why this split rather than the whole ``solve`` on each chunk: the Solution's post-processing
 and the checks stay in one place (``solver``), the funcs never travel (only the kernels' IR
 does), and the result is the local one by construction rather than by a second code path.
@@ -47,18 +55,21 @@ SEND_ATTEMPTS = 3
 _WHOLE = (Role.PARAM, Role.TABLE)
 
 
-def check_options(client, chunks, xp) -> None:
-    """Refuse ``client``/``chunks`` that cannot be served, by name, before anything is made."""
+def check_options(client, chunks, xp, checkpoint=None) -> None:
+    """Refuse ``client``/``chunks``/``checkpoint`` that cannot be served, by name, before
+    anything is made."""
     if client is None:
         if chunks is not None:
             raise ValueError("chunks= splits a solve over a Dask cluster: pass client= too")
+        if checkpoint is not None:
+            raise ValueError("checkpoint= keeps a cluster solve's finished chunks: pass "
+                             "client= too")
         return
     if not (hasattr(client, "scatter") and hasattr(client, "compute")):
         raise TypeError(f"client must be a distributed.Client, got {type(client).__name__}")
     if xp is not np:
-        raise ValueError("client=: u0 must be a NumPy array (each chunk is cut from it on the "
-                         "client and runs on a worker's CPU); a CuPy u0 solves on its GPU "
-                         "without client=")
+        raise ValueError("client=: u0 must be a NumPy or a dask array (each chunk runs on a "
+                         "worker's CPU); a CuPy u0 solves on its GPU without client=")
     if chunks is not None and (isinstance(chunks, bool)
                                or not isinstance(chunks, numbers.Integral) or chunks < 1):
         raise ValueError(f"chunks must be a positive int (the number of chunks), got "
@@ -66,7 +77,7 @@ def check_options(client, chunks, xp) -> None:
 
 
 def run(plan: Plan, client, chunks, arrays: dict, tables: dict, *, max_steps: int, seed,
-        progress: bool):
+        progress: bool, checkpoint=None):
     """Run ``plan`` (the solve's main kernel) over the cluster on ``arrays`` and ``tables``,
     writing the results into ``arrays`` in place; returns the ``DistributedReport``.
 
@@ -97,7 +108,8 @@ def run(plan: Plan, client, chunks, arrays: dict, tables: dict, *, max_steps: in
         sent = scatter(client, per_sample, bounds)
         try:
             result = run_on_cluster(deploy(kernel, HOST), client, max_steps=max_steps,
-                                    chunks=sizes, seed=seed, progress=progress, **sent,
+                                    chunks=sizes, seed=seed, progress=progress,
+                                    checkpoint=checkpoint, **sent,
                                     **shared, **tables)
             try:
                 result.gather_into({name: arrays[name] for name in result.arrays

@@ -22,7 +22,7 @@ from ..plan import Plan, deploy
 from ..runner import Report, Runner, simulate, until_done
 from ..threads import get_num_threads, set_num_threads
 from . import adjoint as adjoints
-from . import arguments, cluster, model_args, probes
+from . import arguments, cluster, dask_inputs, ensemble, model_args, probes
 from .adjoint import Gradients
 from .events import as_one_event, locate_recorded, per_component
 
@@ -39,7 +39,8 @@ IMPLICIT = tuple(name for name, m in hawk_ode.METHODS.items() if m.implicit)
 
 @dataclass
 class Solution:
-    """What ``solve`` returns; every array is on the device of ``u0``, one entry per sample.
+    """What ``solve`` returns; every array is on the device of ``u0``, one entry per sample
+    (dask arrays held on the cluster's workers for a dask ``u0``).
 
     Attributes:
         u: the state at the end, shaped as ``u0``: at ``t_end``, at the terminating event, or
@@ -63,7 +64,8 @@ class Solution:
             solve on a Dask cluster (``client=``), whose ``report`` is a
             ``DistributedReport``.
         plan: the deployed kernel (``eagle.Plan``), to bind again without compiling.
-        arrays: every array the kernel was bound to, by parameter name.
+        arrays: every array the kernel was bound to, by parameter name (for a dask ``u0``,
+            the arrays it wrote, as dask arrays on the workers).
         du_dp: with ``sensitivity="p"``, ``d u(end) / d p``: ``(k, m, n)`` for ``k`` states
             and ``m`` parameters (a state or a parameter that is a number counts 1); else
             None.
@@ -186,12 +188,7 @@ def _sensitivity_columns(params, sensitivity, states: int, refused: dict) -> int
 def _with_sensitivity(f, u0, xp, n: int, params, sensitivity, states: int, refused: dict):
     """The augmented model, its initial state ``(u0, S(0))`` and the sensitivity's columns."""
     columns = _sensitivity_columns(params, sensitivity, states, refused)
-    width = states + states * columns
-    start = xp.zeros((width, n), dtype=u0.dtype)
-    start[:states] = u0.reshape(states, n)
-    if sensitivity == "u0":
-        for j in range(states):
-            start[states + j * states + j] = 1.0
+    start = ensemble.augmented(u0, xp, n, states, columns, sensitivity)
     return hawk_ode.forward_sensitivity(f, states, columns, sensitivity == "p"), start, columns
 
 
@@ -257,6 +254,29 @@ def _check_funcs(f: Func, state, params, dims, *, jac, noise, on_stop, on_event,
         check("jac", jac, state, params, dims, shape, "df/du")
 
 
+def _integrate(kernel, prepare, arrays: dict, bound: dict, tables: dict, xp, n: int, *,
+               threads, client, chunks, max_steps: int, seed, progress: bool, checkpoint):
+    """Each sample's first step (``prepare``, the adaptive methods), then the integration, in
+    this process or (``client``) over a Dask cluster, into ``arrays``: ``(plan, runner,
+    report)``; ``bound`` is what the kernel binds of ``arrays``."""
+    saved_threads = get_num_threads()
+    if threads is not None:
+        set_num_threads(threads)
+    try:
+        if prepare is not None:
+            simulate(prepare, max_steps=1, **ensemble.first_step_bindings(arrays, xp, n),
+                     **tables)
+        plan = deploy(kernel)
+        if client is not None:  # the integration on the cluster, into these same arrays
+            return plan, None, cluster.run(plan, client, chunks, arrays, tables,
+                                           max_steps=max_steps, seed=seed, progress=progress,
+                                           checkpoint=checkpoint)
+        runner = until_done(plan, max_steps=max_steps, seed=seed, **bound, **tables)
+        return plan, runner, runner.run(progress=progress)
+    finally:
+        set_num_threads(saved_threads)
+
+
 def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rtol=1e-6,
           atol=1e-6,
           dt=None, noise: Func | None = None, seed: int | None = None,
@@ -267,7 +287,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
           jac: Func | None = None, adjoint: bool = False,
           adjoint_steps: int = adjoints.DEFAULT_STEPS,
           threads: int | None = None, progress: bool = False, client=None,
-          chunks: int | None = None) -> Solution:
+          chunks: int | None = None, checkpoint=None) -> Solution:
     """Integrate ``u' = f(u, t, p)`` for every sample from ``t_span[0]`` to ``t_span[1]``.
 
     Nothing passed in is ever written: every array the kernels bind is a new one, and the
@@ -279,8 +299,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
         f: the right-hand side, a ``@hawk.func`` ``f(u, t, p)`` returning ``du/dt``.
         u0: the initial states: an array ``(n,)`` (a number per sample) or ``(k, n)`` (a
             ``Vector[k]`` per sample, k in 1..64; ``(1, n)`` is solved as ``(n,)`` and given
-            back in its shape); NumPy runs on the CPU, CuPy on its GPU. Not changed (the
-            solution is in new arrays).
+            back in its shape); NumPy runs on the CPU, CuPy on its GPU, a dask array on the
+            workers of ``client`` (see there). Not changed (the solution is in new arrays).
         t_span: ``(t0, t_end)``: numbers, or arrays ``(n,)`` per sample; ``t_end > t0`` for
             every sample, or ``t_end < t0`` for every sample to integrate backward in time
             (as ``du/ds = -f(u, -s, p)`` in ``s = -t``: the same steps SciPy takes backward;
@@ -388,11 +408,23 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             ``client``, for the client's part (each worker uses its own threads).
         progress: show a bar of samples done.
         client: a ``distributed.Client``: the integration runs on its workers, the samples cut
-            into ``chunks`` (default: one per worker thread), each chunk from the kernel's IR
-            (``eagle.ode.cluster``); the rest of the solve runs here. The ``Solution`` is the
-            local solve's, bit for bit (its ``report`` a ``DistributedReport``, ``runner``
-            None). NumPy ``u0`` only.
-        chunks: with ``client``, the number of chunks (default: the workers' threads).
+            into ``chunks``, each chunk from the kernel's IR; the ``Solution`` is the local
+            solve's, bit for bit (its ``report`` a ``DistributedReport``, ``runner`` None).
+            With NumPy inputs the rest of the solve runs here and each chunk's inputs and
+            results pass through the client (``eagle.ode.cluster``). With ``u0`` (and a
+            per-sample ``p``) as dask arrays, no sample's numbers come here: each chunk's
+            arrays are made from its blocks on a worker, and the ``Solution``'s per-sample
+            arrays are dask arrays over the results kept there (``.compute()`` gathers them; a
+            reduction such as ``sol.u.mean(axis=-1)`` runs there), ``t_span``, ``rtol``,
+            ``atol``, ``max_step`` and ``dt`` numbers (``eagle.ode.dask_inputs``; not yet with
+            ``args``, a sensitivity with an event, events only recorded, or ``saveat`` times
+            per sample).
+        chunks: with ``client``, the number of chunks (default: the workers' threads, or a
+            dask ``u0``'s own sample chunks).
+        checkpoint: with ``client``, a folder every worker can see: each finished chunk is
+            written there, and a rerun of the same solve (after its workers or its client
+            died) reads those back instead of running them (``eagle.distributed``'s
+            checkpoint).
         adjoint: keep each sample's accepted steps, for ``Solution.vjp`` (reverse-mode
             gradients in ``p`` and ``u0`` for any number of parameters; ``eagle.ode.adjoint``):
             every adaptive method (the Rosenbrock ones without ``jac=``), with ``saveat``
@@ -412,8 +444,15 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got "
                          f"{method!r}")
+    # dask inputs: checked and compiled for here on their first sample, made on the workers
+    lazy = dask_inputs.inputs(client, chunks, u0, p, t_span=t_span, rtol=rtol, atol=atol,
+                               max_step=max_step, dt=dt, args=args, saveat=saveat,
+                               sensitivity=sensitivity, event=event,
+                               record_events=record_events)
+    if lazy is not None:
+        u0, p = lazy.first_u0, lazy.first_p
     xp = arguments.array_module(u0)
-    cluster.check_options(client, chunks, xp)
+    cluster.check_options(client, chunks, xp, checkpoint)
     arguments.numeric("u0", u0)
     column = u0.ndim == 2 and u0.shape[0] == 1  # (1, n): one state per sample, as (n,)
     if column:
@@ -525,27 +564,16 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
 
     if listed is None:
         save_first, save_every, save_count = _save_times(saveat)
-        first_save = xp.clip(xp.ceil((t - save_first) / save_every), 0,
-                             save_count).astype(np.int64)
     else:  # the kernels read time k from the Table bound as save_every
         save_first, save_every, save_count = 0.0, listed, int(listed.shape[0])
-        # the first time not before each sample's t0
-        first_save = (listed < t).sum(axis=0).astype(np.int64) if listed.ndim == 2 \
-            else xp.searchsorted(listed, t, side="left").astype(np.int64)
-    saved = arguments.allocate("saveat", xp, (save_count, *u0.shape), dtype, np.nan)
     saving = saveat is not None if listed is None else \
         "sample_times" if listed.ndim == 2 else "times"  # the kernels' saveat
-
-    u = xp.array(u0, dtype=dtype, copy=True, order="C")
-    zeros = (lambda: xp.zeros(n, dtype=np.int64))
-    arrays = dict(p=p, t_end=t_end, u=u, t=t, save_first=save_first, save_every=save_every,
-                  save_count=float(save_count), saves=first_save, saved=saved)
+    stop_first, stop_every, row_width = 0.0, 1.0, 0
     if adaptive:
         rtol = arguments.per_sample("rtol", rtol, xp, n, dtype, positive=True)
         atol = arguments.per_sample("atol", atol, xp, n, dtype, positive=True)
         max_step = arguments.per_sample("max_step", max_step, xp, n, dtype, positive=True,
-                                   infinite=True)
-        stop_first, stop_every = 0.0, 1.0
+                                        infinite=True)
         if on_stop is not None and tstops is None:
             raise ValueError("on_stop needs tstops=(first, every): the times it is applied at")
         if tstops is not None:
@@ -556,75 +584,51 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
                                  f"{-stop_every if backward else stop_every!r}")
         # a pure recording's rows hold each crossing's step, located after the run
         row_width = recorded_row_width(state, on_event, terminal, record_events)
-        if record_events > 0:
-            rows = (row_width, n) if row_width else u.shape
-            arrays.update(
-                t_events=arguments.allocate("record_events", xp, (record_events, n), dtype,
-                                            np.nan),
-                u_events=arguments.allocate("record_events", xp, (record_events, *rows), dtype,
-                                            np.nan),
-                which_events=arguments.allocate("record_events", xp, (record_events, n), np.int64,
-                                           -1))
         prepare = hawk_ode.dopri5_start_kernel(f, state, params, tables=table_dims,
                                                method=method)
-        arrays.update(rtol=rtol, atol=atol, max_step=max_step, k1=xp.empty_like(u),
-                      h=xp.zeros(n, dtype=dtype), c=xp.full(n, hawk_ode.C_START, dtype=dtype),
-                      accepted=zeros(), rejected=zeros(), status=zeros())
         kernel = hawk_ode.dopri5_kernel(f, state, params, event=event, on_event=on_event,
                                         direction=direction, tstops=tstops is not None,
                                         on_stop=on_stop, saveat=saving,
                                         tables=table_dims, method=method, terminal=terminal,
                                         record_events=record_events > 0, jac=jac,
                                         event_samples=int(event_samples))
-        first_stop = xp.maximum(xp.ceil((t - stop_first) / stop_every), 0).astype(np.int64)
-        arrays.update(stop_first=stop_first, stop_every=stop_every, events=zeros(),
-                      stops=first_stop)
-        if adjoint:  # the same steps, each accepted one recorded (eagle.ode.adjoint)
+    elif stochastic:
+        kernel = hawk_ode.sde_kernel(f, noise, state, params, saveat=saving, tables=table_dims)
+    else:
+        kernel = hawk_ode.fixed_step_kernel(f, method, state, params, saveat=saving,
+                                            tables=table_dims)
+    arrays_layout = ensemble.Layout(
+        dtype=np.dtype(dtype), adaptive=adaptive, save_first=save_first, save_every=save_every,
+        save_count=save_count, saveat=saveat is not None, record_events=record_events,
+        row_width=row_width, stop_first=stop_first, stop_every=stop_every, backward=backward,
+        column=column, sensitivity=sensitivity, states=states, columns=columns)
+    if lazy is not None:  # dask inputs: the arrays are made, and stay, on the workers
+        plan, runner, small = deploy(kernel), None, np
+        arrays, report = dask_inputs.run(
+            lazy, arrays_layout, plan, prepare if adaptive else None, tables, p,
+            max_steps=max_steps, seed=seed, progress=progress, checkpoint=checkpoint)
+        xp, n = dask_inputs.array_module(), lazy.n
+        u, saved, t = arrays["u"], arrays["saved"], arrays["t"]
+        zeros = (lambda: xp.zeros(n, dtype=np.int64, chunks=lazy.chunks))
+    else:
+        small = xp
+        arrays = ensemble.make(arrays_layout, xp, n, u0=u0, p=p, t=t, t_end=t_end, rtol=rtol,
+                               atol=atol, max_step=max_step, dt=dt)
+        u, saved = arrays["u"], arrays["saved"]
+        zeros = (lambda: xp.zeros(n, dtype=np.int64))
+        bound = arrays
+        if adaptive and adjoint:  # the same steps, each accepted one recorded
             record = adjoints.Record(f, state, params, table_dims, method, params.role is
                                      hawk.Param.role, column, tables,
-                                     None if saveat is None else first_save.copy(), event,
+                                     None if saveat is None else arrays["saves"].copy(), event,
                                      direction, int(event_samples))
             kernel = adjoints.kernel(record)
             arrays.update(adjoints.scratch(xp, adjoint_steps, u.shape, dtype))
-    else:
-        if stochastic:
-            kernel = hawk_ode.sde_kernel(f, noise, state, params, saveat=saving,
-                                         tables=table_dims)
-        else:
-            kernel = hawk_ode.fixed_step_kernel(f, method, state, params,
-                                                saveat=saving, tables=table_dims)
-        at_start = first_save < save_count
-        if saveat is not None and bool(at_start.any()):  # a recorded time at t0 itself
-            if listed is None:
-                first_time = save_first + first_save * save_every
-            else:
-                last = xp.minimum(first_save, save_count - 1)
-                first_time = listed[last, xp.arange(n)] if listed.ndim == 2 else listed[last]
-            index = xp.flatnonzero(at_start & (first_time == t))
-            saved[first_save[index], ..., index] = u[..., index].T if u.ndim == 2 else u[index]
-            first_save[index] += 1
-        arrays.update(dt=dt, steps=zeros())
-
-    saved_threads = get_num_threads()
-    if threads is not None:
-        set_num_threads(threads)
-    try:
-        if adaptive:
-            simulate(prepare, max_steps=1, p=p, t_end=t_end, rtol=rtol, atol=atol,
-                     terminated=xp.zeros(n, dtype=bool), u=u, t=t, k1=arrays["k1"],
-                     h=arrays["h"], **tables)
-        plan = deploy(kernel)
-        if client is not None:  # the integration on the cluster, into these same arrays
-            runner, report = None, cluster.run(plan, client, chunks, arrays, tables,
-                                               max_steps=max_steps, seed=seed,
-                                               progress=progress)
-        else:
-            bound = arrays if not adjoint else {name: arrays[name]
-                                                for name in adjoints.PARAMETERS}
-            runner = until_done(plan, max_steps=max_steps, seed=seed, **bound, **tables)
-            report = runner.run(progress=progress)
-    finally:
-        set_num_threads(saved_threads)
+            bound = {name: arrays[name] for name in adjoints.PARAMETERS}
+        plan, runner, report = _integrate(
+            kernel, prepare if adaptive else None, arrays, bound, tables, xp, n,
+            threads=threads, client=client, chunks=chunks, max_steps=max_steps, seed=seed,
+            progress=progress, checkpoint=checkpoint)
     if report.truncated:
         warnings.warn(f"eagle.ode.solve: {report.n - report.done} of {report.n} samples were "
                       f"still running at max_steps={max_steps} (status 0); raise max_steps",
@@ -642,7 +646,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
     if listed is not None:
         ts = listed.copy()
     elif saveat is not None:
-        ts = save_first + xp.arange(save_count) * save_every
+        ts = save_first + small.arange(save_count) * save_every
     sensitivities = {}
     if sensitivity is not None and event is not None:  # the end moves with a terminal event
         moved = xp.empty((columns, n) if columns > 1 else n, dtype=dtype)
