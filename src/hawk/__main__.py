@@ -5,8 +5,9 @@
 
 ``ir`` prints the IR every backend compiles (after ``hawk.passes.optimize``); ``--stages`` adds
 each op's stage (launch, sample or step: ``hawk.passes.classify``); ``--stats`` prints only how
-many ops there are of each kind and the whole-matrix ops' sizes (what compile time follows). Compiling a kernel to CUDA
-source, PTX or a cubin is the runtime's: ``python -m eagle compile`` (hawk never imports eagle).
+many ops there are of each kind and the whole-matrix ops' sizes (what compile time follows).
+Compiling a kernel to CUDA source, PTX or a cubin is the runtime's: ``python -m eagle compile``
+(hawk never imports eagle).
 
 A mistake of the user's (a file or kernel that is not there, a ``--dtype`` hawk cannot use, a
 kernel hawk cannot compile) is one message on stderr, no traceback, and exit status 2; a

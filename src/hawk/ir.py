@@ -2,8 +2,8 @@
 
 A kernel body is lowered (see ``frontend``) into a list of ops (``Op``), each producing exactly one
 scalar value of a known ``DType`` from earlier ops (but the ``AGGREGATES``, a factorised matrix
-and a solve's solution, whose elements ``PART`` reads one by one). The lowering has already removed everything a
-backend would otherwise have to understand:
+and a solve's solution, whose elements ``PART`` reads one by one). The lowering has already
+removed everything a backend would otherwise have to understand:
 
 - vectors are split into their components (a ``Vec3`` parameter is three loads, a ``Vec4``
   four);
@@ -39,7 +39,8 @@ from .errors import Loc
 __all__ = ["DType", "Role", "OpKind", "Op", "Parameter", "Slot", "slots", "Store", "RowStore",
            "Program", "SERIES_FIELDS", "TABLE_FIELDS", "series_field", "uniform_value",
            "MAX_WIDTH", "MAX_MATRIX_SIDE", "MAX_ARGUMENT_MATRIX_SIDE", "type_name",
-           "annotation_name", "MATH_FUNCTIONS", "AGGREGATES", "COUNTER_OPS", "COUNTER_ARGUMENTS", "BIT_OPS"]
+           "annotation_name", "MATH_FUNCTIONS", "AGGREGATES", "COUNTER_OPS", "COUNTER_ARGUMENTS",
+           "BIT_OPS"]
 
 
 class DType(Enum):
