@@ -5,7 +5,9 @@ A list ``[g0, g1]`` is stacked into one func returning ``concat(g0(...), g1(...)
 kernels watch one vector-valued event), each func's ``.terminal``/``.direction`` read as SciPy
 reads them. A pure recording (nothing terminal, no ``on_event``: a Poincaré section) has its
 kernel write each crossing's step; ``locate_recorded`` runs
-``hawk.ode.recorded.event_location_kernel`` on those rows, one event per sample.
+``hawk.ode.recorded.event_location_kernel`` on those rows, one event per sample. Such a
+kernel carries ``g`` from one step to the next in ``c`` (``hawk.ode.kernels.carries_event``),
+started by ``carried_memory``.
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ import numpy as np
 
 import hawk
 from hawk.inline import Func
-from hawk.ode.kernels import MAX_EVENTS
+from hawk.ode.control import C_START
+from hawk.ode.kernels import MAX_EVENTS, event_width
+from hawk.ode.recorded import event_value_kernel
 
 from ..runner import simulate
 from . import probes
 
-__all__ = ["stacked", "as_one_event", "per_component", "locate_recorded"]
+__all__ = ["stacked", "as_one_event", "per_component", "locate_recorded", "carried_memory"]
 
 
 @functools.cache
@@ -101,3 +105,16 @@ def locate_recorded(kernel, xp, p, per_sample: bool, t_events, rows, which, shap
     else:
         u_located[r, j] = u_out
     return t_located, u_located
+
+
+def carried_memory(event, state, params, table_dims, xp, p, u, t, tables):
+    """The ``c`` a kernel that carries the event starts with (``hawk.ode.kernels.
+    carries_event``), ``(1 + w, n)`` for an event of ``w`` components: ``C_START`` (the
+    controller's memory), then ``g(u0, t0, p)`` by ``event_value_kernel``."""
+    width, n = event_width(event, state, params, table_dims), t.shape[0]
+    c = xp.empty((1 + width, n), dtype=t.dtype)
+    c[0] = C_START
+    value = c[1] if width == 1 else c[1:]  # rows of a C-ordered array: contiguous
+    simulate(event_value_kernel(event, state, params, tables=table_dims), max_steps=1, p=p,
+             u=u, t=t, value=value, terminated=xp.zeros(n, dtype=bool), **tables)
+    return c

@@ -14,7 +14,7 @@ from hawk import ode as hawk_ode
 from hawk.annotations import value_matrix_type
 from hawk.inline import Func
 from hawk.ir import MAX_WIDTH, Role
-from hawk.ode.kernels import _takes_index, recorded_row_width
+from hawk.ode.kernels import _takes_index, carries_event, recorded_row_width
 from hawk.ode.recorded import event_location_kernel
 
 from ..errors import TruncationWarning
@@ -24,7 +24,7 @@ from ..threads import get_num_threads, set_num_threads
 from . import adjoint as adjoints
 from . import arguments, cluster, model_args, probes
 from .adjoint import Gradients
-from .events import as_one_event, locate_recorded, per_component
+from .events import as_one_event, carried_memory, locate_recorded, per_component
 
 __all__ = ["solve", "Solution", "METHODS"]
 
@@ -576,6 +576,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
                                         tables=table_dims, method=method, terminal=terminal,
                                         record_events=record_events > 0, jac=jac,
                                         event_samples=int(event_samples))
+        if carries_event(state, on_event, on_stop, terminal, record_events > 0):
+            arrays["c"] = carried_memory(event, state, params, table_dims, xp, p, u, t, tables)
         first_stop = xp.maximum(xp.ceil((t - stop_first) / stop_every), 0).astype(np.int64)
         arrays.update(stop_first=stop_first, stop_every=stop_every, events=zeros(),
                       stops=first_stop)

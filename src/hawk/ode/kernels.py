@@ -17,7 +17,7 @@ to arrays and runs them; use the kernels directly to keep the arrays (and a runn
 import functools
 
 import hawk
-from hawk import Mutable, Param, Scalar, Series, Table, Terminated, Vec3, Vector
+from hawk import Mutable, Out, Param, Scalar, Series, Table, Terminated, Vec3, Vector
 from hawk.annotations import Annotation
 from hawk.inline import Func
 from hawk.ir import MAX_WIDTH, Role
@@ -297,6 +297,9 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
     has_stops = bool(tstops) or on_stop is not None
     kicks_at_stop = on_stop is not None
     model = _with_tables(f, count)
+    # a pure recording without kicks carries g at (u, t) from one step to the next in c
+    carried = event_width(event, state, params, tables) if carries_event(
+        state, on_event, on_stop, terminal, record_events) else 0
     event = _with_tables(event, count) if event is not None else _never
     if indexed:
         on_event = _with_index(on_event, count)
@@ -312,16 +315,22 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                                    records)
     if row_width:
         StateRows = Series[Vector[row_width]]
+    Memory = Vector[1 + carried] if carried else Scalar
 
     def adaptive(p: params, t_end: Scalar, rtol: Scalar, atol: Scalar, max_step: Scalar,
                stop_first: Param, stop_every: Param, save_first: Param, save_every: SaveTimes,
                save_count: Param, terminated: Terminated, u: Mutable[State],
-               k1: Mutable[State], t: Mutable[Scalar], h: Mutable[Scalar], c: Mutable[Scalar],
+               k1: Mutable[State], t: Mutable[Scalar], h: Mutable[Scalar], c: Mutable[Memory],
                accepted: Mutable[Scalar], rejected: Mutable[Scalar], status: Mutable[Scalar],
                events: Mutable[Scalar], stops: Mutable[Scalar], saves: Mutable[Scalar],
                saved: Series[State], table0: T0, table1: T1, table2: T2,
                t_events: TimeRows, u_events: StateRows, which_events: TimeRows):
         args = (p, table0, table1, table2)  # what the model's funcs take after (u, t)
+        memory = c
+        if carried == 1:  # the controller's memory, then g at (u, t)
+            memory, g_start = c[0], c[1]
+        elif carried > 1:
+            memory, g_start = c[0], c[1:1 + carried]
         # the step: h, or shorter to end on t_end, on the next stop, or on the last recorded
         # time it may pass
         h_step = hawk.minimum(hawk.minimum(h, max_step), t_end - t)
@@ -344,7 +353,7 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             u_new, err, q, k_next = attempt(model, u, k1, t, h_step, args, given)
         else:
             u_new, err, q, k_next = attempt(model, u, k1, t, h_step, args)
-        ok, h_next, c_next = control(norm(err, u, u_new, rtol, atol), h_step, c)
+        ok, h_next, c_next = control(norm(err, u, u_new, rtol, atol), h_step, memory)
         if ok and h_step < h:  # a shortened step does not shrink the next one
             h_next = hawk.maximum(h_next, h)
         h_next = hawk.minimum(h_next, max_step)
@@ -358,7 +367,10 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             theta = locate(event, u, t, h_step, q, args, sign, lo, hi, f_lo, f_hi, event_tol,
                            event_iterations, value)
         if has_event and multi:  # the earliest terminal crossing of the step, and records
-            g_old, g_new = event(u, t, args), event(u_new, t_new, args)
+            if carried > 0:
+                g_old, g_new = g_start, event(u_new, t_new, args)
+            else:
+                g_old, g_new = event(u, t, args), event(u_new, t_new, args)
             hit, theta, which = False, 2.0, 0
             for i in range(hawk.width(g_old)):
                 crossed_i, theta_i = _crossing_of(picked, u, t, h_step, q, (args, i), g_old,
@@ -428,7 +440,10 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                     u = on_stop(u, t, args)
                     k1 = model(u, t, args)
         accepted, rejected, status = _tally(ok, accepted, rejected, status, t, t_end, failed)
-        h, c = h_next, c_next
+        if carried > 0:  # g at the next step's start: where this one ended, or its start again
+            h, c = h_next, hawk.concat(c_next, g_new if ok else g_old)
+        else:
+            h, c = h_next, c_next
         terminated = status != STATUS_RUNNING
 
     adaptive.__name__ = adaptive.__qualname__ = method  # the kernel's (and reports') name
@@ -516,6 +531,38 @@ def recorded_row_width(state, on_event, terminal, record_events) -> int:
         return 0
     width = 2 * (1 if state is Scalar else state.width) + 2
     return width if width <= MAX_WIDTH else 0
+
+
+def carries_event(state, on_event, on_stop, terminal, record_events) -> bool:
+    """Whether ``dopri5_kernel`` carries the event's value from one step to the next: in a
+    pure recording (``recorded_row_width``) without ``on_stop``. Every step needs ``g`` at its
+    start, which is where the last accepted step ended (or where a rejected one started), and
+    nothing moves ``u`` in between; so the step evaluates ``g`` at its end only, and the
+    kernel's ``c`` (the controller's memory, a number in every other kernel) is a
+    ``Vector[1 + w]`` for an event of ``w`` components (``event_width``): the memory, then
+    ``g`` at ``(u, t)``. Start it with ``C_START`` and ``g(u0, t0, p)``
+    (``hawk.ode.recorded.event_value_kernel``). The same numbers in the same operations: the
+    same bits, one evaluation of ``g`` fewer per step."""
+    return on_stop is None and recorded_row_width(state, on_event, terminal, record_events) > 0
+
+
+@functools.cache
+def event_width(event: Func, state, params, tables: tuple = ()) -> int:
+    """The number of components ``event(u, t, p)`` returns (``tables``: the dimensions of
+    the tables it takes after ``p``), found by typing it in a kernel (nothing is compiled or
+    run)."""
+    T0, T1, T2 = _table_types(tables)
+    State = state
+    event = _with_tables(event, len(tables))
+
+    @hawk.kernel
+    def width_of(p: params, u: State, t: Scalar, returned: Out[Scalar], table0: T0,
+                 table1: T1, table2: T2):
+        returned = hawk.width(event(u, t, (p, table0, table1, table2))) * 1.0
+
+    program = width_of.specialize({})
+    (store,) = program.stores
+    return int(program.ops[store.value].attr)
 
 
 @hawk.func

@@ -20,7 +20,7 @@ step itself costs for a cheap model. After the run it is computed once per recor
 import functools
 
 import hawk
-from hawk import Out, Scalar, Terminated, Vector
+from hawk import Mutable, Out, Scalar, Terminated, Vector
 from hawk.inline import Func
 
 from .kernels import (
@@ -32,10 +32,11 @@ from .kernels import (
     _never,
     _table_types,
     _with_tables,
+    event_width,
     recorded_row_width,
 )
 
-__all__ = ["event_location_kernel"]
+__all__ = ["event_location_kernel", "event_value_kernel"]
 
 
 @functools.cache
@@ -70,7 +71,8 @@ def event_location_kernel(f: Func, state, params, *, event: Func, direction=-1,
     directions, _ = _event_codes(direction, False)
     Row, State = Vector[width], state
 
-    def locate_recorded(p: params, row: Row, which: Scalar, t: Scalar, t_event: Out[Scalar],
+    def locate_recorded(p: params, row: Mutable[Row], which: Scalar, t: Mutable[Scalar],
+                        t_event: Out[Scalar],
                         u_event: Out[State], terminated: Terminated, table0: T0, table1: T1,
                         table2: T2):
         args = (p, table0, table1, table2)
@@ -97,3 +99,26 @@ def event_location_kernel(f: Func, state, params, *, event: Func, direction=-1,
 
     locate_recorded.__name__ = locate_recorded.__qualname__ = f"{method}_locate_recorded"
     return hawk.kernel(locate_recorded, dtypes={"which": "int64"})
+
+
+@functools.cache
+def event_value_kernel(event: Func, state, params, *, tables: tuple = ()) -> hawk.Kernel:
+    """The one-step kernel that writes ``event(u, t, p)`` (tables after ``p``) into ``value``
+    (a number or a vector, as the event returns): the start of the value a pure recording of
+    ``dopri5_kernel`` carries in ``c`` (``kernels.carries_event``), by the same operations as
+    the step's own evaluation of ``g``, so the same bits.
+
+    Its parameters: ``p``, ``u``, ``t``, the tables; ``value`` (``Out``); bind ``terminated``
+    to a scratch array.
+    """
+    width = event_width(event, state, params, tables)
+    T0, T1, T2 = _table_types(tables)
+    event = _with_tables(event, len(tables))
+    Value, State = (Vector[width] if width > 1 else Scalar), state
+
+    def event_value(p: params, u: State, t: Scalar, value: Out[Value], terminated: Terminated,
+                    table0: T0, table1: T1, table2: T2):
+        value = event(u, t, (p, table0, table1, table2))
+        terminated = True
+
+    return hawk.kernel(event_value)
