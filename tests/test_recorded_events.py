@@ -21,7 +21,8 @@ import pytest
 
 import eagle.ode
 import hawk
-from hawk.ode.kernels import recorded_row_width
+from hawk.ir import OpKind
+from hawk.ode.kernels import carries_event, recorded_row_width
 
 N = 24
 
@@ -131,3 +132,53 @@ def test_event_samples_one_looks_at_the_steps_ends_only():
         with pytest.raises(ValueError, match="event_samples must be an int from 1 to 64"):
             eagle.ode.solve(pendulum, np.zeros((2, N)), (0.0, 1.0), p, event_samples=bad,
                             **common)
+
+
+def _sin_calls(kernel) -> int:
+    return sum(op.kind is OpKind.CALL and op.attr == "sin" for op in kernel.program.ops)
+
+
+def test_a_pure_recording_carries_the_event_from_one_step_to_the_next():
+    """The step of a pure recording evaluates ``g`` at its end and inside, not at its start:
+    that value is the last step's end (or, after a rejected step, its start again), carried
+    in ``c`` after the controller's memory. Fails on the code before: every step evaluated
+    ``g(u, t)`` again (as many ``sin`` calls as the kernel that records nothing) and ``c``
+    was one number per sample."""
+    options = dict(event=section, direction=1, terminal=False)
+    plain = hawk.ode.dopri5_kernel(pendulum, hawk.Vec2, hawk.Vector[3], **options)
+    recording = hawk.ode.dopri5_kernel(pendulum, hawk.Vec2, hawk.Vector[3], record_events=True,
+                                       **options)
+    assert carries_event(hawk.Vec2, None, None, False, True)
+    assert not carries_event(hawk.Vec2, None, section, False, True)  # a kick moves u
+    assert not carries_event(hawk.Vec2, None, None, (False, True), True)  # one acts
+    assert _sin_calls(recording) == _sin_calls(plain) - 1
+    p = _pendulum_p()
+    sol = eagle.ode.solve(pendulum, np.zeros((2, N)), (0.0, 4.25 * 3 * math.pi), p,
+                          rtol=1e-8, atol=1e-8, record_events=5, **options)
+    c = sol.arrays["c"]
+    assert c.shape == (2, N)
+    assert (sol.rejected > 0).any()  # a rejected step keeps the carried value
+    np.testing.assert_allclose(c[1], np.sin(p[2] * sol.t), rtol=0, atol=1e-15)
+
+
+def test_stops_and_saves_keep_the_carried_event_exact():
+    """Steps that land on stops (``tstops`` without a kick) and end short at saved times, in
+    a pure recording of two components: the same bits as the step's own location (a third,
+    terminal component that never fires), which evaluates ``g`` at every step's start."""
+    k = np.linspace(1.0, 3.0, N)
+    u0 = np.array([np.linspace(0.5, 1.0, N), np.zeros(N)])
+    common = dict(p=k, record_events=12, rtol=1e-9, atol=1e-9, tstops=(0.3, 0.7),
+                  saveat=(0.0, 6.0, 13))
+    after = eagle.ode.solve(spring, u0, (0.0, 6.0), event=two_levels, direction=(0, 1),
+                            terminal=False, **common)
+
+    @hawk.func
+    def three(u, t, k):
+        return hawk.concat(two_levels(u, t, k), never(u, t, k))
+
+    in_step = eagle.ode.solve(spring, u0, (0.0, 6.0), event=three, direction=(0, 1, -1),
+                              terminal=(False, False, True), **common)
+    assert after.arrays["c"].shape == (3, N)
+    for name in ("t_events", "u_events", "which_events", "u", "saved", "accepted", "rejected"):
+        np.testing.assert_array_equal(getattr(after, name), getattr(in_step, name))
+    assert (after.events >= 3).all()

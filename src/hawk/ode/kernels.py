@@ -245,12 +245,14 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
     ``atol``, ``max_step`` (``Scalar``: per sample or one number; ``max_step`` bounds every
     step, ``inf`` for no bound); ``stop_first``, ``stop_every`` (``Param``,
     read only with ``tstops``); the state ``u`` and ``k1`` (``f(u, t, p)``), ``t``, ``h`` (the
-    next step's size), ``c`` (the controller's memory): all set by ``dopri5_start_kernel`` and
-    ``C_START``; and the int64 counts ``accepted``, ``rejected``, ``status``
-    (``STATUS_RUNNING``...), ``events``, ``stops`` and ``saves`` (start them at 0; ``stops``
-    and ``saves`` at the index of the first stop or recorded time not before ``t``); with
-    ``saveat``, ``save_first``, ``save_every``, ``save_count`` (``Param``) and ``saved``
-    (``Series`` of ``u``'s type, rows ``(save_count, ...)``, filled with NaN first).
+    next step's size), ``c`` (the controller's memory; where the kernel carries the event,
+    ``carries_event``, a ``Vector[1 + w]``: the memory, then ``g`` at ``(u, t)``): all set by
+    ``dopri5_start_kernel`` and ``C_START`` (and ``recorded.event_value_kernel``); and the
+    int64 counts ``accepted``, ``rejected``, ``status`` (``STATUS_RUNNING``...), ``events``,
+    ``stops`` and ``saves`` (start them at 0; ``stops`` and ``saves`` at the index of the first
+    stop or recorded time not before ``t``); with ``saveat``, ``save_first``, ``save_every``,
+    ``save_count`` (``Param``) and ``saved`` (``Series`` of ``u``'s type, rows ``(save_count,
+    ...)``, filled with NaN first).
     """
     _check_func("f", f)
     _check_types(state, params)
