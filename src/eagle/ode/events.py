@@ -83,13 +83,17 @@ def per_component(event: Func, direction, terminal, on_event, state, params, dim
             default if isinstance(default, tuple) else (default,) * width)
 
 
-def locate_recorded(kernel, xp, p, per_sample: bool, t_events, rows, which, shape, tables):
+def locate_recorded(kernel, xp, p, per_sample: bool, t_events, rows, which, shape, tables,
+                    one_component: bool):
     """The events of a pure recording (``hawk.ode.kernels.recorded_row_width``): each
     recorded row's step located by ``kernel`` (``hawk.ode.recorded.event_location_kernel``),
-    one row per sample.
+    one row per sample. For an event of ``one_component`` the kernel left ``which`` as it
+    was: it is filled here (0 in each row written, -1 in the others).
     Returns ``(t_events, u_events)``, ``u_events`` shaped ``(K, *shape)``, NaN where unused."""
     t_located = xp.full(t_events.shape, np.nan, dtype=t_events.dtype)
     u_located = xp.full((t_events.shape[0], *shape), np.nan, dtype=rows.dtype)
+    if one_component:
+        which[...] = xp.where(xp.isnan(t_events), -1, 0)
     r, j = xp.nonzero(which >= 0)
     m = int(r.shape[0])
     if m == 0:

@@ -14,7 +14,7 @@ from hawk import ode as hawk_ode
 from hawk.annotations import value_matrix_type
 from hawk.inline import Func
 from hawk.ir import MAX_WIDTH, Role
-from hawk.ode.kernels import _takes_index, carries_event, recorded_row_width
+from hawk.ode.kernels import _takes_index, carries_event, event_width, recorded_row_width
 from hawk.ode.recorded import event_location_kernel
 
 from ..errors import TruncationWarning
@@ -364,7 +364,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             event, no ``on_event``: a Poincaré section), the steps only note which event
             crossed and each is located after the run, once per event, with the same bits
             (``hawk.ode.recorded.event_location_kernel``; ``Solution.arrays["u_events"]``
-            then holds the steps' rows).
+            then holds the steps' rows), and ``g`` at a step's start is the last step's end,
+            carried (without ``on_stop``: ``Solution.arrays["c"]`` is then ``(1 + w, n)``).
         tstops: ``(first, every)``: steps land exactly on ``first + k * every`` (the adaptive
             methods).
         on_stop: a ``@hawk.func`` ``(u, t, p) -> u`` applied at each of those times.
@@ -670,7 +671,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
                                                method=method, jac=jac,
                                                event_samples=int(event_samples)),
                 xp, p, params.role is Role.SCALAR, t_events, u_events, arrays["which_events"],
-                u.shape, tables)
+                u.shape, tables, event_width(event, state, params, table_dims) == 1)
             t_events, u_events = located
         recorded = dict(t_events=-t_events if backward else t_events, u_events=u_events,
                         which_events=arrays["which_events"])

@@ -230,7 +230,9 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             in time order across steps (within one step, in the components' order), up to
             their rows; else those three are not read (no binding needed). Where no
             component acts (``recorded_row_width``), the rows hold each crossing's step and
-            ``event_location_kernel`` locates them after the run.
+            ``event_location_kernel`` locates them after the run; an event of one component
+            then leaves ``which_events`` as it was (every row's is 0: a row written is one
+            whose ``t_events`` is no longer NaN), one store fewer per step.
         tables: the dimensions of the tables the model reads, at most ``MAX_TABLES``: then
             ``f``, ``event``, ``on_event`` and ``on_stop`` take them after ``p``
             (``f(u, t, p, table0, table1)``), bound as ``table0``, ``table1``... (the unread
@@ -389,7 +391,8 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                                        (directions // 3**i) % 3 - 1, event_samples, value):
                         t_events[events] = t
                         u_events[events] = hawk.concat(u, k1, t_new, h_step)
-                        which_events[events] = i
+                        if hawk.width(g_old) > 1:  # one component's rows: 0, filled after
+                            which_events[events] = i
                         events += 1
             elif records:
                 for i in range(hawk.width(g_old)):
