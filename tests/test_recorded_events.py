@@ -66,7 +66,7 @@ def test_a_poincare_section_is_located_after_the_run_with_the_steps_bits(method)
     in_step = eagle.ode.solve(pendulum, np.zeros((2, N)), (0.0, t_end), p,
                               event=[section, never], direction=(1, -1),
                               terminal=(False, True), **common)
-    assert after.arrays["u_events"].shape == (25, 6, N)  # the steps' rows: (u, k1, t_new, h)
+    assert after.arrays["u_events"].shape == (25, 3, N)  # the steps' rows: (u, h)
     assert after.u_events.shape == (25, 2, N)
     np.testing.assert_array_equal(after.t_events, in_step.t_events)
     np.testing.assert_array_equal(after.u_events, in_step.u_events)
@@ -95,7 +95,7 @@ def test_several_components_per_sample_arguments_and_backward_time():
 
     in_step = eagle.ode.solve(spring, u0, (4.0, -2.0), event=three, direction=(0, -1, -1),
                               terminal=(False, False, True), **common)
-    assert after.arrays["u_events"].shape[1] == 6
+    assert after.arrays["u_events"].shape[1] == 3
     np.testing.assert_array_equal(after.t_events, in_step.t_events)
     np.testing.assert_array_equal(after.u_events, in_step.u_events)
     np.testing.assert_array_equal(after.which_events, in_step.which_events)
@@ -105,13 +105,16 @@ def test_several_components_per_sample_arguments_and_backward_time():
 
 def test_which_recordings_are_located_after_the_run():
     vec2 = hawk.Vec2
-    assert recorded_row_width(vec2, None, False, True) == 6
-    assert recorded_row_width(hawk.Scalar, None, (False, False), True) == 4
+    assert recorded_row_width(vec2, None, False, True) == 3  # (u, h)
+    assert recorded_row_width(vec2, None, False, True, tstops=True) == 6  # (u, k1, t_new, h)
+    assert recorded_row_width(hawk.Scalar, None, (False, False), True) == 2
+    assert recorded_row_width(hawk.Vector[63], None, False, True) == 64
     assert recorded_row_width(vec2, None, (False, True), True) == 0  # one ends the sample
     assert recorded_row_width(vec2, None, None, True) == 0  # terminal by default
     assert recorded_row_width(vec2, spring, False, True) == 0  # an on_event acts
     assert recorded_row_width(vec2, None, False, False) == 0  # nothing recorded
-    assert recorded_row_width(hawk.Vector[32], None, False, True) == 0  # too wide a row
+    assert recorded_row_width(hawk.Vector[32], None, False, True, tstops=True) == 0  # too wide
+    assert recorded_row_width(hawk.Vector[64], None, False, True) == 0
 
 
 def test_event_samples_one_looks_at_the_steps_ends_only():
@@ -182,3 +185,27 @@ def test_stops_and_saves_keep_the_carried_event_exact():
     for name in ("t_events", "u_events", "which_events", "u", "saved", "accepted", "rejected"):
         np.testing.assert_array_equal(getattr(after, name), getattr(in_step, name))
     assert (after.events >= 3).all()
+
+
+@pytest.mark.parametrize("method", ["rosenbrock23", "dop853"])
+def test_a_row_without_k1_and_the_end_lands_on_t_end_with_the_same_bits(method):
+    """Without ``tstops`` a row is ``(u, h)``: the location computes ``k1 = f(u, t, p)`` and
+    the step's end again. Here the last crossing is in the step that lands on ``t_end``
+    (whose end is ``t_end``, not ``t + h``) and steps end short at saved times: the same
+    bits as the step's own location."""
+    p = _pendulum_p()
+    t_end = 4 * 3 * math.pi + 1e-3
+    common = dict(method=method, rtol=1e-7, atol=1e-7, record_events=6,
+                  saveat=(0.0, t_end, 7))
+    after = eagle.ode.solve(pendulum, np.zeros((2, N)), (0.0, t_end), p, event=section,
+                            direction=1, terminal=False, **common)
+    in_step = eagle.ode.solve(pendulum, np.zeros((2, N)), (0.0, t_end), p,
+                              event=[section, never], direction=(1, -1),
+                              terminal=(False, True), **common)
+    rows, starts = after.arrays["u_events"], after.arrays["t_events"]
+    assert rows.shape == (6, 3, N)
+    assert (rows[3, 2] == t_end - starts[3]).sum() > N // 2  # the landing step's crossing
+    for name in ("t_events", "u_events", "which_events", "u", "saved"):
+        np.testing.assert_array_equal(getattr(after, name), getattr(in_step, name))
+    assert (after.events == 4).all()
+    np.testing.assert_allclose(after.t_events[3], 4 * 3 * math.pi, atol=1e-7, rtol=0)

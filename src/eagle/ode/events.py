@@ -84,11 +84,12 @@ def per_component(event: Func, direction, terminal, on_event, state, params, dim
 
 
 def locate_recorded(kernel, xp, p, per_sample: bool, t_events, rows, which, shape, tables,
-                    one_component: bool):
+                    one_component: bool, t_end):
     """The events of a pure recording (``hawk.ode.kernels.recorded_row_width``): each
     recorded row's step located by ``kernel`` (``hawk.ode.recorded.event_location_kernel``),
-    one row per sample. For an event of ``one_component`` the kernel left ``which`` as it
-    was: it is filled here (0 in each row written, -1 in the others).
+    one row per sample (``t_end``: each sample's, ``(n,)``). For an event of
+    ``one_component`` the kernel left ``which`` as it was: it is filled here (0 in each row
+    written, -1 in the others).
     Returns ``(t_events, u_events)``, ``u_events`` shaped ``(K, *shape)``, NaN where unused."""
     t_located = xp.full(t_events.shape, np.nan, dtype=t_events.dtype)
     u_located = xp.full((t_events.shape[0], *shape), np.nan, dtype=rows.dtype)
@@ -102,7 +103,8 @@ def locate_recorded(kernel, xp, p, per_sample: bool, t_events, rows, which, shap
     u_out = xp.empty((*shape[:-1], m), dtype=rows.dtype)
     simulate(kernel, max_steps=1, p=p[..., j] if per_sample else p,
              row=xp.ascontiguousarray(rows[r, :, j].T), which=which[r, j], t=t_events[r, j],
-             t_event=t_out, u_event=u_out, terminated=xp.zeros(m, dtype=bool), **tables)
+             t_end=t_end[j], t_event=t_out, u_event=u_out, terminated=xp.zeros(m, dtype=bool),
+             **tables)
     t_located[r, j] = t_out
     if len(shape) == 2:
         u_located[r, :, j] = u_out.T

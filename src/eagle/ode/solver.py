@@ -556,7 +556,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
                                  f"forward in time, negative backward), got "
                                  f"{-stop_every if backward else stop_every!r}")
         # a pure recording's rows hold each crossing's step, located after the run
-        row_width = recorded_row_width(state, on_event, terminal, record_events)
+        row_width = recorded_row_width(state, on_event, terminal, record_events,
+                                       tstops is not None)
         if record_events > 0:
             rows = (row_width, n) if row_width else u.shape
             arrays.update(
@@ -669,9 +670,10 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
                 event_location_kernel(f, state, params, event=event,
                                                direction=direction, tables=table_dims,
                                                method=method, jac=jac,
-                                               event_samples=int(event_samples)),
+                                               event_samples=int(event_samples),
+                                               tstops=tstops is not None),
                 xp, p, params.role is Role.SCALAR, t_events, u_events, arrays["which_events"],
-                u.shape, tables, event_width(event, state, params, table_dims) == 1)
+                u.shape, tables, event_width(event, state, params, table_dims) == 1, t_end)
             t_events, u_events = located
         recorded = dict(t_events=-t_events if backward else t_events, u_events=u_events,
                         which_events=arrays["which_events"])

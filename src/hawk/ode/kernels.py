@@ -316,7 +316,7 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
     TimeRows, StateRows = (Series[Scalar], Series[State]) if records else (Param, Param)
     # a pure recording (no component acts) writes each crossing's step, located afterwards
     row_width = recorded_row_width(state, None if ends_at_event else on_event, terminal,
-                                   records)
+                                   records, has_stops)
     if row_width:
         StateRows = Series[Vector[row_width]]
     Memory = Vector[1 + carried] if carried else Scalar
@@ -390,7 +390,10 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                     if ok and _crosses(picked, u, t, h_step, q, (args, i), g_old, g_new,
                                        (directions // 3**i) % 3 - 1, event_samples, value):
                         t_events[events] = t
-                        u_events[events] = hawk.concat(u, k1, t_new, h_step)
+                        if has_stops:
+                            u_events[events] = hawk.concat(u, k1, t_new, h_step)
+                        else:
+                            u_events[events] = hawk.concat(u, h_step)
                         if hawk.width(g_old) > 1:  # one component's rows: 0, filled after
                             which_events[events] = i
                         events += 1
@@ -519,43 +522,46 @@ def _crosses(g, u, t, h, q, pick, g_old, g_new, direction, samples, value):
     return hit
 
 
-def recorded_row_width(state, on_event, terminal, record_events) -> int:
+def recorded_row_width(state, on_event, terminal, record_events, tstops: bool = False) -> int:
     """The width of a recorded event's row in ``u_events`` where ``dopri5_kernel`` leaves its
     location to ``event_location_kernel``, else 0. That is a pure recording (a Poincaré
     section): ``record_events`` with no component that acts (``terminal`` False for every
     one, no ``on_event``). Nothing in the step then needs the crossing's time, so the step
-    only finds which components crossed and writes its start ``(u, k1)``, end time and size
-    in the row ``(u, k1, t_new, h)`` (``t_events``: its start time); the location, twelve
-    evaluations of the event on the interpolant, is paid once per event afterwards instead
-    of on every step of every sample (a branch-free step computes it whether or not anything
-    crossed). The same computation on the same numbers: the same bits. 0 where the row would
-    be wider than ``MAX_WIDTH`` (a state of more than 31 components)."""
+    only finds which components crossed and writes its start and size in the row ``(u, h)``
+    (``t_events``: its start time); the location, twelve evaluations of the event on the
+    interpolant, is paid once per event afterwards instead of on every step of every sample
+    (a branch-free step computes it whether or not anything crossed). The step's ``k1`` is
+    ``f(u, t, p)`` (the last step's ``f(u_new, t + h, p)``, every method's) and its end
+    ``t + h``, or ``t_end`` where it lands there, so both are computed again; with
+    ``tstops`` (a step that lands on a stop ends at it, not at ``t + h``) the row is
+    ``(u, k1, t_new, h)``. The same computation on the same numbers: the same bits. Each
+    component is a (masked) store on every step: the row is kept short. 0 where it would be
+    wider than ``MAX_WIDTH``."""
     if not record_events or on_event is not None or terminal is None:
         return 0
     if any(terminal if isinstance(terminal, tuple) else (terminal,)):
         return 0
-    width = 2 * (1 if state is Scalar else state.width) + 2
+    k = 1 if state is Scalar else state.width
+    width = 2 * k + 2 if tstops else k + 1
     return width if width <= MAX_WIDTH else 0
 
 
 def carries_event(state, on_event, on_stop, terminal, record_events) -> bool:
     """Whether ``dopri5_kernel`` carries the event's value from one step to the next: in a
-    pure recording (``recorded_row_width``) without ``on_stop``. Every step needs ``g`` at its
-    start, which is where the last accepted step ended (or where a rejected one started), and
-    nothing moves ``u`` in between; so the step evaluates ``g`` at its end only, and the
-    kernel's ``c`` (the controller's memory, a number in every other kernel) is a
-    ``Vector[1 + w]`` for an event of ``w`` components (``event_width``): the memory, then
-    ``g`` at ``(u, t)``. Start it with ``C_START`` and ``g(u0, t0, p)``
-    (``hawk.ode.recorded.event_value_kernel``). The same numbers in the same operations: the
-    same bits, one evaluation of ``g`` fewer per step."""
+    pure recording (``recorded_row_width``) without ``on_stop``. A step's start is where the
+    last accepted step ended (or where a rejected one started), nothing moves ``u`` in
+    between, so the step evaluates ``g`` at its end and inside only; the kernel's ``c`` (the
+    controller's memory, a number in every other kernel) is a ``Vector[1 + w]`` for an event
+    of ``w`` components (``event_width``): the memory, then ``g`` at ``(u, t)``, started with
+    ``C_START`` and ``g(u0, t0, p)`` (``hawk.ode.recorded.event_value_kernel``). The same
+    operations on the same numbers: the same bits, one evaluation of ``g`` fewer per step."""
     return on_stop is None and recorded_row_width(state, on_event, terminal, record_events) > 0
 
 
 @functools.cache
 def event_width(event: Func, state, params, tables: tuple = ()) -> int:
     """The number of components ``event(u, t, p)`` returns (``tables``: the dimensions of
-    the tables it takes after ``p``), found by typing it in a kernel (nothing is compiled or
-    run)."""
+    the tables it takes after ``p``), from typing it in a kernel (nothing compiled or run)."""
     T0, T1, T2 = _table_types(tables)
     State = state
     event = _with_tables(event, len(tables))
