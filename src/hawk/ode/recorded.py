@@ -3,8 +3,10 @@
 Where no event component acts (``kernels.recorded_row_width``: nothing terminal, no
 ``on_event``, say a Poincaré section), ``dopri5_kernel`` only finds which components crossed
 during a step and writes the step into the event's row: its start ``t`` (``t_events``) and
-``(u, k1, t_new, h)`` (``u_events``). This kernel takes one such row per sample, takes the same
-step again (the method's attempt on the same numbers gives the same interpolant, bit for bit)
+``(u, h)`` (``u_events``; ``(u, k1, t_new, h)`` with ``tstops``: ``recorded_row_width``). This
+kernel takes one such row per sample, takes the same step again (``k1 = f(u, t, p)`` and the
+step's end computed as the step did; the method's attempt on the same numbers gives the same
+interpolant, bit for bit)
 and locates the crossing on it exactly as the step would have (``first_crossing`` and
 ``locate``, the same tolerance and iterations): the event's time ``t + theta h`` and state.
 
