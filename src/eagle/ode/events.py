@@ -5,7 +5,9 @@ A list ``[g0, g1]`` is stacked into one func returning ``concat(g0(...), g1(...)
 kernels watch one vector-valued event), each func's ``.terminal``/``.direction`` read as SciPy
 reads them. A pure recording (nothing terminal, no ``on_event``: a Poincaré section) has its
 kernel write each crossing's step; ``locate_recorded`` runs
-``hawk.ode.recorded.event_location_kernel`` on those rows, one event per sample.
+``hawk.ode.recorded.event_location_kernel`` on those rows, one event per sample. Such a
+kernel carries ``g`` from one step to the next in ``c`` (``hawk.ode.kernels.carries_event``),
+started by ``carried_memory``.
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ import numpy as np
 
 import hawk
 from hawk.inline import Func
-from hawk.ode.kernels import MAX_EVENTS
+from hawk.ode.control import C_START
+from hawk.ode.kernels import MAX_EVENTS, event_width
+from hawk.ode.recorded import event_value_kernel
 
 from ..runner import simulate
 from . import probes
 
-__all__ = ["stacked", "as_one_event", "per_component", "locate_recorded"]
+__all__ = ["stacked", "as_one_event", "per_component", "locate_recorded", "carried_memory"]
 
 
 @functools.cache
@@ -79,13 +83,18 @@ def per_component(event: Func, direction, terminal, on_event, state, params, dim
             default if isinstance(default, tuple) else (default,) * width)
 
 
-def locate_recorded(kernel, xp, p, per_sample: bool, t_events, rows, which, shape, tables):
+def locate_recorded(kernel, xp, p, per_sample: bool, t_events, rows, which, shape, tables,
+                    one_component: bool, t_end):
     """The events of a pure recording (``hawk.ode.kernels.recorded_row_width``): each
     recorded row's step located by ``kernel`` (``hawk.ode.recorded.event_location_kernel``),
-    one row per sample.
+    one row per sample (``t_end``: each sample's, ``(n,)``). For an event of
+    ``one_component`` the kernel left ``which`` as it was: it is filled here (0 in each row
+    written, -1 in the others).
     Returns ``(t_events, u_events)``, ``u_events`` shaped ``(K, *shape)``, NaN where unused."""
     t_located = xp.full(t_events.shape, np.nan, dtype=t_events.dtype)
     u_located = xp.full((t_events.shape[0], *shape), np.nan, dtype=rows.dtype)
+    if one_component:
+        which[...] = xp.where(xp.isnan(t_events), -1, 0)
     r, j = xp.nonzero(which >= 0)
     m = int(r.shape[0])
     if m == 0:
@@ -94,10 +103,24 @@ def locate_recorded(kernel, xp, p, per_sample: bool, t_events, rows, which, shap
     u_out = xp.empty((*shape[:-1], m), dtype=rows.dtype)
     simulate(kernel, max_steps=1, p=p[..., j] if per_sample else p,
              row=xp.ascontiguousarray(rows[r, :, j].T), which=which[r, j], t=t_events[r, j],
-             t_event=t_out, u_event=u_out, terminated=xp.zeros(m, dtype=bool), **tables)
+             t_end=t_end[j], t_event=t_out, u_event=u_out, terminated=xp.zeros(m, dtype=bool),
+             **tables)
     t_located[r, j] = t_out
     if len(shape) == 2:
         u_located[r, :, j] = u_out.T
     else:
         u_located[r, j] = u_out
     return t_located, u_located
+
+
+def carried_memory(event, state, params, table_dims, xp, p, u, t, tables):
+    """The ``c`` a kernel that carries the event starts with (``hawk.ode.kernels.
+    carries_event``), ``(1 + w, n)`` for an event of ``w`` components: ``C_START`` (the
+    controller's memory), then ``g(u0, t0, p)`` by ``event_value_kernel``."""
+    width, n = event_width(event, state, params, table_dims), t.shape[0]
+    c = xp.empty((1 + width, n), dtype=t.dtype)
+    c[0] = C_START
+    value = c[1] if width == 1 else c[1:]  # rows of a C-ordered array: contiguous
+    simulate(event_value_kernel(event, state, params, tables=table_dims), max_steps=1, p=p,
+             u=u, t=t, value=value, terminated=xp.zeros(n, dtype=bool), **tables)
+    return c

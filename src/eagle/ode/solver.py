@@ -14,7 +14,7 @@ from hawk import ode as hawk_ode
 from hawk.annotations import value_matrix_type
 from hawk.inline import Func
 from hawk.ir import MAX_WIDTH, Role
-from hawk.ode.kernels import _takes_index, recorded_row_width
+from hawk.ode.kernels import _takes_index, carries_event, event_width, recorded_row_width
 from hawk.ode.recorded import event_location_kernel
 
 from ..errors import TruncationWarning
@@ -24,7 +24,7 @@ from ..threads import get_num_threads, set_num_threads
 from . import adjoint as adjoints
 from . import arguments, cluster, dask_inputs, ensemble, model_args, probes
 from .adjoint import Gradients
-from .events import as_one_event, locate_recorded, per_component
+from .events import as_one_event, carried_memory, locate_recorded, per_component
 
 __all__ = ["solve", "Solution", "METHODS"]
 
@@ -384,7 +384,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             event, no ``on_event``: a Poincaré section), the steps only note which event
             crossed and each is located after the run, once per event, with the same bits
             (``hawk.ode.recorded.event_location_kernel``; ``Solution.arrays["u_events"]``
-            then holds the steps' rows).
+            then holds the steps' rows), and ``g`` at a step's start is the last step's end,
+            carried (without ``on_stop``: ``Solution.arrays["c"]`` is then ``(1 + w, n)``).
         tstops: ``(first, every)``: steps land exactly on ``first + k * every`` (the adaptive
             methods).
         on_stop: a ``@hawk.func`` ``(u, t, p) -> u`` applied at each of those times.
@@ -583,7 +584,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
                                  f"forward in time, negative backward), got "
                                  f"{-stop_every if backward else stop_every!r}")
         # a pure recording's rows hold each crossing's step, located after the run
-        row_width = recorded_row_width(state, on_event, terminal, record_events)
+        row_width = recorded_row_width(state, on_event, terminal, record_events,
+                                       tstops is not None)
         prepare = hawk_ode.dopri5_start_kernel(f, state, params, tables=table_dims,
                                                method=method)
         kernel = hawk_ode.dopri5_kernel(f, state, params, event=event, on_event=on_event,
@@ -616,6 +618,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
                                atol=atol, max_step=max_step, dt=dt)
         u, saved = arrays["u"], arrays["saved"]
         zeros = (lambda: xp.zeros(n, dtype=np.int64))
+        if adaptive and carries_event(state, on_event, on_stop, terminal, record_events > 0):
+            arrays["c"] = carried_memory(event, state, params, table_dims, xp, p, u, t, tables)
         bound = arrays
         if adaptive and adjoint:  # the same steps, each accepted one recorded
             record = adjoints.Record(f, state, params, table_dims, method, params.role is
@@ -670,9 +674,10 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
                 event_location_kernel(f, state, params, event=event,
                                                direction=direction, tables=table_dims,
                                                method=method, jac=jac,
-                                               event_samples=int(event_samples)),
+                                               event_samples=int(event_samples),
+                                               tstops=tstops is not None),
                 xp, p, params.role is Role.SCALAR, t_events, u_events, arrays["which_events"],
-                u.shape, tables)
+                u.shape, tables, event_width(event, state, params, table_dims) == 1, t_end)
             t_events, u_events = located
         recorded = dict(t_events=-t_events if backward else t_events, u_events=u_events,
                         which_events=arrays["which_events"])

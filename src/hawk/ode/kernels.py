@@ -17,7 +17,7 @@ to arrays and runs them; use the kernels directly to keep the arrays (and a runn
 import functools
 
 import hawk
-from hawk import Mutable, Param, Scalar, Series, Table, Terminated, Vec3, Vector
+from hawk import Mutable, Out, Param, Scalar, Series, Table, Terminated, Vec3, Vector
 from hawk.annotations import Annotation
 from hawk.inline import Func
 from hawk.ir import MAX_WIDTH, Role
@@ -230,7 +230,9 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             in time order across steps (within one step, in the components' order), up to
             their rows; else those three are not read (no binding needed). Where no
             component acts (``recorded_row_width``), the rows hold each crossing's step and
-            ``event_location_kernel`` locates them after the run.
+            ``event_location_kernel`` locates them after the run; an event of one component
+            then leaves ``which_events`` as it was (every row's is 0: a row written is one
+            whose ``t_events`` is no longer NaN), one store fewer per step.
         tables: the dimensions of the tables the model reads, at most ``MAX_TABLES``: then
             ``f``, ``event``, ``on_event`` and ``on_stop`` take them after ``p``
             (``f(u, t, p, table0, table1)``), bound as ``table0``, ``table1``... (the unread
@@ -245,12 +247,14 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
     ``atol``, ``max_step`` (``Scalar``: per sample or one number; ``max_step`` bounds every
     step, ``inf`` for no bound); ``stop_first``, ``stop_every`` (``Param``,
     read only with ``tstops``); the state ``u`` and ``k1`` (``f(u, t, p)``), ``t``, ``h`` (the
-    next step's size), ``c`` (the controller's memory): all set by ``dopri5_start_kernel`` and
-    ``C_START``; and the int64 counts ``accepted``, ``rejected``, ``status``
-    (``STATUS_RUNNING``...), ``events``, ``stops`` and ``saves`` (start them at 0; ``stops``
-    and ``saves`` at the index of the first stop or recorded time not before ``t``); with
-    ``saveat``, ``save_first``, ``save_every``, ``save_count`` (``Param``) and ``saved``
-    (``Series`` of ``u``'s type, rows ``(save_count, ...)``, filled with NaN first).
+    next step's size), ``c`` (the controller's memory; where the kernel carries the event,
+    ``carries_event``, a ``Vector[1 + w]``: the memory, then ``g`` at ``(u, t)``): all set by
+    ``dopri5_start_kernel`` and ``C_START`` (and ``recorded.event_value_kernel``); and the
+    int64 counts ``accepted``, ``rejected``, ``status`` (``STATUS_RUNNING``...), ``events``,
+    ``stops`` and ``saves`` (start them at 0; ``stops`` and ``saves`` at the index of the first
+    stop or recorded time not before ``t``); with ``saveat``, ``save_first``, ``save_every``,
+    ``save_count`` (``Param``) and ``saved`` (``Series`` of ``u``'s type, rows ``(save_count,
+    ...)``, filled with NaN first).
     """
     _check_func("f", f)
     _check_types(state, params)
@@ -297,6 +301,9 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
     has_stops = bool(tstops) or on_stop is not None
     kicks_at_stop = on_stop is not None
     model = _with_tables(f, count)
+    # a pure recording without kicks carries g at (u, t) from one step to the next in c
+    carried = event_width(event, state, params, tables) if carries_event(
+        state, on_event, on_stop, terminal, record_events) else 0
     event = _with_tables(event, count) if event is not None else _never
     if indexed:
         on_event = _with_index(on_event, count)
@@ -309,19 +316,25 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
     TimeRows, StateRows = (Series[Scalar], Series[State]) if records else (Param, Param)
     # a pure recording (no component acts) writes each crossing's step, located afterwards
     row_width = recorded_row_width(state, None if ends_at_event else on_event, terminal,
-                                   records)
+                                   records, has_stops)
     if row_width:
         StateRows = Series[Vector[row_width]]
+    Memory = Vector[1 + carried] if carried else Scalar
 
     def adaptive(p: params, t_end: Scalar, rtol: Scalar, atol: Scalar, max_step: Scalar,
                stop_first: Param, stop_every: Param, save_first: Param, save_every: SaveTimes,
                save_count: Param, terminated: Terminated, u: Mutable[State],
-               k1: Mutable[State], t: Mutable[Scalar], h: Mutable[Scalar], c: Mutable[Scalar],
+               k1: Mutable[State], t: Mutable[Scalar], h: Mutable[Scalar], c: Mutable[Memory],
                accepted: Mutable[Scalar], rejected: Mutable[Scalar], status: Mutable[Scalar],
                events: Mutable[Scalar], stops: Mutable[Scalar], saves: Mutable[Scalar],
                saved: Series[State], table0: T0, table1: T1, table2: T2,
                t_events: TimeRows, u_events: StateRows, which_events: TimeRows):
         args = (p, table0, table1, table2)  # what the model's funcs take after (u, t)
+        memory = c
+        if carried == 1:  # the controller's memory, then g at (u, t)
+            memory, g_start = c[0], c[1]
+        elif carried > 1:
+            memory, g_start = c[0], c[1:1 + carried]
         # the step: h, or shorter to end on t_end, on the next stop, or on the last recorded
         # time it may pass
         h_step = hawk.minimum(hawk.minimum(h, max_step), t_end - t)
@@ -344,7 +357,7 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             u_new, err, q, k_next = attempt(model, u, k1, t, h_step, args, given)
         else:
             u_new, err, q, k_next = attempt(model, u, k1, t, h_step, args)
-        ok, h_next, c_next = control(norm(err, u, u_new, rtol, atol), h_step, c)
+        ok, h_next, c_next = control(norm(err, u, u_new, rtol, atol), h_step, memory)
         if ok and h_step < h:  # a shortened step does not shrink the next one
             h_next = hawk.maximum(h_next, h)
         h_next = hawk.minimum(h_next, max_step)
@@ -358,7 +371,10 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             theta = locate(event, u, t, h_step, q, args, sign, lo, hi, f_lo, f_hi, event_tol,
                            event_iterations, value)
         if has_event and multi:  # the earliest terminal crossing of the step, and records
-            g_old, g_new = event(u, t, args), event(u_new, t_new, args)
+            if carried > 0:
+                g_old, g_new = g_start, event(u_new, t_new, args)
+            else:
+                g_old, g_new = event(u, t, args), event(u_new, t_new, args)
             hit, theta, which = False, 2.0, 0
             for i in range(hawk.width(g_old)):
                 crossed_i, theta_i = _crossing_of(picked, u, t, h_step, q, (args, i), g_old,
@@ -374,8 +390,12 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                     if ok and _crosses(picked, u, t, h_step, q, (args, i), g_old, g_new,
                                        (directions // 3**i) % 3 - 1, event_samples, value):
                         t_events[events] = t
-                        u_events[events] = hawk.concat(u, k1, t_new, h_step)
-                        which_events[events] = i
+                        if has_stops:
+                            u_events[events] = hawk.concat(u, k1, t_new, h_step)
+                        else:
+                            u_events[events] = hawk.concat(u, h_step)
+                        if hawk.width(g_old) > 1:  # one component's rows: 0, filled after
+                            which_events[events] = i
                         events += 1
             elif records:
                 for i in range(hawk.width(g_old)):
@@ -428,7 +448,10 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                     u = on_stop(u, t, args)
                     k1 = model(u, t, args)
         accepted, rejected, status = _tally(ok, accepted, rejected, status, t, t_end, failed)
-        h, c = h_next, c_next
+        if carried > 0:  # g at the next step's start: where this one ended, or its start again
+            h, c = h_next, hawk.concat(c_next, g_new if ok else g_old)
+        else:
+            h, c = h_next, c_next
         terminated = status != STATUS_RUNNING
 
     adaptive.__name__ = adaptive.__qualname__ = method  # the kernel's (and reports') name
@@ -499,23 +522,58 @@ def _crosses(g, u, t, h, q, pick, g_old, g_new, direction, samples, value):
     return hit
 
 
-def recorded_row_width(state, on_event, terminal, record_events) -> int:
+def recorded_row_width(state, on_event, terminal, record_events, tstops: bool = False) -> int:
     """The width of a recorded event's row in ``u_events`` where ``dopri5_kernel`` leaves its
     location to ``event_location_kernel``, else 0. That is a pure recording (a Poincaré
     section): ``record_events`` with no component that acts (``terminal`` False for every
     one, no ``on_event``). Nothing in the step then needs the crossing's time, so the step
-    only finds which components crossed and writes its start ``(u, k1)``, end time and size
-    in the row ``(u, k1, t_new, h)`` (``t_events``: its start time); the location, twelve
-    evaluations of the event on the interpolant, is paid once per event afterwards instead
-    of on every step of every sample (a branch-free step computes it whether or not anything
-    crossed). The same computation on the same numbers: the same bits. 0 where the row would
-    be wider than ``MAX_WIDTH`` (a state of more than 31 components)."""
+    only finds which components crossed and writes its start and size in the row ``(u, h)``
+    (``t_events``: its start time); the location, twelve evaluations of the event on the
+    interpolant, is paid once per event afterwards instead of on every step of every sample
+    (a branch-free step computes it whether or not anything crossed). The step's ``k1`` is
+    ``f(u, t, p)`` (the last step's ``f(u_new, t + h, p)``, every method's) and its end
+    ``t + h``, or ``t_end`` where it lands there, so both are computed again; with
+    ``tstops`` (a step that lands on a stop ends at it, not at ``t + h``) the row is
+    ``(u, k1, t_new, h)``. The same computation on the same numbers: the same bits. Each
+    component is a (masked) store on every step: the row is kept short. 0 where it would be
+    wider than ``MAX_WIDTH``."""
     if not record_events or on_event is not None or terminal is None:
         return 0
     if any(terminal if isinstance(terminal, tuple) else (terminal,)):
         return 0
-    width = 2 * (1 if state is Scalar else state.width) + 2
+    k = 1 if state is Scalar else state.width
+    width = 2 * k + 2 if tstops else k + 1
     return width if width <= MAX_WIDTH else 0
+
+
+def carries_event(state, on_event, on_stop, terminal, record_events) -> bool:
+    """Whether ``dopri5_kernel`` carries the event's value from one step to the next: in a
+    pure recording (``recorded_row_width``) without ``on_stop``. A step's start is where the
+    last accepted step ended (or where a rejected one started), nothing moves ``u`` in
+    between, so the step evaluates ``g`` at its end and inside only; the kernel's ``c`` (the
+    controller's memory, a number in every other kernel) is a ``Vector[1 + w]`` for an event
+    of ``w`` components (``event_width``): the memory, then ``g`` at ``(u, t)``, started with
+    ``C_START`` and ``g(u0, t0, p)`` (``hawk.ode.recorded.event_value_kernel``). The same
+    operations on the same numbers: the same bits, one evaluation of ``g`` fewer per step."""
+    return on_stop is None and recorded_row_width(state, on_event, terminal, record_events) > 0
+
+
+@functools.cache
+def event_width(event: Func, state, params, tables: tuple = ()) -> int:
+    """The number of components ``event(u, t, p)`` returns (``tables``: the dimensions of
+    the tables it takes after ``p``), from typing it in a kernel (nothing compiled or run)."""
+    T0, T1, T2 = _table_types(tables)
+    State = state
+    event = _with_tables(event, len(tables))
+
+    @hawk.kernel
+    def width_of(p: params, u: State, t: Scalar, returned: Out[Scalar], table0: T0,
+                 table1: T1, table2: T2):
+        returned = hawk.width(event(u, t, (p, table0, table1, table2))) * 1.0
+
+    program = width_of.specialize({})
+    (store,) = program.stores
+    return int(program.ops[store.value].attr)
 
 
 @hawk.func
