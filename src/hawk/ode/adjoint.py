@@ -13,16 +13,16 @@ the caller to refuse.
 Backward (``backward_kernel``): one eagle step per recorded step, last first. The accepted step
 is the map ``u_{k+1} = Phi(u_k, p; t_k, h_k)``: ``k1 = f(u_k, t_k, p)`` and the method's attempt
 from there (``Method.attempt``'s ``u_new``). From the cotangent ``lam`` of ``u_{k+1}`` it takes
-``hawk.grad`` of ``<lam, Phi>`` in ``u_k`` (the new ``lam``) and in ``p`` (added to ``mu``),
-both recomputed from the recorded ``u_k``; with ``saveat`` the number differentiated is
-``<lam, Phi> + sum_j <dsaved_j, s_j>`` over the states ``s_j`` the step saved (its interpolant
-at their ``theta``, or ``u_{k+1}`` for one at the step's end, as the forward chose), found
-again from the recorded times (a countdown of ``saves``). What comes out is the gradient of the
-computed solution as a function of ``u0`` and ``p`` with the accepted steps' sizes held fixed:
-the controller's dependence on ``p`` is left out, as discrete adjoints with fixed accepted
-steps do (its effect is of the order of the tolerances). A Rosenbrock step's Jacobian
-(``hawk.jacobian``, forward mode) and linear solves (``hawk.solve``'s LU) are differentiated
-in reverse through the ops they lower to.
+``hawk.grad`` of ``<lam, Phi>`` in ``(u_k, p)``: one reverse sweep over the step recomputed once
+from the recorded ``u_k`` gives the new ``lam`` and the share of ``p`` added to ``mu``; with
+``saveat`` the number differentiated is ``<lam, Phi> + sum_j <dsaved_j, s_j>`` over the states
+``s_j`` the step saved (its interpolant at their ``theta``, or ``u_{k+1}`` for one at the step's
+end, as the forward chose), found again from the recorded times (a countdown of ``saves``). What
+comes out is the gradient of the computed solution as a function of ``u0`` and ``p`` with the
+accepted steps' sizes held fixed: the controller's dependence on ``p`` is left out, as discrete
+adjoints with fixed accepted steps do (its effect is of the order of the tolerances). A
+Rosenbrock step's Jacobian (``hawk.jacobian``, forward mode) and linear solves (``hawk.solve``'s
+LU) are differentiated in reverse through the ops they lower to.
 
 The recorded rows are read back as tables (``Table[3]`` for a vector state, ``Table[2]`` for a
 number and for the times and sizes) at the sample's own column, ``hawk.sample_index()``.
@@ -194,12 +194,13 @@ def step_map(method: str):
 
 @functools.cache
 def step_objective(method: str, saves_per_step: int, has_event: bool = False):
-    """The ``@hawk.func`` pair ``(in_u, in_p)`` of the number a backward step differentiates:
+    """The ``@hawk.func`` of the number a backward step differentiates, in ``(u, p)`` at once
+    (one ``hawk.grad`` sweep gives both cotangents, the step recomputed once):
     ``<lam, Phi(u, p; t, h)>`` plus ``<cts[j], s_j>`` over the step's recorded times ``j``,
     ``s_j`` the state saved there (``u_new`` where ``ends[j]`` is 1, else the interpolant at
     ``thetas[j]``; a ``cts[j]`` of zeros for a slot the step has no time in).
-    ``in_u(u, p, t, h, model, tables, lam, cts, thetas, ends, event, ev)``; ``in_p`` takes
-    ``p`` first. With ``has_event``, ``ev = (e, theta, c)``: where ``e`` is 1 (the step a
+    ``objective(up, t, h, model, tables, lam, cts, thetas, ends, event, ev)`` with ``up`` the
+    tuple ``(u, p)``. With ``has_event``, ``ev = (e, theta, c)``: where ``e`` is 1 (the step a
     terminal event ended) ``<lam, Phi>`` is replaced by ``<lam, s(theta)> - c g(s(theta),
     t + theta h)``, ``s`` the interpolant and ``c`` the multiplier that moves ``theta`` with
     ``u`` and ``p`` (``event_multiplier``)."""
@@ -209,7 +210,8 @@ def step_objective(method: str, saves_per_step: int, has_event: bool = False):
     count = saves_per_step
 
     @hawk.func
-    def in_u(u, p, t, h, model, tables, lam, cts, thetas, ends, event, ev):
+    def objective(up, t, h, model, tables, lam, cts, thetas, ends, event, ev):
+        u, p = up[0], up[1]
         args = (p, tables[0], tables[1], tables[2])
         k1 = model(u, t, args)
         u_new, err, q, k_next = attempt(model, u, k1, t, h, args)
@@ -223,11 +225,7 @@ def step_objective(method: str, saves_per_step: int, has_event: bool = False):
             total = total + hawk.total(cts[j] * (ends[j] * u_new + (1.0 - ends[j]) * inside))
         return total
 
-    @hawk.func
-    def in_p(p, u, t, h, model, tables, lam, cts, thetas, ends, event, ev):
-        return in_u(u, p, t, h, model, tables, lam, cts, thetas, ends, event, ev)
-
-    return in_u, in_p
+    return objective
 
 
 @functools.cache
@@ -348,7 +346,7 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
     _check_func("f", f)
     _check_types(state, params)
     has_event = event is not None
-    in_u, in_p = step_objective(method, saves_per_step, has_event)
+    objective = step_objective(method, saves_per_step, has_event)
     multiplier = event_multiplier(method)
     T0, T1, T2 = _table_types(tables)
     model = _with_tables(f, len(tables))
@@ -385,8 +383,8 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
                     e, theta = 1.0, theta_end
                 c = e * multiplier(lam, theta, u, p, t, h, model, tabs, event)
             ev = (e, theta, c)
-            p_bar = hawk.grad(in_p, p, u, t, h, model, tabs, lam, cts, thetas, ends, event, ev)
-            lam = hawk.grad(in_u, u, p, t, h, model, tabs, lam, cts, thetas, ends, event, ev)
+            lam, p_bar = hawk.grad(objective, (u, p), t, h, model, tabs, lam, cts, thetas,
+                                   ends, event, ev)
             mu = mu + p_bar
             saves -= taken
             t_next = t
