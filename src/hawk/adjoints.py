@@ -48,7 +48,8 @@ def vjp(f, x, ct, *rest):
 
     Args:
         f: a ``@hawk.func``; its first argument is the one differentiated.
-        x: a float number, vector or matrix: where.
+        x: a float number, vector or matrix: where; or a tuple of them, passed to ``f`` as
+            one tuple, for the tuple of their cotangents from one sweep.
         ct: the cotangent of ``f``'s result, shaped as it.
         rest: ``f``'s other arguments, held constant.
     """
@@ -62,7 +63,8 @@ def grad(f, x, *rest):
 
     Args:
         f: a ``@hawk.func`` returning a float number; its first argument is differentiated.
-        x: a float number, vector or matrix: where.
+        x: a float number, vector or matrix: where; or a tuple of them, passed to ``f`` as
+            one tuple, for the tuple of their gradients from one sweep (``f`` computed once).
         rest: ``f``'s other arguments, held constant.
     """
     raise TypeError("hawk.grad() is understood inside a @hawk.kernel body (or a @hawk.func) "

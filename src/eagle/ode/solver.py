@@ -396,9 +396,10 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
         adjoint: keep each sample's accepted steps, for ``Solution.vjp`` (reverse-mode
             gradients in ``p`` and ``u0`` for any number of parameters; ``eagle.ode.adjoint``):
             every adaptive method (the Rosenbrock ones without ``jac=``), with ``saveat``
-            (``vjp(dsaved=...)``) and one terminal ``event`` (its time moves with ``p`` and
-            ``u0``), without several events, ``on_event``, ``record_events``, stops,
-            ``args``, ``saveat`` as an array of times, ``sensitivity`` or ``client`` yet.
+            (a grid or an array of times: ``vjp(dsaved=...)``), ``args`` (the gradients in
+            ``Gradients.args``, one per argument) and one terminal ``event`` (its time moves
+            with ``p`` and ``u0``), without several events, ``on_event``, ``record_events``,
+            stops, ``sensitivity`` or ``client`` yet.
             The end state is the plain solve's, bit for bit.
         adjoint_steps: with ``adjoint``, the accepted steps kept per sample (default 1024; each
             costs ``(k + 2) * 8`` bytes per sample in float64); a sample that needs more is
@@ -443,7 +444,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
         if p is not None:
             raise ValueError("pass the model's parameters as p (f(u, t, p)) or as args "
                              "(f(u, t, *args)), not both")
-        p, params, layout = model_args.pack(args, xp, n, dtype)
+        p, params, layout, args_per_sample = model_args.pack(args, xp, n, dtype)
     else:
         p, params = arguments.params(0.0 if p is None else p, xp, n, dtype)
     tables, table_dims = arguments.tables(tables, xp)
@@ -461,8 +462,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
     if adjoint:
         adjoint_steps = adjoints.check(method, adjoint_steps, {
             "on_event": on_event, "tstops": tstops, "on_stop": on_stop,
-            "sensitivity": sensitivity, "client": client, "noise": noise, "jac": jac,
-            "args": args, "saveat as an array of times": arguments.is_array(saveat) or None})
+            "sensitivity": sensitivity, "client": client, "noise": noise, "jac": jac})
         adjoints.check_event(event, direction, terminal, record_events)
     _check_funcs(f, state, params, table_dims, jac=jac, noise=noise, on_stop=on_stop,
                  on_event=on_event,
@@ -583,7 +583,9 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             record = adjoints.Record(f, state, params, table_dims, method, params.role is
                                      hawk.Param.role, column, tables,
                                      None if saveat is None else first_save.copy(), event,
-                                     direction, int(event_samples))
+                                     direction, int(event_samples), saving=saving or True,
+                                     arguments=None if layout is None
+                                     else (layout, args_per_sample))
             kernel = adjoints.kernel(record)
             arrays.update(adjoints.scratch(xp, adjoint_steps, u.shape, dtype))
     else:

@@ -47,6 +47,7 @@ from .kernels import (
     _check_func,
     _check_types,
     _never,
+    _save_times,
     _table_types,
     _tally,
     _with_tables,
@@ -69,7 +70,7 @@ def _check_method(method: str) -> None:
 
 @functools.cache
 def recording_kernel(f: Func, state, params, *, tables: tuple = (), method: str = "dopri5",
-                     saveat: bool = False, saves_per_step: int = 4, event: Func | None = None,
+                     saveat=False, saves_per_step: int = 4, event: Func | None = None,
                      direction: int = -1, event_tol: float = 1e-12,
                      event_iterations: int = 12, event_samples: int = 4) -> hawk.Kernel:
     """The adaptive ensemble kernel of ``u' = f(u, t, p)`` (``dopri5_kernel``'s parameters,
@@ -81,8 +82,10 @@ def recording_kernel(f: Func, state, params, *, tables: tuple = (), method: str 
         params: how ``p`` is bound (as for ``dopri5_kernel``).
         tables: the dimensions of the tables the model reads.
         method: an adaptive method (``ADJOINT_METHODS``).
-        saveat: record the state at ``save_first + k * save_every`` into ``saved``, as
-            ``dopri5_kernel`` does (the same steps, shortened the same way).
+        saveat: record the state at ``save_first + k * save_every`` into ``saved`` (True;
+            ``"times"``: at the times listed in the ``Table`` ``save_every``,
+            ``"sample_times"``: each sample's column of a ``Table[2]``), as ``dopri5_kernel``
+            does (the same steps, shortened the same way).
         saves_per_step: at most this many recorded times fall in one step.
         event: a terminal event ``g(u, t, p)`` (a number; tables after ``p``), located as
             ``dopri5_kernel`` locates it (``direction``, ``event_tol``, ``event_iterations``,
@@ -104,12 +107,13 @@ def recording_kernel(f: Func, state, params, *, tables: tuple = (), method: str 
     model = _with_tables(f, len(tables))
     State = state
     has_saves = bool(saveat)
+    save_time, SaveTimes = _save_times(saveat)
     _check_func("event", event, required=False)
     has_event = event is not None
     event = _with_tables(event, len(tables)) if has_event else _never
 
     def recording(p: params, t_end: Scalar, rtol: Scalar, atol: Scalar, max_step: Scalar,
-                  save_first: Param, save_every: Param, save_count: Param,
+                  save_first: Param, save_every: SaveTimes, save_count: Param,
                   saves: Mutable[Scalar], saved: Series[State],
                   budget: Param, terminated: Terminated, u: Mutable[State],
                   k1: Mutable[State], t: Mutable[Scalar], h: Mutable[Scalar],
@@ -123,7 +127,7 @@ def recording_kernel(f: Func, state, params, *, tables: tuple = (), method: str 
         if has_saves:
             last_save = saves + (saves_per_step - 1)
             if last_save < save_count:
-                h_step = hawk.minimum(h_step, save_first + last_save * save_every - t)
+                h_step = hawk.minimum(h_step, save_time(save_first, save_every, last_save) - t)
         t_new = t + h_step
         if h_step == t_end - t:
             t_new = t_end
@@ -148,7 +152,7 @@ def recording_kernel(f: Func, state, params, *, tables: tuple = (), method: str 
         if has_saves:  # the recorded times this step passed, up to where it ended
             passed = 0
             for j in range(saves_per_step):
-                t_save = save_first + (saves + j) * save_every
+                t_save = save_time(save_first, save_every, saves + j)
                 if ok and saves + j < save_count and t_save <= t_reached:
                     inside = value(u, h_step, q, (t_save - t) / h_step)
                     saved[saves + j] = u_new if t_save == t_new else inside
@@ -289,16 +293,17 @@ def _zeros(width):
 
 @hawk.func
 def _step_saves(dsaved, sample, width, first_step, t, h, t_new, saves, first_save,
-                save_first, save_every, count):
+                save_time, save_first, save_every, count):
     """The cotangents of the states a step saved (``(cts, thetas, ends, taken)``): the recorded
     times ``saves - 1``, ``saves - 2``... that lie after the step's start ``t`` (at it too for
     the first step), at most ``count``; a slot past them gets zeros. A time equal to the end
-    ``t_new`` the forward step computed was saved as its ``u_new`` (``ends``)."""
+    ``t_new`` the forward step computed was saved as its ``u_new`` (``ends``). Recorded time
+    ``k`` is ``save_time(save_first, save_every, k)``, as in the forward kernel."""
     cts, thetas, ends = (), (), ()
     taken = 0
     for j in range(count):
         index = saves - 1 - j
-        t_save = save_first + index * save_every
+        t_save = save_time(save_first, save_every, index)
         inside = index >= first_save and (t_save > t or first_step) and taken == j
         ct = _zeros(width)
         theta = 0.0
@@ -317,7 +322,8 @@ def _step_saves(dsaved, sample, width, first_step, t, h, t_new, saves, first_sav
 
 @functools.cache
 def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str = "dopri5",
-                    saves_per_step: int = 4, event: Func | None = None) -> hawk.Kernel:
+                    saves_per_step: int = 4, event: Func | None = None,
+                    saveat=True) -> hawk.Kernel:
     """The kernel that walks a sample's recorded steps backward: each eagle step takes row
     ``row - 1``, sets ``lam`` to ``lam^T dPhi/du`` there (plus the cotangents of the states
     the step saved, through the interpolant) and adds the same in ``p`` to ``mu``; the
@@ -330,6 +336,9 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
         tables: the dimensions of the tables the model reads.
         method: the adaptive method the forward solve took.
         saves_per_step: the forward kernel's.
+        saveat: how the forward kernel read its recorded times (``True``: the grid;
+            ``"times"``, ``"sample_times"``: a table bound as ``save_every``); ``True``
+            without recorded times (nothing is read then).
         event: the forward kernel's terminal event, or None: then the last step of a sample
             whose ``status`` is ``STATUS_EVENT`` ends at ``theta_end`` of it, a point that
             moves with ``u`` and ``p`` (``event_multiplier``).
@@ -339,7 +348,7 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
     each sample's accepted steps), ``lam`` (start at the end state's cotangent), ``mu``
     (``gradient_type(params)``, start at 0), ``t_next`` (start at the end time); for the
     ``saveat`` states, ``dsaved`` (their cotangents, a table shaped as ``saved``; one row of
-    zeros without), ``save_first``, ``save_every`` (``Param``), ``first_save`` (int64, the
+    zeros without), ``save_first``, ``save_every`` (as bound forward), ``first_save`` (int64, the
     forward's first ``saves``) and ``saves`` (int64, start at the forward's last); with an
     event, ``status``, ``accepted`` (int64: the forward's) and ``theta_end``.
     """
@@ -355,9 +364,10 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
     width = 1 if state.role is Role.SCALAR and state.width == 1 else state.width
     Rows = Table[2] if width == 1 else Table[3]
     count = saves_per_step
+    save_time, SaveTimes = _save_times(saveat)
 
     def backward(p: params, steps_u: Rows, steps_t: Table[2], steps_h: Table[2],
-                 dsaved: Rows, save_first: Param, save_every: Param, first_save: Scalar,
+                 dsaved: Rows, save_first: Param, save_every: SaveTimes, first_save: Scalar,
                  terminated: Terminated, row: Mutable[Scalar], lam: Mutable[State],
                  mu: Mutable[Gradient], t_next: Mutable[Scalar], saves: Mutable[Scalar],
                  status: Scalar, accepted: Scalar, theta_end: Scalar,
@@ -374,8 +384,8 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
                 if at_event:  # it ended at the event, inside the step it computed
                     t_new = t + h
             cts, thetas, ends, taken = _step_saves(dsaved, sample, width, row == 0, t, h,
-                                                   t_new, saves, first_save, save_first,
-                                                   save_every, count)
+                                                   t_new, saves, first_save, save_time,
+                                                   save_first, save_every, count)
             tabs = (table0, table1, table2)
             e, theta, c = 0.0, 1.0, 0.0
             if has_event:
