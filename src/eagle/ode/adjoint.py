@@ -165,16 +165,27 @@ PARAMETERS = ("p", "t_end", "rtol", "atol", "max_step", "budget", "u", "k1", "t"
 
 def check_budget(arrays: dict, steps: int, xp) -> None:
     """``ValueError`` naming ``adjoint_steps`` where a sample used every row before it was
-    done (the forward kernel stopped it there)."""
+    done (the forward kernel stopped it there), with how many rows would do at the rate the
+    shortest-reaching such sample went (its span over the part it covered, times ``steps``).
+
+    This cannot be known before the run (the accepted steps are the error control's choice),
+    so it is found after it; nothing given to ``solve`` has been written (its arrays are
+    copies), and no ``Solution`` is returned, so no half-recorded steps can be differentiated.
+    """
     short = (arrays["status"] == hawk_ode.STATUS_RUNNING) & (arrays["accepted"] >= steps)
     count = int(short.sum())
     if count:
         first = int(xp.argmax(short))
         states = arrays["u"].shape[0] if arrays["u"].ndim == 2 else 1
+        start = arrays["steps_t"][0]  # each sample's t0: its first step's start
+        covered = (arrays["t"] - start) / (arrays["t_end"] - start)
+        least = float(xp.min(xp.where(short, covered, 1.0)))
+        would_do = math.ceil(steps / least) if least > 0 else None
+        rate = f" (about {would_do} would do at the rate they went)" if would_do else ""
         raise ValueError(
             f"adjoint_steps={steps}: {count} of {short.size} samples (the first: sample "
-            f"{first}) need more accepted steps than that; raise adjoint_steps (each step "
-            f"kept costs {(states + 2) * arrays['u'].dtype.itemsize} bytes per sample)")
+            f"{first}) need more accepted steps than that; raise adjoint_steps{rate}; each "
+            f"step kept costs {(states + 2) * arrays['u'].dtype.itemsize} bytes per sample")
 
 
 def _cotangent(name: str, value, expected: tuple, like, xp):
