@@ -19,10 +19,13 @@ untimed first call (compile):
   columns' share of the time, times 40) and printed as such;
 - ``diffrax`` (``--jax``): ``jax.grad`` of the same loss through ``diffrax.diffeqsolve``
   (Tsit5, same tolerances, ``RecursiveCheckpointAdjoint``) under ``jit(vmap)``, on this
-  machine's CPU, on ``--jax-n`` trajectories (scaled to ``n`` linearly in the printout).
+  machine's CPU, on ``--jax-n`` trajectories (default: all ``n``; fewer are scaled to ``n``
+  linearly in the printout, which flatters diffrax: its ``vmap``'d loop runs every lane until
+  the slowest is done, and its time per trajectory grew about 3x from 1,000 to 10,000).
 
-Prints each arm's median time, the ratios, and the adjoint's scratch per trajectory (the
-recorded steps: allocated, and the rows the longest trajectory used).
+Prints each arm's median time (the gradient's also split into its recording solve and its
+backward pass), the ratios, and the adjoint's scratch per trajectory (the recorded steps:
+allocated, and the rows the longest trajectory used).
 
 Usage: ``python benchmarks/gradient_ensemble.py [--n 10000] [--rounds 3] [--jax]``.
 
@@ -97,9 +100,11 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--jax", action="store_true")
-    parser.add_argument("--jax-n", type=int, default=200)
+    parser.add_argument("--jax-n", type=int, default=None,
+                        help="diffrax's trajectories (default: all of --n)")
     opts = parser.parse_args()
     n = opts.n
+    opts.jax_n = n if opts.jax_n is None else opts.jax_n
     u0 = np.random.default_rng(1).uniform(-1.0, 1.0, (STATES, n))
     data = eagle.ode.solve(oscillators, u0, (0.0, 10.0), rtol=1e-10, atol=1e-10,
                            saveat=SAVES).saved
@@ -109,11 +114,15 @@ def main() -> None:
     def forward():
         return eagle.ode.solve(neural, u0, (0.0, 10.0), p=w, **kw)
 
+    backward_times = []
+
     def gradient():
         sol = eagle.ode.solve(neural, u0, (0.0, 10.0), p=w, adjoint=True, **kw)
         residual = sol.saved - data
         loss = float(np.mean(residual**2))
-        return loss, sol.vjp(dsaved=2.0 * residual / residual.size), sol
+        elapsed, grads = _timed(lambda: sol.vjp(dsaved=2.0 * residual / residual.size))
+        backward_times.append(elapsed)
+        return loss, grads, sol
 
     def sensitivity():
         return eagle.ode.solve(neural_tabled, u0, (0.0, 10.0), p=0.0, tables=(w,),
@@ -125,10 +134,12 @@ def main() -> None:
     times = {name: [] for name in arms}
     for call in arms.values():  # compile, untimed
         call()
+    backward_times.clear()
     for _ in range(opts.rounds):
         for name, call in arms.items():
             times[name].append(_timed(call)[0])
     median = {name: statistics.median(v) for name, v in times.items()}
+    backward = statistics.median(backward_times)
     loss, grads, sol = gradient()
     columns = w.size
     per_column = max(median["sensitivity"] - median["forward"], 0.0) / STATES
@@ -137,7 +148,8 @@ def main() -> None:
           f"loss {loss:.6g}, |grad| {np.linalg.norm(grads.p):.6g}")
     print(f"forward solve       {median['forward']:.3f} s")
     print(f"gradient (fwd+vjp)  {median['gradient']:.3f} s  = "
-          f"{median['gradient'] / median['forward']:.2f}x the forward solve (target <= 4x)")
+          f"{median['gradient'] / median['forward']:.2f}x the forward solve (target <= 4x); "
+          f"of it the backward pass (vjp) {backward:.3f} s")
     print(f"sensitivity u0 (4)  {median['sensitivity']:.3f} s; sensitivity='p' for "
           f"{columns} columns, extrapolated: {extrapolated:.1f} s = "
           f"{extrapolated / median['gradient']:.1f}x the gradient (target >= 10x)")
@@ -151,9 +163,10 @@ def main() -> None:
               f"{np.abs(ours - theirs).max() / np.abs(theirs).max():.1e} (the steps differ: "
               f"the tolerance's scale)")
         scaled = median["diffrax"] * n / opts.jax_n
+        how = "" if few == n else f", {scaled:.2f} s scaled to {n} (linearly: flattering)"
         print(f"diffrax jax.grad    {median['diffrax']:.3f} s on {opts.jax_n} "
-              f"trajectories, {scaled:.2f} s scaled to {n} = "
-              f"{scaled / median['gradient']:.1f}x the gradient (target >= 10x)")
+              f"trajectories{how} = {scaled / median['gradient']:.1f}x the gradient "
+              f"(target >= 10x)")
     scratch = sum(sol.arrays[k].nbytes for k in ("steps_u", "steps_t", "steps_h")) / n
     used = int(sol.accepted.max()) * (STATES + 2) * 8
     print(f"adjoint scratch per trajectory: {scratch / 1024:.0f} KiB allocated "
