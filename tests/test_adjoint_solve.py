@@ -509,7 +509,8 @@ def test_the_adjoint_kernels_equal_the_reference_on_every_backend(target):  # no
                           saveat=(0.0, 0.5, 6), adjoint=True, adjoint_steps=64)
     a, record = sol.arrays, sol.adjoint
     dsaved = np.random.default_rng(6).normal(size=sol.saved.shape)
-    backward = backward_kernel(record.f, record.state, record.params, method="tsit5")
+    backward = backward_kernel(record.f, record.state, record.params, method="tsit5",
+                               saveat=True)
     bindings = dict(p=p, steps_u=a["steps_u"], steps_t=a["steps_t"], steps_h=a["steps_h"],
                     dsaved=dsaved, save_first=a["save_first"], save_every=a["save_every"],
                     first_save=record.first_save.copy(), row=a["accepted"].copy(),

@@ -230,7 +230,7 @@ def vjp(solution, du=None, dsaved=None) -> Gradients:
     mu = xp.zeros(mu_shape, dtype=u.dtype)
     back = backward_kernel(record.f, record.state, record.params, tables=record.table_dims,
                            method=record.method, event=record.event,
-                           saveat=record.saving if record.first_save is not None else True)
+                           saveat=record.saving if dsaved is not None else False)
     row = xp.array(arrays["accepted"], dtype=np.int64, copy=True)
     if record.first_save is None:
         first_save, saves = xp.zeros(n, dtype=np.int64), xp.zeros(n, dtype=np.int64)

@@ -323,7 +323,7 @@ def _step_saves(dsaved, sample, width, first_step, t, h, t_new, saves, first_sav
 @functools.cache
 def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str = "dopri5",
                     saves_per_step: int = 4, event: Func | None = None,
-                    saveat=True) -> hawk.Kernel:
+                    saveat=False) -> hawk.Kernel:
     """The kernel that walks a sample's recorded steps backward: each eagle step takes row
     ``row - 1``, sets ``lam`` to ``lam^T dPhi/du`` there (plus the cotangents of the states
     the step saved, through the interpolant) and adds the same in ``p`` to ``mu``; the
@@ -337,8 +337,9 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
         method: the adaptive method the forward solve took.
         saves_per_step: the forward kernel's.
         saveat: how the forward kernel read its recorded times (``True``: the grid;
-            ``"times"``, ``"sample_times"``: a table bound as ``save_every``); ``True``
-            without recorded times (nothing is read then).
+            ``"times"``, ``"sample_times"``: a table bound as ``save_every``), for their
+            cotangents ``dsaved``; False without them (no interpolant is differentiated then,
+            and what only it reads, such as an FSAL method's last stage, is not computed).
         event: the forward kernel's terminal event, or None: then the last step of a sample
             whose ``status`` is ``STATUS_EVENT`` ends at ``theta_end`` of it, a point that
             moves with ``u`` and ``p`` (``event_multiplier``).
@@ -355,7 +356,7 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
     _check_func("f", f)
     _check_types(state, params)
     has_event = event is not None
-    objective = step_objective(method, saves_per_step, has_event)
+    objective = step_objective(method, saves_per_step if saveat else 0, has_event)
     multiplier = event_multiplier(method)
     T0, T1, T2 = _table_types(tables)
     model = _with_tables(f, len(tables))
@@ -363,7 +364,7 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
     State, Gradient = state, gradient_type(params)
     width = 1 if state.role is Role.SCALAR and state.width == 1 else state.width
     Rows = Table[2] if width == 1 else Table[3]
-    count = saves_per_step
+    count = saves_per_step if saveat else 0
     save_time, SaveTimes = _save_times(saveat)
 
     def backward(p: params, steps_u: Rows, steps_t: Table[2], steps_h: Table[2],
