@@ -153,6 +153,8 @@ def main() -> None:
     print(f"sensitivity u0 (4)  {median['sensitivity']:.3f} s; sensitivity='p' for "
           f"{columns} columns, extrapolated: {extrapolated:.1f} s = "
           f"{extrapolated / median['gradient']:.1f}x the gradient (target >= 10x)")
+    for name, values in times.items():  # on a shared machine the spread says how loaded
+        print(f"  {name:<12} rounds: {', '.join(f'{v:.3f}' for v in values)} s")
     if "diffrax" in median:
         few = opts.jax_n  # the same loss on diffrax's trajectories, both ways
         sub = eagle.ode.solve(neural, u0[:, :few], (0.0, 10.0), p=w, adjoint=True, **kw)
