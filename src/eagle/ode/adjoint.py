@@ -177,9 +177,9 @@ def check_budget(arrays: dict, steps: int, xp) -> None:
     if count:
         first = int(xp.argmax(short))
         states = arrays["u"].shape[0] if arrays["u"].ndim == 2 else 1
-        start = arrays["steps_t"][0]  # each sample's t0: its first step's start
-        covered = (arrays["t"] - start) / (arrays["t_end"] - start)
-        least = float(xp.min(xp.where(short, covered, 1.0)))
+        which = xp.flatnonzero(short)
+        start = arrays["steps_t"][0, which]  # their t0: the first step's start
+        least = float(((arrays["t"][which] - start) / (arrays["t_end"][which] - start)).min())
         would_do = math.ceil(steps / least) if least > 0 else None
         rate = f" (about {would_do} would do at the rate they went)" if would_do else ""
         raise ValueError(
