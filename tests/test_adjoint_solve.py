@@ -419,6 +419,25 @@ def test_a_bad_cotangent_and_a_solution_without_steps_are_refused_by_name():
         plain.vjp(np.ones(3))
 
 
+@pytest.mark.parametrize("options, least", [(dict(max_step=0.5), 20),
+                                             (dict(saveat=(0.0, 10.0, 41)), 11)])
+def test_a_budget_that_max_step_or_saveat_exceed_is_refused_before_the_run(monkeypatch,
+                                                                           options, least):
+    """20 steps at least for a span of 10 in steps of at most 0.5; 11 for 41 recorded times
+    (a step passes at most 4): refused naming adjoint_steps before anything is compiled."""
+    import eagle.ode.solver
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("the solve ran")
+
+    monkeypatch.setattr(eagle.ode.solver, "deploy", no_run)
+    monkeypatch.setattr(eagle.ode.solver, "simulate", no_run)
+    with pytest.raises(ValueError, match=rf"adjoint_steps=5: sample 0 must take at least "
+                                         rf"{least} accepted steps"):
+        eagle.ode.solve(decay, np.ones(2), (0.0, 10.0), p=0.5, adjoint=True, adjoint_steps=5,
+                        **options)
+
+
 def test_a_sample_that_needs_more_steps_than_adjoint_steps_is_refused_by_name():
     """Found after the run (the steps are the error control's), saying about how many rows
     would do; what was passed in is untouched, and that many rows then suffice here."""

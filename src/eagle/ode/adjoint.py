@@ -29,13 +29,19 @@ from typing import NamedTuple
 import numpy as np
 
 from hawk import ode as hawk_ode
-from hawk.ode.adjoint import ADJOINT_METHODS, backward_kernel, gradient_type, recording_kernel
+from hawk.ode.adjoint import (
+    ADJOINT_METHODS,
+    SAVES_PER_STEP,
+    backward_kernel,
+    gradient_type,
+    recording_kernel,
+)
 
 from ..runner import until_done
 from . import arguments as args
 
-__all__ = ["Record", "Gradients", "check", "scratch", "kernel", "check_budget", "vjp",
-           "DEFAULT_STEPS"]
+__all__ = ["Record", "Gradients", "check", "scratch", "kernel", "check_least_steps",
+           "check_budget", "vjp", "DEFAULT_STEPS"]
 
 #: the accepted steps kept per sample unless ``adjoint_steps=`` says otherwise
 DEFAULT_STEPS = 1024
@@ -161,6 +167,25 @@ PARAMETERS = ("p", "t_end", "rtol", "atol", "max_step", "budget", "u", "k1", "t"
               "accepted", "rejected", "status", "steps_u", "steps_t", "steps_h",
               "save_first", "save_every", "save_count", "saves", "saved", "events",
               "theta_end")
+
+
+def check_least_steps(steps: int, xp, t, t_end, max_step, saves_ahead) -> None:
+    """``ValueError`` naming ``adjoint_steps``, before the run, where a sample must take more
+    accepted steps than ``steps`` whatever the error control does: its span over ``max_step``
+    (rounded up), or its recorded times ahead (``saves_ahead``, None without ``saveat``) over
+    the most one step passes (``SAVES_PER_STEP``, rounded up), for samples that run to their
+    end (without a terminal event)."""
+    least = xp.ceil((t_end - t) / max_step)  # 0 for an unbounded step
+    if saves_ahead is not None:
+        least = xp.maximum(least, -(-saves_ahead // SAVES_PER_STEP))
+    over = least > steps
+    if bool(over.any()):
+        first = int(xp.argmax(over))
+        raise ValueError(
+            f"adjoint_steps={steps}: sample {first} must take at least {int(least[first])} "
+            f"accepted steps (its span over max_step, or its saveat times {SAVES_PER_STEP} "
+            f"to a step), and {int(over.sum())} of {over.size} samples more than "
+            f"adjoint_steps; raise it to {int(least.max())} or more")
 
 
 def check_budget(arrays: dict, steps: int, xp) -> None:

@@ -547,6 +547,10 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
         atol = arguments.per_sample("atol", atol, xp, n, dtype, positive=True)
         max_step = arguments.per_sample("max_step", max_step, xp, n, dtype, positive=True,
                                    infinite=True)
+        if adjoint and event is None:  # known before the run: the fewest steps max_step and
+            # saveat force on a sample that runs to t_end (a terminal event may end it sooner)
+            adjoints.check_least_steps(adjoint_steps, xp, t, t_end, max_step,
+                                       save_count - first_save if saveat is not None else None)
         stop_first, stop_every = 0.0, 1.0
         if on_stop is not None and tstops is None:
             raise ValueError("on_stop needs tstops=(first, every): the times it is applied at")

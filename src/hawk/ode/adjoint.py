@@ -54,9 +54,12 @@ from .kernels import (
 )
 from .methods import METHODS
 
-__all__ = ["ADJOINT_METHODS", "recording_kernel", "backward_kernel", "step_map",
+__all__ = ["ADJOINT_METHODS", "SAVES_PER_STEP", "recording_kernel", "backward_kernel", "step_map",
            "step_objective", "gradient_type"]
 
+#: the most recorded times one step of the recording kernel passes (its ``saves_per_step``
+#: default): a step is shortened to end at the last of them
+SAVES_PER_STEP = 4
 #: the methods the adjoint takes: every adaptive one (the Rosenbrock methods' Jacobian and
 #: linear solves differentiated through ``hawk.jacobian`` and ``hawk.solve``'s algorithm)
 ADJOINT_METHODS = tuple(name for name, m in METHODS.items() if m.adaptive)
@@ -70,7 +73,7 @@ def _check_method(method: str) -> None:
 
 @functools.cache
 def recording_kernel(f: Func, state, params, *, tables: tuple = (), method: str = "dopri5",
-                     saveat=False, saves_per_step: int = 4, event: Func | None = None,
+                     saveat=False, saves_per_step: int = SAVES_PER_STEP, event: Func | None = None,
                      direction: int = -1, event_tol: float = 1e-12,
                      event_iterations: int = 12, event_samples: int = 4) -> hawk.Kernel:
     """The adaptive ensemble kernel of ``u' = f(u, t, p)`` (``dopri5_kernel``'s parameters,
@@ -322,7 +325,7 @@ def _step_saves(dsaved, sample, width, first_step, t, h, t_new, saves, first_sav
 
 @functools.cache
 def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str = "dopri5",
-                    saves_per_step: int = 4, event: Func | None = None,
+                    saves_per_step: int = SAVES_PER_STEP, event: Func | None = None,
                     saveat=False) -> hawk.Kernel:
     """The kernel that walks a sample's recorded steps backward: each eagle step takes row
     ``row - 1``, sets ``lam`` to ``lam^T dPhi/du`` there (plus the cotangents of the states
