@@ -403,9 +403,10 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             The end state is the plain solve's, bit for bit.
         adjoint_steps: with ``adjoint``, the accepted steps kept per sample (default 1024; each
             costs ``(k + 2) * 8`` bytes per sample in float64); a sample that needs more is
-            refused by this name after the forward run (the steps are the error control's
-            choice: it cannot be known before), the message saying about how many would do;
-            nothing passed in has been written then.
+            refused by this name: before the run where ``max_step`` or ``saveat`` force more
+            steps than that, else after the forward run (the steps are the error control's
+            choice), the message saying about how many would do; nothing passed in has been
+            written then.
 
     Returns a ``Solution``. Samples still running at ``max_steps`` are reported there
     (``status == 0``) with an ``eagle.TruncationWarning``.
