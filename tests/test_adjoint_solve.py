@@ -360,6 +360,13 @@ def test_a_number_per_sample_and_a_shared_one_as_arguments_have_their_exact_grad
     one = eagle.ode.solve(decay, u0, (0.0, 2.0), args=(0.5,), **kw).vjp(np.ones(n))
     assert isinstance(one.args[0], float)
     np.testing.assert_allclose(one.args[0], (-2.0 * u0 * np.exp(-1.0)).sum(), rtol=1e-8)
+    data = np.zeros((1, n))  # loss sum(u(2)**2): its gradient 2 u(2) du/dp, by args too
+    loss, grads = eagle.ode.loss_and_grad(decay, u0, (0.0, 2.0), None, data,
+                                          saveat=(2.0, 2.0, 1), args=(p,), rtol=1e-10,
+                                          atol=1e-12)
+    u_end = u0 * np.exp(-2.0 * p)
+    np.testing.assert_allclose(loss, (u_end**2).sum(), rtol=1e-8)
+    np.testing.assert_allclose(grads[0], 2.0 * u_end * -2.0 * u_end, rtol=1e-8)
 
 
 @hawk.func
