@@ -113,7 +113,8 @@ class Solution:
         fixed: the step-size controller's dependence on ``p`` and ``u0`` is left out, as
         discrete adjoints with fixed accepted steps do (it is of the order of the
         tolerances). For a ``p`` shared by every sample the per-sample cotangents are summed
-        over the samples left to right, the same bit for bit on every run.
+        over the samples left to right, the same bit for bit on every run. For a solve given
+        ``args=``, ``Gradients.args`` holds one cotangent per argument (``p`` is None).
 
         Args:
             du: the cotangent of ``Solution.u`` (say ``dL/du`` of a loss), a NumPy or CuPy
