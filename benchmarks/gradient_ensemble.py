@@ -20,8 +20,9 @@ untimed first call (compile):
 - ``diffrax`` (``--jax``): ``jax.grad`` of the same loss through ``diffrax.diffeqsolve``
   (Tsit5, same tolerances, ``RecursiveCheckpointAdjoint``) under ``jit(vmap)``, on this
   machine's CPU, on ``--jax-n`` trajectories (default: all ``n``; fewer are scaled to ``n``
-  linearly in the printout, which flatters diffrax: its ``vmap``'d loop runs every lane until
-  the slowest is done, and its time per trajectory grew about 3x from 1,000 to 10,000).
+  linearly in the printout, which flatters diffrax a little: its ``vmap``'d loop runs every
+  lane until the slowest is done, and its CPU time per trajectory grew about 1.2x from 1,000
+  to 10,000 trajectories here).
 
 Prints each arm's median time (the gradient's also split into its recording solve and its
 backward pass), the ratios, and the adjoint's scratch per trajectory (the recorded steps:
@@ -29,13 +30,20 @@ allocated, and the rows the longest trajectory used).
 
 Usage: ``python benchmarks/gradient_ensemble.py [--n 10000] [--rounds 3] [--jax]``.
 
-Measured on the development machine's CPU (2 shared cores, 2026-12-04), ``--n 10000 --rounds 5
---jax --jax-n 1000``: forward solve 0.25 s; gradient 0.73 s (2.9x the forward solve; target at
-most 4x); ``sensitivity="p"`` extrapolated to 10.9 s (15x the gradient; target at least 10x);
-diffrax ``jax.grad`` 0.16 s on 1,000 trajectories, 1.6 s scaled to 10,000 (2.2x the gradient:
-the 10x target is not met); eagle's and diffrax's gradients 1.6e-6 apart (relative, at rtol
-1e-6); adjoint scratch 48 KiB per trajectory allocated (``np.empty``: untouched rows cost no
-memory) and 0.9 KiB used (19 accepted steps). No GPU was available to this work.
+Measured on the development machine's CPU (2 cores shared with other work), ``--n 10000
+--rounds 5 --jax`` (diffrax on all 10,000 trajectories, its peak resident memory 1.5 GiB),
+2026-12-05 at load 6 to 19: forward solve 0.51 s; gradient 1.53 s (3.0x the forward solve;
+target at most 4x), of it the backward pass 1.01 s; ``sensitivity="p"`` extrapolated to 23.5 s
+(15x the gradient; target at least 10x); diffrax ``jax.grad`` 3.9 s (2.6x the gradient, round
+by round 1.9x to 2.8x; in CPU time, measured apart, 2.05 s against 0.80 to 0.92 s: 2.2x to 2.6x):
+the 10x target is not met. At load 0.5 (2026-12-04) the forward solve took 0.24 s and the
+gradient 0.79 s. Where the time goes: the network's ``tanh`` (the C library's, called per
+component, as every eagle backend computes it bit for bit) is about three quarters of the
+forward solve (0.25 s against 0.06 s with a ``x / (1 + |x|)`` in its place); the backward pass
+recomputes each step's seven stages (112 ``tanh`` a step) and sweeps them in reverse (about 2.3
+times the stages' arithmetic). eagle's and diffrax's gradients are 1.6e-6 apart (relative, at
+rtol 1e-6); adjoint scratch 48 KiB per trajectory allocated (``np.empty``: untouched rows cost
+no memory) and 0.9 KiB used (19 accepted steps). No GPU was available to this work.
 """
 
 from __future__ import annotations
