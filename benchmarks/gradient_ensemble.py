@@ -31,7 +31,8 @@ allocated, and the rows the longest trajectory used).
 Usage: ``python benchmarks/gradient_ensemble.py [--n 10000] [--rounds 3] [--jax]``.
 
 Measured on the development machine's CPU (2 cores shared with other work), ``--n 10000
---rounds 5 --jax`` (diffrax on all 10,000 trajectories, its peak resident memory 1.5 GiB),
+--rounds 5 --jax`` (diffrax on all 10,000 trajectories: a process running it alone peaked at
+1.5 GiB resident),
 2026-12-05 at load 6 to 19: forward solve 0.51 s; gradient 1.53 s (3.0x the forward solve;
 target at most 4x), of it the backward pass 1.01 s; ``sensitivity="p"`` extrapolated to 23.5 s
 (15x the gradient; target at least 10x); diffrax ``jax.grad`` 3.9 s (2.6x the gradient, round
