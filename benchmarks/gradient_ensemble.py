@@ -30,20 +30,21 @@ allocated, and the rows the longest trajectory used).
 
 Usage: ``python benchmarks/gradient_ensemble.py [--n 10000] [--rounds 3] [--jax]``.
 
-Measured on the development machine's CPU (2 cores shared with other work), ``--n 10000
---rounds 5 --jax`` (diffrax on all 10,000 trajectories: a process running it alone peaked at
-1.5 GiB resident), 2026-12-05 at load 6 to 19: forward solve 0.51 s; gradient 1.53 s (3.0x the forward solve;
-target at most 4x), of it the backward pass 1.01 s; ``sensitivity="p"`` extrapolated to 23.5 s
-(15x the gradient; target at least 10x); diffrax ``jax.grad`` 3.9 s (2.6x the gradient, round
-by round 1.9x to 2.8x; in CPU time, measured apart, 2.05 s against 0.80 to 0.92 s: 2.2x to 2.6x):
-the 10x target is not met. At load 0.6 (the same day, without ``--jax``) the forward solve
-took 0.24 s and the gradient 0.79 s. Where the time goes: the network's ``tanh`` (the C
+Measured on the development machine's CPU (2 cores shared with other work), ``--n 10000 --rounds
+5 --jax`` (diffrax on all 10,000 trajectories: a process running it alone peaked at 1.5 GiB
+resident), 2026-12-05 at load 6 to 19: forward solve 0.51 s; gradient 1.53 s (3.0x the forward
+solve; target at most 4x), of it the backward pass 1.01 s; ``sensitivity="p"`` extrapolated to
+23.5 s (15x the gradient; target at least 10x); diffrax ``jax.grad`` 3.9 s (2.6x the gradient,
+round by round 1.9x to 2.8x; in CPU time, measured apart, 2.05 s against 0.80 to 0.92 s: 2.2x to
+2.6x): the 10x target is not met. At load 0.6 (the same day, without ``--jax``) the forward
+solve took 0.24 s and the gradient 0.79 s. Where the time goes: the network's ``tanh`` (the C
 library's, called per component, as every eagle backend computes it bit for bit) is about three
 quarters of the forward solve (0.25 s against 0.06 s with ``x / (1 + |x|)`` in its place); the
 backward pass recomputes each step's seven stages (112 ``tanh`` a step: 0.22 s of its 0.46 s)
-and sweeps them in reverse (the other 0.24 s, four times the forward's arithmetic). eagle's and diffrax's gradients are 1.6e-6 apart (relative, at
-rtol 1e-6); adjoint scratch 48 KiB per trajectory allocated (``np.empty``: untouched rows cost
-no memory) and 0.9 KiB used (19 accepted steps). No GPU was available to this work.
+and sweeps them in reverse (the other 0.24 s, four times the forward's arithmetic). eagle's and
+diffrax's gradients are 1.6e-6 apart (relative, at rtol 1e-6); adjoint scratch 48 KiB per
+trajectory allocated (``np.empty``: untouched rows cost no memory) and 0.9 KiB used (19 accepted
+steps). No GPU was available to this work.
 """
 
 from __future__ import annotations
