@@ -197,6 +197,22 @@ def test_lorenz_gradient_matches_forward_sensitivities_contracted():
     assert np.abs(g.u0 - expected_u0).max() < 1e-8 * np.abs(expected_u0).max()
 
 
+@hawk.func
+def pendulum(u, t, p):
+    return hawk.vec2(u[1], -p[0] * math.sin(u[0]) - p[1] * u[1])
+
+
+@pytest.mark.parametrize("saveat, calls", [(True, 7), (False, 6)])
+def test_a_backward_step_recomputes_each_stage_once(saveat, calls):
+    """One ``hawk.grad`` in ``(u, p)`` per backward step: tsit5's seven stages, each one
+    ``sin`` of the state, computed once for both cotangents (two sweeps, one in ``u`` and one
+    in ``p``, left 12 in this kernel); without saved states' cotangents the last stage, read
+    only by the interpolant, is not computed at all."""
+    kernel = backward_kernel(pendulum, hawk.Vec2, Vector[2], method="tsit5", saveat=saveat)
+    program = kernel.specialize({})
+    assert sum(op.kind.name == "CALL" and op.attr == "sin" for op in program.ops) == calls
+
+
 def _replay(f, method: str, state, width: int):
     """A kernel that takes the recorded steps again from ``u`` (its own ``p``): the computed
     solution's step map with the steps held fixed, for finite differences."""
