@@ -19,20 +19,32 @@ untimed first call (compile):
   columns' share of the time, times 40) and printed as such;
 - ``diffrax`` (``--jax``): ``jax.grad`` of the same loss through ``diffrax.diffeqsolve``
   (Tsit5, same tolerances, ``RecursiveCheckpointAdjoint``) under ``jit(vmap)``, on this
-  machine's CPU, on ``--jax-n`` trajectories (scaled to ``n`` linearly in the printout).
+  machine's CPU, on ``--jax-n`` trajectories (default: all ``n``; fewer are scaled to ``n``
+  linearly in the printout, which flatters diffrax a little: its ``vmap``'d loop runs every
+  lane until the slowest is done, and its CPU time per trajectory grew about 1.2x from 1,000
+  to 10,000 trajectories here).
 
-Prints each arm's median time, the ratios, and the adjoint's scratch per trajectory (the
-recorded steps: allocated, and the rows the longest trajectory used).
+Prints each arm's median time (the gradient's also split into its recording solve and its
+backward pass), the ratios, and the adjoint's scratch per trajectory (the recorded steps:
+allocated, and the rows the longest trajectory used).
 
 Usage: ``python benchmarks/gradient_ensemble.py [--n 10000] [--rounds 3] [--jax]``.
 
-Measured on the development machine's CPU (2 shared cores, 2026-12-04), ``--n 10000 --rounds 5
---jax --jax-n 1000``: forward solve 0.25 s; gradient 0.73 s (2.9x the forward solve; target at
-most 4x); ``sensitivity="p"`` extrapolated to 10.9 s (15x the gradient; target at least 10x);
-diffrax ``jax.grad`` 0.16 s on 1,000 trajectories, 1.6 s scaled to 10,000 (2.2x the gradient:
-the 10x target is not met); eagle's and diffrax's gradients 1.6e-6 apart (relative, at rtol
-1e-6); adjoint scratch 48 KiB per trajectory allocated (``np.empty``: untouched rows cost no
-memory) and 0.9 KiB used (19 accepted steps). No GPU was available to this work.
+Measured on the development machine's CPU (2 cores shared with other work), ``--n 10000 --rounds
+5 --jax`` (diffrax on all 10,000 trajectories: a process running it alone peaked at 1.5 GiB
+resident), 2026-12-05 at load 6 to 19: forward solve 0.51 s; gradient 1.53 s (3.0x the forward
+solve; target at most 4x), of it the backward pass 1.01 s; ``sensitivity="p"`` extrapolated to
+23.5 s (15x the gradient; target at least 10x); diffrax ``jax.grad`` 3.9 s (2.6x the gradient,
+round by round 1.9x to 2.8x; in CPU time, measured apart, 2.05 s against 0.80 to 0.92 s: 2.2x to
+2.6x): the 10x target is not met. At load 0.6 (the same day, without ``--jax``) the forward
+solve took 0.24 s and the gradient 0.79 s. Where the time goes: the network's ``tanh`` (the C
+library's, called per component, as every eagle backend computes it bit for bit) is about three
+quarters of the forward solve (0.25 s against 0.06 s with ``x / (1 + |x|)`` in its place); the
+backward pass recomputes each step's seven stages (112 ``tanh`` a step: 0.22 s of its 0.46 s)
+and sweeps them in reverse (the other 0.24 s, four times the forward's arithmetic). eagle's and
+diffrax's gradients are 1.6e-6 apart (relative, at rtol 1e-6); adjoint scratch 48 KiB per
+trajectory allocated (``np.empty``: untouched rows cost no memory) and 0.9 KiB used (19 accepted
+steps). No GPU was available to this work.
 """
 
 from __future__ import annotations
@@ -97,9 +109,11 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--jax", action="store_true")
-    parser.add_argument("--jax-n", type=int, default=200)
+    parser.add_argument("--jax-n", type=int, default=None,
+                        help="diffrax's trajectories (default: all of --n)")
     opts = parser.parse_args()
     n = opts.n
+    opts.jax_n = n if opts.jax_n is None else opts.jax_n
     u0 = np.random.default_rng(1).uniform(-1.0, 1.0, (STATES, n))
     data = eagle.ode.solve(oscillators, u0, (0.0, 10.0), rtol=1e-10, atol=1e-10,
                            saveat=SAVES).saved
@@ -109,11 +123,15 @@ def main() -> None:
     def forward():
         return eagle.ode.solve(neural, u0, (0.0, 10.0), p=w, **kw)
 
+    backward_times = []
+
     def gradient():
         sol = eagle.ode.solve(neural, u0, (0.0, 10.0), p=w, adjoint=True, **kw)
         residual = sol.saved - data
         loss = float(np.mean(residual**2))
-        return loss, sol.vjp(dsaved=2.0 * residual / residual.size), sol
+        elapsed, grads = _timed(lambda: sol.vjp(dsaved=2.0 * residual / residual.size))
+        backward_times.append(elapsed)
+        return loss, grads, sol
 
     def sensitivity():
         return eagle.ode.solve(neural_tabled, u0, (0.0, 10.0), p=0.0, tables=(w,),
@@ -125,10 +143,12 @@ def main() -> None:
     times = {name: [] for name in arms}
     for call in arms.values():  # compile, untimed
         call()
+    backward_times.clear()
     for _ in range(opts.rounds):
         for name, call in arms.items():
             times[name].append(_timed(call)[0])
     median = {name: statistics.median(v) for name, v in times.items()}
+    backward = statistics.median(backward_times)
     loss, grads, sol = gradient()
     columns = w.size
     per_column = max(median["sensitivity"] - median["forward"], 0.0) / STATES
@@ -137,10 +157,13 @@ def main() -> None:
           f"loss {loss:.6g}, |grad| {np.linalg.norm(grads.p):.6g}")
     print(f"forward solve       {median['forward']:.3f} s")
     print(f"gradient (fwd+vjp)  {median['gradient']:.3f} s  = "
-          f"{median['gradient'] / median['forward']:.2f}x the forward solve (target <= 4x)")
+          f"{median['gradient'] / median['forward']:.2f}x the forward solve (target <= 4x); "
+          f"of it the backward pass (vjp) {backward:.3f} s")
     print(f"sensitivity u0 (4)  {median['sensitivity']:.3f} s; sensitivity='p' for "
           f"{columns} columns, extrapolated: {extrapolated:.1f} s = "
           f"{extrapolated / median['gradient']:.1f}x the gradient (target >= 10x)")
+    for name, values in times.items():  # on a shared machine the spread says how loaded
+        print(f"  {name:<12} rounds: {', '.join(f'{v:.3f}' for v in values)} s")
     if "diffrax" in median:
         few = opts.jax_n  # the same loss on diffrax's trajectories, both ways
         sub = eagle.ode.solve(neural, u0[:, :few], (0.0, 10.0), p=w, adjoint=True, **kw)
@@ -151,9 +174,10 @@ def main() -> None:
               f"{np.abs(ours - theirs).max() / np.abs(theirs).max():.1e} (the steps differ: "
               f"the tolerance's scale)")
         scaled = median["diffrax"] * n / opts.jax_n
+        how = "" if few == n else f", {scaled:.2f} s scaled to {n} (linearly: flattering)"
         print(f"diffrax jax.grad    {median['diffrax']:.3f} s on {opts.jax_n} "
-              f"trajectories, {scaled:.2f} s scaled to {n} = "
-              f"{scaled / median['gradient']:.1f}x the gradient (target >= 10x)")
+              f"trajectories{how} = {scaled / median['gradient']:.1f}x the gradient "
+              f"(target >= 10x)")
     scratch = sum(sol.arrays[k].nbytes for k in ("steps_u", "steps_t", "steps_h")) / n
     used = int(sol.accepted.max()) * (STATES + 2) * 8
     print(f"adjoint scratch per trajectory: {scratch / 1024:.0f} KiB allocated "

@@ -154,7 +154,70 @@ def test_reverse_kernels_equal_the_reference_on_every_backend(reverse, target): 
                              target.target.exact_math, rtol=1e-13)
 
 
+TUPLE_SOURCE = """\
+import hawk
+from hawk import Out, Scalar, Terminated, Vec3
+
+
+@hawk.func
+def weighted(ups, ct):
+    u, p, s = ups[0], ups[1], ups[2]
+    f = hawk.vec3(p[0] * (u[1] - u[0]), u[0] * (p[1] - u[2]) - u[1], u[0] * u[1] - p[2] * u[2])
+    return hawk.total(ct * f) + s * s * u[0]
+
+
+@hawk.func
+def in_u(u, p, s, ct):
+    return weighted((u, p, s), ct)
+
+
+@hawk.func
+def in_p(p, u, s, ct):
+    return weighted((u, p, s), ct)
+
+
+@hawk.func
+def in_s(s, u, p, ct):
+    return weighted((u, p, s), ct)
+
+
+@hawk.kernel
+def several(u: Vec3, p: Vec3, s: Scalar, ct: Vec3, terminated: Terminated, u_bar: Out[Vec3],
+            p_bar: Out[Vec3], s_bar: Out[Scalar], u_one: Out[Vec3], p_one: Out[Vec3],
+            s_one: Out[Scalar], value: Out[Scalar], u_vjp: Out[Vec3], s_vjp: Out[Scalar]):
+    u_bar, p_bar, s_bar = hawk.grad(weighted, (u, p, s), ct)
+    u_one = hawk.grad(in_u, u, p, s, ct)
+    p_one = hawk.grad(in_p, p, u, s, ct)
+    s_one = hawk.grad(in_s, s, u, p, ct)
+    value, bars = hawk.vjp(weighted, (u, p, s), 2.0, ct)
+    u_vjp, s_vjp = bars[0], bars[2]
+    terminated = True
+"""
+
+
+def test_grad_in_a_tuple_gives_each_values_gradient_from_one_sweep(tmp_path):
+    """``hawk.grad(f, (u, p, s))``: the tuple of the gradients ``hawk.grad`` gives in ``u``,
+    ``p`` and ``s`` one at a time, bit for bit (the same cotangents, summed in the same
+    order); ``hawk.vjp`` in a tuple too."""
+    kernel = load_kernel(TUPLE_SOURCE, tmp_path, "several")
+    rng = np.random.default_rng(11)
+    n = 64
+    b = dict(u=rng.normal(size=(3, n)), p=rng.uniform(1, 3, (3, n)), s=rng.normal(size=n),
+             ct=rng.normal(size=(3, n)))
+    out = {name: np.zeros((3, n)) for name in ("u_bar", "p_bar", "u_one", "p_one", "u_vjp")}
+    out.update({name: np.zeros(n) for name in ("s_bar", "s_one", "value", "s_vjp")})
+    eagle.simulate(kernel, max_steps=1, **b, **out)
+    for name in ("u", "p", "s"):
+        np.testing.assert_array_equal(out[f"{name}_bar"], out[f"{name}_one"])
+    u, p, s = b["u"], b["p"], b["s"]
+    assert np.abs(out["s_bar"] - 2.0 * s * u[0]).max() < 1e-14 * np.abs(s * u[0]).max()
+    np.testing.assert_array_equal(out["u_vjp"], 2.0 * out["u_bar"])
+    np.testing.assert_array_equal(out["s_vjp"], 2.0 * out["s_bar"])
+
+
 @pytest.mark.parametrize("body, message", [
+    ("out = hawk.grad(scalar, ())", r"x is an empty tuple"),
+    ("out = hawk.grad(scalar, ((x, x), x))[1]", r"differentiates in a number, vector or matrix"),
     ("out = hawk.grad(vec, x)", r"grad takes an f returning a number"),
     ("out = hawk.vjp(scalar, x, hawk.vec2(1.0, 2.0))[1]", r"ct is Vec2 of float64, not shaped"),
     ("out = hawk.grad(3.0, x)", r"takes a @hawk.func as its first argument"),

@@ -26,8 +26,11 @@ from .derivatives import (
     CALL_RULES,
     RULES,
     _components,
+    _float_input,
+    _float_output,
     _Tangents,
     block_solve,
+    checked_call,
     parts,
     primal,
 )
@@ -47,7 +50,8 @@ def vjp(f, x, ct, *rest):
 
     Args:
         f: a ``@hawk.func``; its first argument is the one differentiated.
-        x: a float number, vector or matrix: where.
+        x: a float number, vector or matrix: where; or a tuple of them, passed to ``f`` as
+            one tuple, for the tuple of their cotangents from one sweep.
         ct: the cotangent of ``f``'s result, shaped as it.
         rest: ``f``'s other arguments, held constant.
     """
@@ -61,7 +65,8 @@ def grad(f, x, *rest):
 
     Args:
         f: a ``@hawk.func`` returning a float number; its first argument is differentiated.
-        x: a float number, vector or matrix: where.
+        x: a float number, vector or matrix: where; or a tuple of them, passed to ``f`` as
+            one tuple, for the tuple of their gradients from one sweep (``f`` computed once).
         rest: ``f``'s other arguments, held constant.
     """
     raise TypeError("hawk.grad() is understood inside a @hawk.kernel body (or a @hawk.func) "
@@ -158,11 +163,34 @@ def _block_cotangents(lowering, index: int, bars: dict[int, S], active: set[int]
             _accumulate(factors, i * n + m, T.neg(share), T)
 
 
+def _primal(lowering, name: str, args: list, node: ast.AST):
+    """``derivatives.primal`` for an ``x`` that may also be a tuple of numbers, vectors and
+    matrices (the gradient in several arguments from one sweep): ``(inputs, several, result,
+    outputs, start, end)``, ``inputs`` a list of ``(fresh components, value or None)``, one
+    per item of ``x`` (one for an ``x`` that is not a tuple, ``several`` False)."""
+    given = "ct" if name == "vjp" else None
+    if len(args) < 2 or not isinstance(args[1], tuple):
+        fresh, x_value, result, outputs, start, end = primal(lowering, name, args, node, given,
+                                                             FUNCTIONS[name])
+        return [(fresh, x_value)], False, result, outputs, start, end
+    f = checked_call(lowering, name, args, node, given, FUNCTIONS[name])
+    if not args[1]:
+        raise lowering.error(f"hawk.{name}(): x is an empty tuple; give the values to "
+                             "differentiate in", node)
+    start = len(lowering.ops)
+    inputs = [_float_input(lowering, item, name, node) for item in args[1]]
+    x = tuple(value if value is not None else fresh[0] for fresh, value in inputs)
+    result = lowering.inline_values(f.func, [x, *args[3 if given else 2:]], node)
+    outputs = _float_output(lowering, result, name, node)
+    return inputs, True, result, outputs, start, len(lowering.ops)
+
+
 def lower_call(lowering, name: str, args: list, node: ast.AST):
     """Lower ``hawk.vjp(f, x, ct, *rest)`` (the tuple ``(f(x, *rest), x_bar)``) or
-    ``hawk.grad(f, x, *rest)`` (``x_bar`` for ``ct = 1``, ``f`` returning a number)."""
-    fresh, x_value, result, outputs, start, end = primal(
-        lowering, name, args, node, "ct" if name == "vjp" else None, FUNCTIONS[name])
+    ``hawk.grad(f, x, *rest)`` (``x_bar`` for ``ct = 1``, ``f`` returning a number); for an
+    ``x`` that is a tuple of values, ``x_bar`` is the tuple of their cotangents, all from one
+    sweep (``f`` then takes the tuple as its first argument)."""
+    inputs, several, result, outputs, start, end = _primal(lowering, name, args, node)
     shape = result.shape if isinstance(result, V) else None
     dtype = lowering.dtype_of(outputs[0])
     if name == "grad":
@@ -182,8 +210,12 @@ def lower_call(lowering, name: str, args: list, node: ast.AST):
         if isinstance(out, S):
             seeds[out.id] = c if out.id not in seeds else \
                 _Tangents(lowering, dtype).add(seeds[out.id], c)
-    bars = cotangents(lowering, start, end, {v.id for v in fresh}, seeds)
-    zero = lowering.const(0.0, lowering.dtype_of(fresh[0]))
-    x_bar = [bars.get(v.id, zero) for v in fresh]
-    x_bar_value = V(tuple(x_bar), x_value.shape) if x_value is not None else x_bar[0]
+    bars = cotangents(lowering, start, end, {v.id for fresh, _ in inputs for v in fresh},
+                      seeds)
+    x_bars = []
+    for fresh, x_value in inputs:
+        zero = lowering.const(0.0, lowering.dtype_of(fresh[0]))
+        x_bar = [bars.get(v.id, zero) for v in fresh]
+        x_bars.append(V(tuple(x_bar), x_value.shape) if x_value is not None else x_bar[0])
+    x_bar_value = tuple(x_bars) if several else x_bars[0]
     return (result, x_bar_value) if name == "vjp" else x_bar_value

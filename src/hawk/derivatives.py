@@ -334,12 +334,11 @@ def _float_output(lowering, value, name: str, node: ast.AST) -> list:
     return comps
 
 
-def primal(lowering, name: str, args: list, node: ast.AST, given: str | None, counts: str):
-    """``f(x, *rest)`` of a derivative call ``hawk.<name>(f, x, [given,] *rest)`` inlined on a
-    fresh copy of ``x``: ``(fresh components of x, x as a value or None for a number, the
-    result, its float components, the first and one-past-last op of the primal)``; a
-    ``CompileError`` for the wrong count (``counts``), an ``f`` that is not a func, or a result
-    that has no derivative."""
+def checked_call(lowering, name: str, args: list, node: ast.AST, given: str | None,
+                 counts: str):
+    """The func ``f`` of a derivative call ``hawk.<name>(f, x, [given,] *rest)``, after a
+    ``CompileError`` for the wrong count of arguments (``counts``) or an ``f`` that is not a
+    func."""
     least = 3 if given else 2
     if len(args) < least:
         raise lowering.error(f"hawk.{name}() takes {counts} arguments (f, x"
@@ -349,6 +348,17 @@ def primal(lowering, name: str, args: list, node: ast.AST, given: str | None, co
     if not hasattr(f, "func"):
         raise lowering.error(f"hawk.{name}() takes a @hawk.func as its first argument, not "
                              f"{lowering.describe(f)}", node)
+    return f
+
+
+def primal(lowering, name: str, args: list, node: ast.AST, given: str | None, counts: str):
+    """``f(x, *rest)`` of a derivative call ``hawk.<name>(f, x, [given,] *rest)`` inlined on a
+    fresh copy of ``x``: ``(fresh components of x, x as a value or None for a number, the
+    result, its float components, the first and one-past-last op of the primal)``; a
+    ``CompileError`` for the wrong count (``counts``), an ``f`` that is not a func, or a result
+    that has no derivative."""
+    f = checked_call(lowering, name, args, node, given, counts)
+    least = 3 if given else 2
     start = len(lowering.ops)
     fresh, x_value = _float_input(lowering, args[1], name, node)
     x = x_value if x_value is not None else fresh[0]

@@ -22,19 +22,26 @@ Everything the adjoint cannot take is refused here by name, before anything is c
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
 from hawk import ode as hawk_ode
-from hawk.ode.adjoint import ADJOINT_METHODS, backward_kernel, gradient_type, recording_kernel
+from hawk.ode.adjoint import (
+    ADJOINT_METHODS,
+    SAVES_PER_STEP,
+    backward_kernel,
+    gradient_type,
+    recording_kernel,
+)
 
 from ..runner import until_done
 from . import arguments as args
 
-__all__ = ["Record", "Gradients", "check", "scratch", "kernel", "check_budget", "vjp",
-           "DEFAULT_STEPS"]
+__all__ = ["Record", "Gradients", "check", "scratch", "kernel", "check_least_steps",
+           "check_budget", "vjp", "DEFAULT_STEPS"]
 
 #: the accepted steps kept per sample unless ``adjoint_steps=`` says otherwise
 DEFAULT_STEPS = 1024
@@ -49,10 +56,14 @@ class Gradients(NamedTuple):
             ``(r, c)``), the per-sample cotangents summed over the samples left to right (on
             the host), so the sum is the same bit for bit on every run.
         u0: shaped as ``u0``.
+        args: for a solve given ``args=`` (then ``p`` is None), one cotangent per argument,
+            shaped as it: per sample with the samples as the last axis, or, for an argument
+            shared by every sample, summed over the samples as ``p`` is; None otherwise.
     """
 
     p: object
     u0: object
+    args: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -72,6 +83,11 @@ class Record:
         event: the terminal event (in the kernel's time), or None.
         direction: its direction.
         event_samples: the points a step is looked at for it (``solve``'s).
+        saving: how the kernels read the recorded times (``dopri5_kernel``'s ``saveat``:
+            True for the grid, ``"times"`` or ``"sample_times"`` for listed times).
+        arguments: with ``args=``, ``(layout, per_sample)``: the packed ``p``'s layout
+            (``model_args.pack``) and whether each argument has a value per sample; else
+            None.
     """
 
     f: object
@@ -86,6 +102,8 @@ class Record:
     event: object = None
     direction: int = -1
     event_samples: int = 4
+    saving: object = True
+    arguments: object = None
 
 
 def check(method: str, steps, refused: dict) -> int:
@@ -138,7 +156,8 @@ def scratch(xp, steps: int, shape: tuple, dtype) -> dict:
 def kernel(record: Record):
     """The recording forward kernel for ``record``'s model and method."""
     return recording_kernel(record.f, record.state, record.params, tables=record.table_dims,
-                            method=record.method, saveat=record.first_save is not None,
+                            method=record.method,
+                            saveat=record.saving if record.first_save is not None else False,
                             event=record.event, direction=record.direction,
                             event_samples=record.event_samples)
 
@@ -150,18 +169,48 @@ PARAMETERS = ("p", "t_end", "rtol", "atol", "max_step", "budget", "u", "k1", "t"
               "theta_end")
 
 
+def check_least_steps(steps: int, xp, t, t_end, max_step, saves_ahead) -> None:
+    """``ValueError`` naming ``adjoint_steps``, before the run, where a sample must take more
+    accepted steps than ``steps`` whatever the error control does: its span over ``max_step``
+    (rounded up), or its recorded times ahead (``saves_ahead``, None without ``saveat``) over
+    the most one step passes (``SAVES_PER_STEP``, rounded up), for samples that run to their
+    end (without a terminal event)."""
+    least = xp.ceil((t_end - t) / max_step)  # 0 for an unbounded step
+    if saves_ahead is not None:
+        least = xp.maximum(least, -(-saves_ahead // SAVES_PER_STEP))
+    over = least > steps
+    if bool(over.any()):
+        first = int(xp.argmax(over))
+        raise ValueError(
+            f"adjoint_steps={steps}: sample {first} must take at least {int(least[first])} "
+            f"accepted steps (its span over max_step, or its saveat times {SAVES_PER_STEP} "
+            f"to a step), and {int(over.sum())} of {over.size} samples more than "
+            f"adjoint_steps; raise it to {int(least.max())} or more")
+
+
 def check_budget(arrays: dict, steps: int, xp) -> None:
     """``ValueError`` naming ``adjoint_steps`` where a sample used every row before it was
-    done (the forward kernel stopped it there)."""
+    done (the forward kernel stopped it there), with how many rows would do at the rate the
+    shortest-reaching such sample went (its span over the part it covered, times ``steps``).
+
+    This cannot be known before the run (the accepted steps are the error control's choice),
+    so it is found after it; nothing given to ``solve`` has been written (its arrays are
+    copies), and no ``Solution`` is returned, so no half-recorded steps can be differentiated.
+    """
     short = (arrays["status"] == hawk_ode.STATUS_RUNNING) & (arrays["accepted"] >= steps)
     count = int(short.sum())
     if count:
         first = int(xp.argmax(short))
         states = arrays["u"].shape[0] if arrays["u"].ndim == 2 else 1
+        which = xp.flatnonzero(short)
+        start = arrays["steps_t"][0, which]  # their t0: the first step's start
+        least = float(((arrays["t"][which] - start) / (arrays["t_end"][which] - start)).min())
+        would_do = math.ceil(steps / least) if least > 0 else None
+        rate = f" (about {would_do} would do at the rate they went)" if would_do else ""
         raise ValueError(
             f"adjoint_steps={steps}: {count} of {short.size} samples (the first: sample "
-            f"{first}) need more accepted steps than that; raise adjoint_steps (each step "
-            f"kept costs {(states + 2) * arrays['u'].dtype.itemsize} bytes per sample)")
+            f"{first}) need more accepted steps than that; raise adjoint_steps{rate}; each "
+            f"step kept costs {(states + 2) * arrays['u'].dtype.itemsize} bytes per sample")
 
 
 def _cotangent(name: str, value, expected: tuple, like, xp):
@@ -205,7 +254,8 @@ def vjp(solution, du=None, dsaved=None) -> Gradients:
         ((gradient.width // columns, columns, n) if columns else (gradient.width, n))
     mu = xp.zeros(mu_shape, dtype=u.dtype)
     back = backward_kernel(record.f, record.state, record.params, tables=record.table_dims,
-                           method=record.method, event=record.event)
+                           method=record.method, event=record.event,
+                           saveat=record.saving if dsaved is not None else False)
     row = xp.array(arrays["accepted"], dtype=np.int64, copy=True)
     if record.first_save is None:
         first_save, saves = xp.zeros(n, dtype=np.int64), xp.zeros(n, dtype=np.int64)
@@ -217,11 +267,34 @@ def vjp(solution, du=None, dsaved=None) -> Gradients:
                first_save=first_save, row=row, lam=lam, mu=mu,
                t_next=xp.array(arrays["t"], copy=True), saves=saves, status=arrays["status"],
                accepted=arrays["accepted"], theta_end=arrays["theta_end"], **record.tables).run()
-    if record.shared:
-        host = mu.get() if hasattr(mu, "get") else mu
-        summed = np.cumsum(host, axis=-1)[..., -1]  # left to right over the samples
-        p_bar = float(summed) if summed.ndim == 0 else xp.asarray(summed)
-    else:
-        p_bar = mu
     u0_bar = lam[None] if record.column else lam
+    if record.arguments is not None:
+        return Gradients(p=None, u0=u0_bar, args=_per_argument(mu, record, xp))
+    p_bar = _summed(mu, xp) if record.shared else mu
     return Gradients(p=p_bar, u0=u0_bar)
+
+
+def _summed(per_sample, xp):
+    """The per-sample cotangents ``(..., n)`` summed over the samples left to right, on the
+    host (the same bits on every run): a float for one number."""
+    host = per_sample.get() if hasattr(per_sample, "get") else per_sample
+    summed = np.cumsum(host, axis=-1)[..., -1]
+    return float(summed) if summed.ndim == 0 else xp.asarray(summed)
+
+
+def _per_argument(mu, record: Record, xp) -> tuple:
+    """The cotangent of the packed ``p`` (``mu``, per sample) cut into one per argument of
+    ``args=``, each shaped as it: per sample with the samples last, or, for an argument shared
+    by every sample, summed over them (``_summed``)."""
+    (positions, _, width), per_sample = record.arguments
+    n = mu.shape[-1]
+    flat = mu.reshape(width, n)
+    out = []
+    for (offset, shape), samples in zip(positions, per_sample, strict=True):
+        block = flat[offset:offset + math.prod(shape)]
+        if samples:
+            out.append(block.reshape(*shape, n))
+        else:
+            summed = _summed(block, xp)
+            out.append(float(summed[0]) if not shape else summed.reshape(shape))
+    return tuple(out)

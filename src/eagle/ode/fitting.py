@@ -23,7 +23,9 @@ def loss_and_grad(f, u0, t_span, p, data, *, saveat, **options) -> tuple[float, 
         u0: the initial states, as ``solve`` takes them.
         t_span: ``(t0, t_end)``, as ``solve`` takes it.
         p: the parameters, as ``solve`` takes them; the gradient is shaped as ``p`` was bound
-            (a float for one number; summed over the samples for a ``p`` shared by all).
+            (a float for one number; summed over the samples for a ``p`` shared by all). With
+            ``p=None`` and ``args=`` in ``options``, the gradient is the tuple of the
+            arguments' (``Gradients.args``).
         data: the observations, shaped as ``Solution.saved``: ``(T,) + u0.shape``.
         saveat: ``(first, last, T)``: the times of the observations.
         options: more of ``solve``'s keywords (``method``, ``rtol``, ``atol``,
@@ -49,4 +51,5 @@ def loss_and_grad(f, u0, t_span, p, data, *, saveat, **options) -> tuple[float, 
     observed = xp.asarray(data, dtype=sol.saved.dtype)
     residual = xp.where(xp.isnan(observed), 0.0, sol.saved - observed)
     loss = float((residual * residual).sum())
-    return loss, sol.vjp(dsaved=2.0 * residual).p
+    grads = sol.vjp(dsaved=2.0 * residual)
+    return loss, grads.p if grads.args is None else grads.args

@@ -41,9 +41,11 @@ _COLUMNS = SIDE
 
 
 def pack(given, xp, n: int, dtype):
-    """``args`` as ``(packed, annotation, layout)``: the new array bound as ``p``, how it is
-    bound, and the layout ``((offset, shape), ...)``, the compile-time positions of each
-    argument in the packed numbers (``shape`` ``()`` for a number). ``ValueError`` or
+    """``args`` as ``(packed, annotation, layout, per_sample)``: the new array bound as ``p``,
+    how it is bound, the layout ``((offset, shape), ...)``, the compile-time positions of each
+    argument in the packed numbers (``shape`` ``()`` for a number), and whether each argument
+    has a value per sample (for cutting a cotangent of the packed ``p`` back into arguments:
+    ``eagle.ode.adjoint``). ``ValueError`` or
     ``TypeError`` naming ``args[i]`` for an argument that is not real numbers of at most two
     dimensions besides the samples."""
     if not isinstance(given, tuple | list) or not given:
@@ -106,7 +108,8 @@ def pack(given, xp, n: int, dtype):
         packed, annotation = flat, hawk.Vector[width]
     if not per_sample and annotation is not hawk.Param:
         annotation = hawk.Param[annotation]
-    return packed, annotation, (tuple(layout), columns, width)
+    return packed, annotation, (tuple(layout), columns, width), \
+        tuple(samples for _, samples in shapes)
 
 
 def describe(layout) -> str:

@@ -115,7 +115,8 @@ class Solution:
         fixed: the step-size controller's dependence on ``p`` and ``u0`` is left out, as
         discrete adjoints with fixed accepted steps do (it is of the order of the
         tolerances). For a ``p`` shared by every sample the per-sample cotangents are summed
-        over the samples left to right, the same bit for bit on every run.
+        over the samples left to right, the same bit for bit on every run. For a solve given
+        ``args=``, ``Gradients.args`` holds one cotangent per argument (``p`` is None).
 
         Args:
             du: the cotangent of ``Solution.u`` (say ``dL/du`` of a loss), a NumPy or CuPy
@@ -429,13 +430,17 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
         adjoint: keep each sample's accepted steps, for ``Solution.vjp`` (reverse-mode
             gradients in ``p`` and ``u0`` for any number of parameters; ``eagle.ode.adjoint``):
             every adaptive method (the Rosenbrock ones without ``jac=``), with ``saveat``
-            (``vjp(dsaved=...)``) and one terminal ``event`` (its time moves with ``p`` and
-            ``u0``), without several events, ``on_event``, ``record_events``, stops,
-            ``args``, ``saveat`` as an array of times, ``sensitivity`` or ``client`` yet.
+            (a grid or an array of times: ``vjp(dsaved=...)``), ``args`` (the gradients in
+            ``Gradients.args``, one per argument) and one terminal ``event`` (its time moves
+            with ``p`` and ``u0``), without several events, ``on_event``, ``record_events``,
+            stops, ``sensitivity`` or ``client`` yet.
             The end state is the plain solve's, bit for bit.
         adjoint_steps: with ``adjoint``, the accepted steps kept per sample (default 1024; each
             costs ``(k + 2) * 8`` bytes per sample in float64); a sample that needs more is
-            refused by this name after the forward run.
+            refused by this name: before the run where ``max_step`` or ``saveat`` force more
+            steps than that, else after the forward run (the steps are the error control's
+            choice), the message saying about how many would do; nothing passed in has been
+            written then.
 
     Returns a ``Solution``. Samples still running at ``max_steps`` are reported there
     (``status == 0``) with an ``eagle.TruncationWarning``.
@@ -483,7 +488,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
         if p is not None:
             raise ValueError("pass the model's parameters as p (f(u, t, p)) or as args "
                              "(f(u, t, *args)), not both")
-        p, params, layout = model_args.pack(args, xp, n, dtype)
+        p, params, layout, args_per_sample = model_args.pack(args, xp, n, dtype)
     else:
         p, params = arguments.params(0.0 if p is None else p, xp, n, dtype)
     tables, table_dims = arguments.tables(tables, xp)
@@ -501,8 +506,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
     if adjoint:
         adjoint_steps = adjoints.check(method, adjoint_steps, {
             "on_event": on_event, "tstops": tstops, "on_stop": on_stop,
-            "sensitivity": sensitivity, "client": client, "noise": noise, "jac": jac,
-            "args": args, "saveat as an array of times": arguments.is_array(saveat) or None})
+            "sensitivity": sensitivity, "client": client, "noise": noise, "jac": jac})
         adjoints.check_event(event, direction, terminal, record_events)
     _check_funcs(f, state, params, table_dims, jac=jac, noise=noise, on_stop=on_stop,
                  on_event=on_event,
@@ -618,6 +622,12 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
                                atol=atol, max_step=max_step, dt=dt)
         u, saved = arrays["u"], arrays["saved"]
         zeros = (lambda: xp.zeros(n, dtype=np.int64))
+        if adaptive and adjoint and event is None:  # known before the run: the fewest steps
+            # max_step and saveat force on a sample that runs to t_end (a terminal event may
+            # end it sooner)
+            adjoints.check_least_steps(adjoint_steps, xp, t, t_end, max_step,
+                                       save_count - arrays["saves"] if saveat is not None
+                                       else None)
         if adaptive and carries_event(state, on_event, on_stop, terminal, record_events > 0):
             arrays["c"] = carried_memory(event, state, params, table_dims, xp, p, u, t, tables)
         bound = arrays
@@ -625,7 +635,9 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             record = adjoints.Record(f, state, params, table_dims, method, params.role is
                                      hawk.Param.role, column, tables,
                                      None if saveat is None else arrays["saves"].copy(), event,
-                                     direction, int(event_samples))
+                                     direction, int(event_samples), saving=saving or True,
+                                     arguments=None if layout is None
+                                     else (layout, args_per_sample))
             kernel = adjoints.kernel(record)
             arrays.update(adjoints.scratch(xp, adjoint_steps, u.shape, dtype))
             bound = {name: arrays[name] for name in adjoints.PARAMETERS}

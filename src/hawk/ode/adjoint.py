@@ -13,16 +13,16 @@ the caller to refuse.
 Backward (``backward_kernel``): one eagle step per recorded step, last first. The accepted step
 is the map ``u_{k+1} = Phi(u_k, p; t_k, h_k)``: ``k1 = f(u_k, t_k, p)`` and the method's attempt
 from there (``Method.attempt``'s ``u_new``). From the cotangent ``lam`` of ``u_{k+1}`` it takes
-``hawk.grad`` of ``<lam, Phi>`` in ``u_k`` (the new ``lam``) and in ``p`` (added to ``mu``),
-both recomputed from the recorded ``u_k``; with ``saveat`` the number differentiated is
-``<lam, Phi> + sum_j <dsaved_j, s_j>`` over the states ``s_j`` the step saved (its interpolant
-at their ``theta``, or ``u_{k+1}`` for one at the step's end, as the forward chose), found
-again from the recorded times (a countdown of ``saves``). What comes out is the gradient of the
-computed solution as a function of ``u0`` and ``p`` with the accepted steps' sizes held fixed:
-the controller's dependence on ``p`` is left out, as discrete adjoints with fixed accepted
-steps do (its effect is of the order of the tolerances). A Rosenbrock step's Jacobian
-(``hawk.jacobian``, forward mode) and linear solves (``hawk.solve``'s LU) are differentiated
-in reverse through the ops they lower to.
+``hawk.grad`` of ``<lam, Phi>`` in ``(u_k, p)``: one reverse sweep over the step recomputed once
+from the recorded ``u_k`` gives the new ``lam`` and the share of ``p`` added to ``mu``; with
+``saveat`` the number differentiated is ``<lam, Phi> + sum_j <dsaved_j, s_j>`` over the states
+``s_j`` the step saved (its interpolant at their ``theta``, or ``u_{k+1}`` for one at the step's
+end, as the forward chose), found again from the recorded times (a countdown of ``saves``). What
+comes out is the gradient of the computed solution as a function of ``u0`` and ``p`` with the
+accepted steps' sizes held fixed: the controller's dependence on ``p`` is left out, as discrete
+adjoints with fixed accepted steps do (its effect is of the order of the tolerances). A
+Rosenbrock step's Jacobian (``hawk.jacobian``, forward mode) and linear solves (``hawk.solve``'s
+LU) are differentiated in reverse through the ops they lower to.
 
 The recorded rows are read back as tables (``Table[3]`` for a vector state, ``Table[2]`` for a
 number and for the times and sizes) at the sample's own column, ``hawk.sample_index()``.
@@ -47,15 +47,19 @@ from .kernels import (
     _check_func,
     _check_types,
     _never,
+    _save_times,
     _table_types,
     _tally,
     _with_tables,
 )
 from .methods import METHODS
 
-__all__ = ["ADJOINT_METHODS", "recording_kernel", "backward_kernel", "step_map",
+__all__ = ["ADJOINT_METHODS", "SAVES_PER_STEP", "recording_kernel", "backward_kernel", "step_map",
            "step_objective", "gradient_type"]
 
+#: the most recorded times one step of the recording kernel passes (its ``saves_per_step``
+#: default): a step is shortened to end at the last of them
+SAVES_PER_STEP = 4
 #: the methods the adjoint takes: every adaptive one (the Rosenbrock methods' Jacobian and
 #: linear solves differentiated through ``hawk.jacobian`` and ``hawk.solve``'s algorithm)
 ADJOINT_METHODS = tuple(name for name, m in METHODS.items() if m.adaptive)
@@ -69,7 +73,7 @@ def _check_method(method: str) -> None:
 
 @functools.cache
 def recording_kernel(f: Func, state, params, *, tables: tuple = (), method: str = "dopri5",
-                     saveat: bool = False, saves_per_step: int = 4, event: Func | None = None,
+                     saveat=False, saves_per_step: int = SAVES_PER_STEP, event: Func | None = None,
                      direction: int = -1, event_tol: float = 1e-12,
                      event_iterations: int = 12, event_samples: int = 4) -> hawk.Kernel:
     """The adaptive ensemble kernel of ``u' = f(u, t, p)`` (``dopri5_kernel``'s parameters,
@@ -81,8 +85,10 @@ def recording_kernel(f: Func, state, params, *, tables: tuple = (), method: str 
         params: how ``p`` is bound (as for ``dopri5_kernel``).
         tables: the dimensions of the tables the model reads.
         method: an adaptive method (``ADJOINT_METHODS``).
-        saveat: record the state at ``save_first + k * save_every`` into ``saved``, as
-            ``dopri5_kernel`` does (the same steps, shortened the same way).
+        saveat: record the state at ``save_first + k * save_every`` into ``saved`` (True;
+            ``"times"``: at the times listed in the ``Table`` ``save_every``,
+            ``"sample_times"``: each sample's column of a ``Table[2]``), as ``dopri5_kernel``
+            does (the same steps, shortened the same way).
         saves_per_step: at most this many recorded times fall in one step.
         event: a terminal event ``g(u, t, p)`` (a number; tables after ``p``), located as
             ``dopri5_kernel`` locates it (``direction``, ``event_tol``, ``event_iterations``,
@@ -104,12 +110,13 @@ def recording_kernel(f: Func, state, params, *, tables: tuple = (), method: str 
     model = _with_tables(f, len(tables))
     State = state
     has_saves = bool(saveat)
+    save_time, SaveTimes = _save_times(saveat)
     _check_func("event", event, required=False)
     has_event = event is not None
     event = _with_tables(event, len(tables)) if has_event else _never
 
     def recording(p: params, t_end: Scalar, rtol: Scalar, atol: Scalar, max_step: Scalar,
-                  save_first: Param, save_every: Param, save_count: Param,
+                  save_first: Param, save_every: SaveTimes, save_count: Param,
                   saves: Mutable[Scalar], saved: Series[State],
                   budget: Param, terminated: Terminated, u: Mutable[State],
                   k1: Mutable[State], t: Mutable[Scalar], h: Mutable[Scalar],
@@ -123,7 +130,7 @@ def recording_kernel(f: Func, state, params, *, tables: tuple = (), method: str 
         if has_saves:
             last_save = saves + (saves_per_step - 1)
             if last_save < save_count:
-                h_step = hawk.minimum(h_step, save_first + last_save * save_every - t)
+                h_step = hawk.minimum(h_step, save_time(save_first, save_every, last_save) - t)
         t_new = t + h_step
         if h_step == t_end - t:
             t_new = t_end
@@ -148,7 +155,7 @@ def recording_kernel(f: Func, state, params, *, tables: tuple = (), method: str 
         if has_saves:  # the recorded times this step passed, up to where it ended
             passed = 0
             for j in range(saves_per_step):
-                t_save = save_first + (saves + j) * save_every
+                t_save = save_time(save_first, save_every, saves + j)
                 if ok and saves + j < save_count and t_save <= t_reached:
                     inside = value(u, h_step, q, (t_save - t) / h_step)
                     saved[saves + j] = u_new if t_save == t_new else inside
@@ -194,12 +201,13 @@ def step_map(method: str):
 
 @functools.cache
 def step_objective(method: str, saves_per_step: int, has_event: bool = False):
-    """The ``@hawk.func`` pair ``(in_u, in_p)`` of the number a backward step differentiates:
+    """The ``@hawk.func`` of the number a backward step differentiates, in ``(u, p)`` at once
+    (one ``hawk.grad`` sweep gives both cotangents, the step recomputed once):
     ``<lam, Phi(u, p; t, h)>`` plus ``<cts[j], s_j>`` over the step's recorded times ``j``,
     ``s_j`` the state saved there (``u_new`` where ``ends[j]`` is 1, else the interpolant at
     ``thetas[j]``; a ``cts[j]`` of zeros for a slot the step has no time in).
-    ``in_u(u, p, t, h, model, tables, lam, cts, thetas, ends, event, ev)``; ``in_p`` takes
-    ``p`` first. With ``has_event``, ``ev = (e, theta, c)``: where ``e`` is 1 (the step a
+    ``objective(up, t, h, model, tables, lam, cts, thetas, ends, event, ev)`` with ``up`` the
+    tuple ``(u, p)``. With ``has_event``, ``ev = (e, theta, c)``: where ``e`` is 1 (the step a
     terminal event ended) ``<lam, Phi>`` is replaced by ``<lam, s(theta)> - c g(s(theta),
     t + theta h)``, ``s`` the interpolant and ``c`` the multiplier that moves ``theta`` with
     ``u`` and ``p`` (``event_multiplier``)."""
@@ -209,7 +217,8 @@ def step_objective(method: str, saves_per_step: int, has_event: bool = False):
     count = saves_per_step
 
     @hawk.func
-    def in_u(u, p, t, h, model, tables, lam, cts, thetas, ends, event, ev):
+    def objective(up, t, h, model, tables, lam, cts, thetas, ends, event, ev):
+        u, p = up[0], up[1]
         args = (p, tables[0], tables[1], tables[2])
         k1 = model(u, t, args)
         u_new, err, q, k_next = attempt(model, u, k1, t, h, args)
@@ -223,11 +232,7 @@ def step_objective(method: str, saves_per_step: int, has_event: bool = False):
             total = total + hawk.total(cts[j] * (ends[j] * u_new + (1.0 - ends[j]) * inside))
         return total
 
-    @hawk.func
-    def in_p(p, u, t, h, model, tables, lam, cts, thetas, ends, event, ev):
-        return in_u(u, p, t, h, model, tables, lam, cts, thetas, ends, event, ev)
-
-    return in_u, in_p
+    return objective
 
 
 @functools.cache
@@ -291,16 +296,17 @@ def _zeros(width):
 
 @hawk.func
 def _step_saves(dsaved, sample, width, first_step, t, h, t_new, saves, first_save,
-                save_first, save_every, count):
+                save_time, save_first, save_every, count):
     """The cotangents of the states a step saved (``(cts, thetas, ends, taken)``): the recorded
     times ``saves - 1``, ``saves - 2``... that lie after the step's start ``t`` (at it too for
     the first step), at most ``count``; a slot past them gets zeros. A time equal to the end
-    ``t_new`` the forward step computed was saved as its ``u_new`` (``ends``)."""
+    ``t_new`` the forward step computed was saved as its ``u_new`` (``ends``). Recorded time
+    ``k`` is ``save_time(save_first, save_every, k)``, as in the forward kernel."""
     cts, thetas, ends = (), (), ()
     taken = 0
     for j in range(count):
         index = saves - 1 - j
-        t_save = save_first + index * save_every
+        t_save = save_time(save_first, save_every, index)
         inside = index >= first_save and (t_save > t or first_step) and taken == j
         ct = _zeros(width)
         theta = 0.0
@@ -319,7 +325,8 @@ def _step_saves(dsaved, sample, width, first_step, t, h, t_new, saves, first_sav
 
 @functools.cache
 def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str = "dopri5",
-                    saves_per_step: int = 4, event: Func | None = None) -> hawk.Kernel:
+                    saves_per_step: int = SAVES_PER_STEP, event: Func | None = None,
+                    saveat=False) -> hawk.Kernel:
     """The kernel that walks a sample's recorded steps backward: each eagle step takes row
     ``row - 1``, sets ``lam`` to ``lam^T dPhi/du`` there (plus the cotangents of the states
     the step saved, through the interpolant) and adds the same in ``p`` to ``mu``; the
@@ -332,6 +339,10 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
         tables: the dimensions of the tables the model reads.
         method: the adaptive method the forward solve took.
         saves_per_step: the forward kernel's.
+        saveat: how the forward kernel read its recorded times (``True``: the grid;
+            ``"times"``, ``"sample_times"``: a table bound as ``save_every``), for their
+            cotangents ``dsaved``; False without them (no interpolant is differentiated then,
+            and what only it reads, such as an FSAL method's last stage, is not computed).
         event: the forward kernel's terminal event, or None: then the last step of a sample
             whose ``status`` is ``STATUS_EVENT`` ends at ``theta_end`` of it, a point that
             moves with ``u`` and ``p`` (``event_multiplier``).
@@ -341,14 +352,14 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
     each sample's accepted steps), ``lam`` (start at the end state's cotangent), ``mu``
     (``gradient_type(params)``, start at 0), ``t_next`` (start at the end time); for the
     ``saveat`` states, ``dsaved`` (their cotangents, a table shaped as ``saved``; one row of
-    zeros without), ``save_first``, ``save_every`` (``Param``), ``first_save`` (int64, the
+    zeros without), ``save_first``, ``save_every`` (as bound forward), ``first_save`` (int64, the
     forward's first ``saves``) and ``saves`` (int64, start at the forward's last); with an
     event, ``status``, ``accepted`` (int64: the forward's) and ``theta_end``.
     """
     _check_func("f", f)
     _check_types(state, params)
     has_event = event is not None
-    in_u, in_p = step_objective(method, saves_per_step, has_event)
+    objective = step_objective(method, saves_per_step if saveat else 0, has_event)
     multiplier = event_multiplier(method)
     T0, T1, T2 = _table_types(tables)
     model = _with_tables(f, len(tables))
@@ -356,10 +367,11 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
     State, Gradient = state, gradient_type(params)
     width = 1 if state.role is Role.SCALAR and state.width == 1 else state.width
     Rows = Table[2] if width == 1 else Table[3]
-    count = saves_per_step
+    count = saves_per_step if saveat else 0
+    save_time, SaveTimes = _save_times(saveat)
 
     def backward(p: params, steps_u: Rows, steps_t: Table[2], steps_h: Table[2],
-                 dsaved: Rows, save_first: Param, save_every: Param, first_save: Scalar,
+                 dsaved: Rows, save_first: Param, save_every: SaveTimes, first_save: Scalar,
                  terminated: Terminated, row: Mutable[Scalar], lam: Mutable[State],
                  mu: Mutable[Gradient], t_next: Mutable[Scalar], saves: Mutable[Scalar],
                  status: Scalar, accepted: Scalar, theta_end: Scalar,
@@ -376,8 +388,8 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
                 if at_event:  # it ended at the event, inside the step it computed
                     t_new = t + h
             cts, thetas, ends, taken = _step_saves(dsaved, sample, width, row == 0, t, h,
-                                                   t_new, saves, first_save, save_first,
-                                                   save_every, count)
+                                                   t_new, saves, first_save, save_time,
+                                                   save_first, save_every, count)
             tabs = (table0, table1, table2)
             e, theta, c = 0.0, 1.0, 0.0
             if has_event:
@@ -385,8 +397,8 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
                     e, theta = 1.0, theta_end
                 c = e * multiplier(lam, theta, u, p, t, h, model, tabs, event)
             ev = (e, theta, c)
-            p_bar = hawk.grad(in_p, p, u, t, h, model, tabs, lam, cts, thetas, ends, event, ev)
-            lam = hawk.grad(in_u, u, p, t, h, model, tabs, lam, cts, thetas, ends, event, ev)
+            lam, p_bar = hawk.grad(objective, (u, p), t, h, model, tabs, lam, cts, thetas,
+                                   ends, event, ev)
             mu = mu + p_bar
             saves -= taken
             t_next = t
