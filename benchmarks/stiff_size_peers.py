@@ -1,0 +1,315 @@
+"""Stiff ensembles at size (issue 42): eagle's ``rodas5p`` and ``rosenbrock23`` against a
+hand-written Numba Rosenbrock23 and Rodas5P, SciPy's Radau and BDF per member and diffrax's
+``Kvaerno5`` under ``jit(vmap)``, on the Brusselator at 20, 32 and 64 states, at matched
+accuracy, on the CPU.
+
+    python benchmarks/stiff_size_peers.py [--states 20 32 64] [--tols 1e-6 1e-8]
+                                          [--members N] [--scipy-n 4] [--diffrax-n 16]
+                                          [--threads 1 2] [--rounds 3] [--check 4]
+                                          [--arms ...] [--json PATH] [--quick]
+
+The ensemble: the Brusselator of ``stiff_models`` (``states / 2`` cells), the start
+``brusselator_start``, one diffusion per member ``a = 0.02 U(0.8, 1.2)``
+(``default_rng(--seed)``), from t = 0 to 10, at ``rtol = atol = tol`` for each ``--tols``.
+
+The arms (``ARMS``; ``_tN``: on N threads, for each ``--threads``):
+
+- ``eagle_rodas5p_tN``, ``eagle_rosenbrock23_tN``: ``eagle.ode.solve(f, u0, (0, 10), p=a,
+  method=..., rtol, atol, threads=N)``, the Jacobian from ``hawk.jacobian``, the whole call
+  timed (binding and copies included);
+- ``numba_rodas5p_tN``, ``numba_rosenbrock23_tN``: ``stiff_numba.BRUSSELATOR``, the same
+  methods by hand (analytic banded Jacobian into a dense array, a dense LU with partial
+  pivoting once per step, ``prange`` over members on ``numba.set_num_threads(N)``); their step
+  counts are compared with eagle's on every member (they have been equal, end states bit for
+  bit);
+- ``scipy_radau``, ``scipy_bdf``: ``solve_ivp(method=..., jac=brusselator_jacobian)`` member
+  after member on the first ``--scipy-n`` members (one thread);
+- ``diffrax``: ``jax.jit(jax.vmap(...))`` of ``diffrax.Kvaerno5`` with ``PIDController(rtol,
+  atol)`` (``stiff_peers.kvaerno5``), float64 on the CPU, on the first ``--diffrax-n`` members
+  (XLA picks its own threads).
+
+Protocol: per state count and tolerance, every arm is called once untimed (compiles; its time
+is shown as ``first``), then ``--rounds`` rounds call the arms in turn (interleaved, one
+process) and the median is kept; ``us/member`` is that over the arm's members, ``x eagle`` the
+ratio to ``eagle_rodas5p`` on the same threads (one thread for SciPy and diffrax). Accuracy:
+on the first ``--check`` members, each arm's end state against ``solve_ivp(method="Radau",
+rtol=1e-12, atol=1e-12)`` in tolerance units, ``|u - u_ref| / (atol + rtol |u_ref|)``, the
+largest over components and members (``err``). The load (``os.getloadavg``) is recorded
+before and after each block and printed with it: the machine may be shared.
+
+``--quick``: 20 states, tol 1e-6, 64 members, 2 rounds, 2 SciPy and 4 diffrax members.
+Writes JSON to ``--json`` (default ``benchmarks/results/stiff_size_peers.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ode_peers  # noqa: E402
+import stiff_models  # noqa: E402
+import stiff_peers  # noqa: E402
+
+T1 = 10.0
+DIFFUSION, SPREAD = 0.02, (0.8, 1.2)
+REFERENCE = dict(method="Radau", rtol=1e-12, atol=1e-12)
+METHODS = ("rodas5p", "rosenbrock23")
+PEERS = ("scipy_radau", "scipy_bdf", "diffrax")
+#: members for eagle and Numba by state count, unless --members (cost grows about as states^2
+#: to states^3 per member)
+MEMBERS = {20: 512, 32: 256, 64: 64}
+QUICK = dict(states=[20], tols=[1e-6], members=64, rounds=2, scipy_n=2, diffrax_n=4, check=2)
+
+
+def brusselator_ensemble(states: int, n: int, seed: int) -> ode_peers.Ensemble:
+    """``n`` members of the ``states``-state Brusselator: the same start, ``a = 0.02 U(0.8,
+    1.2)`` each."""
+    if states < 2 or states % 2:
+        raise SystemExit(f"stiff_size_peers: --states: expected even counts >= 2, got {states}")
+    a = DIFFUSION * np.random.default_rng(seed).uniform(*SPREAD, n)
+    u0 = np.repeat(stiff_models.brusselator_start(states // 2)[:, None], n, axis=1)
+    return ode_peers.Ensemble(np.ascontiguousarray(u0), np.ascontiguousarray(a[None, :]))
+
+
+def brusselator_field(t, y, p):
+    """``stiff_models.brusselator_numpy`` in jax.numpy, for diffrax (``p`` = (a,))."""
+    import jax.numpy as jnp
+
+    cells = y.shape[0] // 2
+    one, three = jnp.ones(1, y.dtype), jnp.full(1, 3.0, y.dtype)
+    u = jnp.concatenate((one, y[0::2], one))
+    v = jnp.concatenate((three, y[1::2], three))
+    d = p[0] * float((cells + 1) ** 2)
+    ui, vi = u[1:-1], v[1:-1]
+    du = 1.0 + ui * ui * vi - 4.0 * ui + d * (u[:-2] - 2.0 * ui + u[2:])
+    dv = 3.0 * ui - ui * ui * vi + d * (v[:-2] - 2.0 * vi + v[2:])
+    return jnp.stack((du, dv), axis=1).reshape(-1)
+
+
+def solve_scipy(ens: ode_peers.Ensemble, method: str, rtol: float, atol: float,
+                members: int) -> ode_peers.Solution:
+    """``solve_ivp(method=..., jac=...)`` on the first ``members`` members, one after
+    another; accepted steps ``len(t) - 1``, rejected -1 (SciPy does not count them)."""
+    from scipy.integrate import solve_ivp
+
+    finals, ts, acc, done = [], [], [], []
+    for i in range(members):
+        sol = solve_ivp(stiff_models.brusselator_numpy, (0.0, T1), ens.u0[:, i], method=method,
+                        rtol=rtol, atol=atol, jac=stiff_models.brusselator_jacobian,
+                        args=(float(ens.p[0, i]),))
+        finals.append(sol.y[:, -1])
+        ts.append(sol.t[-1])
+        acc.append(len(sol.t) - 1)
+        done.append(sol.status == 0)
+    return ode_peers.Solution(np.stack(finals, axis=1), np.array(ts), np.array(acc, np.int64),
+                              np.full(members, -1, np.int64), np.array(done, np.bool_))
+
+
+class Arms:
+    """The arms of one state count and tolerance; ``run(name)`` gives ``(Solution, seconds)``."""
+
+    def __init__(self, ens: ode_peers.Ensemble, model, tol: float, args):
+        self.ens, self.model, self.tol, self.args = ens, model, tol, args
+        self.diffrax_fn = None
+        m = args.diffrax_n
+        self.diffrax_ens = ode_peers.Ensemble(np.ascontiguousarray(ens.u0[:, :m]),
+                                              np.ascontiguousarray(ens.p[:, :m]))
+
+    def names(self) -> list[str]:
+        """The arms asked for, in the order they run each round."""
+        out = []
+        for kind in ("eagle", "numba"):
+            for method in METHODS:
+                out += [f"{kind}_{method}_t{t}" for t in self.args.threads]
+        return [a for a in out + list(PEERS) if _chosen(a, self.args.arms)]
+
+    def members(self, name: str) -> int:
+        return {"scipy_radau": self.args.scipy_n, "scipy_bdf": self.args.scipy_n,
+                "diffrax": self.args.diffrax_n}.get(name, self.ens.n)
+
+    def run(self, name: str) -> tuple[ode_peers.Solution, float]:
+        start = time.perf_counter()
+        sol = self._call(name)
+        return sol, time.perf_counter() - start
+
+    def _call(self, name: str) -> ode_peers.Solution:
+        tol, ens = self.tol, self.ens
+        if name.startswith(("eagle_", "numba_")):
+            kind, method, threads = name.split("_")
+            threads = int(threads[1:])
+            if kind == "eagle":
+                import eagle.ode
+
+                sol = eagle.ode.solve(self.model, ens.u0, (0.0, T1), p=ens.p[0], method=method,
+                                      rtol=tol, atol=tol, threads=threads)
+                return ode_peers.Solution(np.asarray(sol.u), np.asarray(sol.t),
+                                          np.asarray(sol.accepted), np.asarray(sol.rejected),
+                                          np.asarray(sol.status) == 1)
+            import numba
+            import stiff_numba
+
+            numba.set_num_threads(threads)
+            rosenbrock23, rodas5p = stiff_numba.BRUSSELATOR
+            integrator = rodas5p if method == "rodas5p" else rosenbrock23
+            return ode_peers.solve_numba(ens, T1, tol, tol, integrator=integrator)
+        if name.startswith("scipy_"):
+            method = {"scipy_radau": "Radau", "scipy_bdf": "BDF"}[name]
+            return solve_scipy(ens, method, tol, tol, self.args.scipy_n)
+        if self.diffrax_fn is None:
+            solver, controller = stiff_peers.kvaerno5(tol, tol)
+            self.diffrax_fn = ode_peers.make_diffrax(T1, tol, tol, vector_field=brusselator_field,
+                                                     solver=solver, controller=controller)
+        return ode_peers.solve_diffrax(self.diffrax_fn, self.diffrax_ens)
+
+
+def _chosen(name: str, patterns) -> bool:
+    return patterns is None or any(name.startswith(p) for p in patterns)
+
+
+def reference(ens: ode_peers.Ensemble, members: int) -> np.ndarray:
+    """End states (states, members) of the first ``members`` members by Radau at rtol = atol =
+    1e-12."""
+    sol = solve_scipy(ens, "Radau", REFERENCE["rtol"], REFERENCE["atol"], members)
+    if not sol.done.all():
+        raise SystemExit("stiff_size_peers: the Radau reference did not reach t1")
+    return sol.u
+
+
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def block(states: int, tol: float, args, folder: str) -> dict:
+    """Measure every arm on one state count and tolerance (the module docstring's protocol)."""
+    n = args.members or MEMBERS.get(states, 64)
+    ens = brusselator_ensemble(states, n, args.seed)
+    model = stiff_models.load(states // 2, folder)
+    arms = Arms(ens, model, tol, args)
+    names = arms.names()
+    out = dict(states=states, tol=tol, members=n, load_start=_load(), arms={})
+    ref = reference(ens, args.check)
+    first, final = {}, {}
+    for name in names:  # untimed for the medians: compiles
+        final[name], first[name] = arms.run(name)
+        print(f"  [{states} states, tol {tol:g}] {name}: first call {first[name]:.2f} s",
+              flush=True)
+    times = {name: [] for name in names}
+    for _ in range(args.rounds):
+        for name in names:
+            final[name], seconds = arms.run(name)
+            times[name].append(seconds)
+    out["load_end"] = _load()
+    for name in names:
+        sol, m = final[name], arms.members(name)
+        err = np.abs(sol.u[:, :args.check] - ref) / (tol + tol * np.abs(ref))
+        median = statistics.median(times[name])
+        out["arms"][name] = dict(
+            members=m, first_s=first[name], times_s=times[name], median_s=median,
+            us_per_member=1e6 * median / m, done=int(sol.done.sum()),
+            accepted=float(sol.accepted.mean()),
+            rejected=float(sol.rejected.mean()) if (sol.rejected >= 0).all() else None,
+            err_max=float(err.max()), err_median=float(np.median(err.max(axis=0))))
+    for name, r in out["arms"].items():
+        threads = name.rsplit("_t", 1)[1] if name.startswith(("eagle", "numba")) else "1"
+        base = out["arms"].get(f"eagle_rodas5p_t{threads}")
+        r["x_eagle"] = r["us_per_member"] / base["us_per_member"] if base else None
+    for method in METHODS:
+        for t in args.threads:
+            e, nb = final.get(f"eagle_{method}_t{t}"), final.get(f"numba_{method}_t{t}")
+            if e is not None and nb is not None:
+                differ = (e.accepted != nb.accepted) | (e.rejected != nb.rejected)
+                out.setdefault("numba_vs_eagle", {})[f"{method}_t{t}"] = dict(
+                    counts_differ=int(differ.sum()),
+                    bit_identical=int((e.u == nb.u).all(axis=0).sum()), members=n)
+    return out
+
+
+def table(r: dict) -> str:
+    lines = [f"Brusselator, {r['states']} states, rtol = atol = {r['tol']:g}, t 0..{T1:g}, "
+             f"{r['members']} members (eagle, numba); load {r['load_start']} -> "
+             f"{r['load_end']}",
+             f"  {'arm':<24}{'n':>5}{'first s':>9}{'median s':>10}{'us/member':>12}"
+             f"{'x eagle':>9}{'acc':>8}{'rej':>6}{'err':>9}{'done':>7}"]
+    for name, a in r["arms"].items():
+        ratio = "" if a["x_eagle"] is None else f"{a['x_eagle']:.2f}"
+        rej = "n/a" if a["rejected"] is None else f"{a['rejected']:.1f}"
+        lines.append(f"  {name:<24}{a['members']:>5}{a['first_s']:>9.2f}{a['median_s']:>10.4f}"
+                     f"{a['us_per_member']:>12.1f}{ratio:>9}{a['accepted']:>8.1f}{rej:>6}"
+                     f"{a['err_max']:>9.3g}{a['done']:>4}/{a['members']:<3}")
+    for key, v in r.get("numba_vs_eagle", {}).items():
+        lines.append(f"  numba vs eagle {key}: step counts differ on {v['counts_differ']} of "
+                     f"{v['members']} members, end states bit-identical on "
+                     f"{v['bit_identical']}")
+    return "\n".join(lines)
+
+
+def parse(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--states", type=int, nargs="+", default=[20, 32, 64])
+    p.add_argument("--tols", type=float, nargs="+", default=[1e-6, 1e-8])
+    p.add_argument("--members", type=int, default=None,
+                   help=f"eagle and Numba members (default by states: {MEMBERS})")
+    p.add_argument("--scipy-n", type=int, default=4)
+    p.add_argument("--diffrax-n", type=int, default=16)
+    p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--check", type=int, default=4,
+                   help="members checked against the Radau reference (at most --scipy-n and "
+                        "--diffrax-n)")
+    p.add_argument("--arms", nargs="+", default=None,
+                   help="run only the arms whose names start so (eagle, numba_rodas5p, ...)")
+    p.add_argument("--seed", type=int, default=2024)
+    p.add_argument("--json", type=Path,
+                   default=Path(__file__).resolve().parent / "results" / "stiff_size_peers.json")
+    p.add_argument("--quick", action="store_true")
+    args = p.parse_args(argv)
+    if args.quick:
+        for key, value in QUICK.items():
+            if p.get_default(key) == getattr(args, key):
+                setattr(args, key, value)
+    for key in ("scipy_n", "diffrax_n", "rounds", "check"):
+        if getattr(args, key) < 1:
+            raise SystemExit(f"stiff_size_peers: --{key.replace('_', '-')}: expected a "
+                             f"positive integer")
+    if args.members is not None and args.members < 1:
+        raise SystemExit("stiff_size_peers: --members: expected a positive integer")
+    args.check = min(args.check, args.scipy_n, args.diffrax_n, args.members or args.check)
+    return args
+
+
+def main(argv=None) -> None:
+    args = parse(argv)
+    results = dict(settings={k: (str(v) if isinstance(v, Path) else v)
+                             for k, v in vars(args).items()},
+                   meta=dict(cpu=platform.processor() or platform.machine(),
+                             cores=os.cpu_count(), load_start=_load(),
+                             reference=REFERENCE, t1=T1, diffusion=[DIFFUSION, SPREAD]),
+                   blocks=[])
+    with tempfile.TemporaryDirectory() as folder:
+        for states in args.states:
+            for tol in args.tols:
+                r = block(states, tol, args, folder)
+                results["blocks"].append(r)
+                print(table(r), flush=True)
+    results["meta"]["load_end"] = _load()
+    print("x eagle: per member, against eagle_rodas5p on the same threads (one for SciPy and "
+          "diffrax); err: the largest end-state error on the checked members in tolerances "
+          "(atol + rtol |u_ref|), reference Radau at rtol = atol = 1e-12; SciPy does not count "
+          "rejected steps (n/a)")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(results, indent=1))
+    print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""The size benchmark's Numba peers (``benchmarks/stiff_numba.py``: hand-written Rosenbrock23
+and Rodas5P for an n-state model, an analytic Jacobian and one dense LU per step) are correct:
+on the 20-state Brusselator of ``benchmarks/stiff_models.py`` each takes eagle's accepted and
+rejected steps (``method="rosenbrock23"`` and ``"rodas5p"``) on every member and ends on
+eagle's state up to rounding (bit for bit on the machines checked so far: the same operations
+in the same order), and its LU solves as NumPy does on matrices that need row swaps.
+Correctness only, never speed; no JAX or diffrax here.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+pytest.importorskip("numba")
+import ode_peers  # noqa: E402
+import stiff_models  # noqa: E402
+
+import eagle.ode  # noqa: E402
+
+STATES, N, T_END = 20, 6, 10.0
+
+
+@pytest.fixture(scope="module")
+def ens():
+    a = 0.02 * np.random.default_rng(5).uniform(0.8, 1.2, N)
+    u0 = np.repeat(stiff_models.brusselator_start(STATES // 2)[:, None], N, axis=1)
+    return ode_peers.Ensemble(np.ascontiguousarray(u0), np.ascontiguousarray(a[None, :]))
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    return stiff_models.load(STATES // 2, tmp_path_factory.mktemp("brusselator"))
+
+
+@pytest.mark.parametrize("method, tol", [("rosenbrock23", 1e-6), ("rodas5p", 1e-6),
+                                         ("rodas5p", 1e-8)])
+def test_numba_peer_takes_eagles_steps_on_every_member(ens, model, method, tol):
+    import stiff_numba
+
+    rosenbrock23, rodas5p = stiff_numba.BRUSSELATOR
+    integrator = rodas5p if method == "rodas5p" else rosenbrock23
+    peer = ode_peers.solve_numba(ens, T_END, tol, tol, integrator=integrator)
+    ref = eagle.ode.solve(model, ens.u0, (0.0, T_END), p=ens.p[0], method=method, rtol=tol,
+                          atol=tol, threads=1)
+    assert peer.done.all() and (np.asarray(ref.status) == 1).all()
+    assert (peer.t == T_END).all()
+    assert np.array_equal(peer.accepted, ref.accepted)
+    assert np.array_equal(peer.rejected, ref.rejected)
+    assert peer.accepted.min() > 50  # a real integration
+    if method == "rodas5p" and tol == 1e-6:
+        assert peer.rejected.min() > 0  # the controller's rejection branch was exercised
+    np.testing.assert_allclose(peer.u, ref.u, rtol=1e-12, atol=1e-14)
+
+
+def test_the_peers_lu_solves_with_row_swaps_as_numpy():
+    import stiff_numba
+
+    rng = np.random.default_rng(3)
+    swapped = 0
+    for size in (1, 2, 5, 20):
+        for _ in range(50):
+            a = rng.standard_normal((size, size))
+            b = rng.standard_normal(size)
+            w, perm = a.copy(), np.empty(size, np.int64)
+            stiff_numba.lu_factor(w, perm)
+            x = b.copy()
+            stiff_numba.lu_solve(w, perm, x)
+            np.testing.assert_allclose(x, np.linalg.solve(a, b), rtol=1e-9, atol=1e-9)
+            swapped += (perm != np.arange(size)).any()
+    assert swapped > 100  # most of them needed a row swap
