@@ -11,7 +11,7 @@ nothing allocated per step), and the model is two ``@njit`` functions:
 * ``jac(y, p, jac_out)``: the analytic ``df/dy`` into ``jac_out`` (k, k), writing its nonzero
   entries only (the array is zeroed once per member: the pattern is the model's, fixed).
 
-``make_peers(model, rhs, jac)`` gives both integrators of that model, each with
+``make_peers(model, rhs, jac)`` gives both integrators of that model by name, each with
 ``ode_peers.dopri5_numba``'s signature (``ode_peers.solve_numba(..., integrator=...)``):
 
 * ``rosenbrock23``: eagle's ``method="rosenbrock23"`` (``hawk.ode.rosenbrock``) step for step,
@@ -32,7 +32,7 @@ in eagle's order (left to right over stages and components), so the step counts 
 
 ``brusselator_rhs`` and ``brusselator_jac`` are ``stiff_models``' Brusselator (one parameter:
 the diffusion ``a``), in the arithmetic order of ``stiff_models.brusselator_source``, and
-``BRUSSELATOR`` its two peers.
+``BRUSSELATOR`` its peers (``{method: integrator}``).
 """
 
 from __future__ import annotations
@@ -312,20 +312,26 @@ def _bound(function) -> str:
     return source
 
 
-def make_peers(model: str, rhs: str, jac: str) -> tuple:
-    """``(rosenbrock23, rodas5p)``: the two integrators of the model whose ``rhs`` and ``jac``
-    (see the module docstring) are the ``@njit`` functions so named in the module ``model``
+def make_peers(model: str, rhs: str, jac: str) -> dict:
+    """``{method: integrator}``: the integrators of the model whose ``rhs`` and ``jac`` (see
+    the module docstring) are the ``@njit`` functions so named in the module ``model``
     (importable from ``benchmarks/``), each ``@njit(parallel=True, cache=True)`` with a
-    ``prange`` over members."""
+    ``prange`` over members; for each of eagle's implicit methods (``eagle.ode.IMPLICIT``)
+    written here (a ``<method>_member`` function)."""
+    import eagle.ode
+
     digest = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
-    peers = []
-    for method, member in (("rosenbrock23", rosenbrock23_member), ("rodas5p", rodas5p_member)):
+    peers = {}
+    for method in eagle.ode.IMPLICIT:
+        member = globals().get(f"{method}_member")
+        if member is None:
+            continue
         functions = "\n\n".join(_bound(f) for f in (_hinit, member))
         source = _DRIVER.format(model=model, rhs=rhs, jac=jac, method=method, digest=digest,
                                 functions=functions)
-        peers.append(getattr(peer_numba.load_source(source, f"{model}_{rhs}_{method}"),
-                             method))
-    return tuple(peers)
+        peers[method] = getattr(peer_numba.load_source(source, f"{model}_{rhs}_{method}"),
+                                method)
+    return peers
 
 
 # -- the Brusselator of stiff_models --------------------------------------------------------------

@@ -58,12 +58,17 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ode_peers  # noqa: E402
 import stiff_models  # noqa: E402
+import stiff_numba  # noqa: E402
 import stiff_peers  # noqa: E402
+
+import eagle.ode  # noqa: E402
+
+#: eagle's methods measured: its implicit ones; those with a Numba peer get Numba arms
+METHODS = eagle.ode.IMPLICIT
 
 T1 = 10.0
 DIFFUSION, SPREAD = 0.02, (0.8, 1.2)
 REFERENCE = dict(method="Radau", rtol=1e-12, atol=1e-12)
-METHODS = ("rodas5p", "rosenbrock23")
 PEERS = ("scipy_radau", "scipy_bdf", "diffrax")
 #: members for eagle and Numba by state count, unless --members (cost grows about as states^2
 #: to states^3 per member)
@@ -130,7 +135,8 @@ class Arms:
         out = []
         for kind in ("eagle", "numba"):
             for method in METHODS:
-                out += [f"{kind}_{method}_t{t}" for t in self.args.threads]
+                if kind == "eagle" or method in stiff_numba.BRUSSELATOR:
+                    out += [f"{kind}_{method}_t{t}" for t in self.args.threads]
         return [a for a in out + list(PEERS) if _chosen(a, self.args.arms)]
 
     def members(self, name: str) -> int:
@@ -148,20 +154,16 @@ class Arms:
             kind, method, threads = name.split("_")
             threads = int(threads[1:])
             if kind == "eagle":
-                import eagle.ode
-
                 sol = eagle.ode.solve(self.model, ens.u0, (0.0, T1), p=ens.p[0], method=method,
                                       rtol=tol, atol=tol, threads=threads)
                 return ode_peers.Solution(np.asarray(sol.u), np.asarray(sol.t),
                                           np.asarray(sol.accepted), np.asarray(sol.rejected),
                                           np.asarray(sol.status) == 1)
             import numba
-            import stiff_numba
 
             numba.set_num_threads(threads)
-            rosenbrock23, rodas5p = stiff_numba.BRUSSELATOR
-            integrator = rodas5p if method == "rodas5p" else rosenbrock23
-            return ode_peers.solve_numba(ens, T1, tol, tol, integrator=integrator)
+            return ode_peers.solve_numba(ens, T1, tol, tol,
+                                         integrator=stiff_numba.BRUSSELATOR[method])
         if name.startswith("scipy_"):
             method = {"scipy_radau": "Radau", "scipy_bdf": "BDF"}[name]
             return solve_scipy(ens, method, tol, tol, self.args.scipy_n)

@@ -42,9 +42,8 @@ def model(tmp_path_factory):
 def test_numba_peer_takes_eagles_steps_on_every_member(ens, model, method, tol):
     import stiff_numba
 
-    rosenbrock23, rodas5p = stiff_numba.BRUSSELATOR
-    integrator = rodas5p if method == "rodas5p" else rosenbrock23
-    peer = ode_peers.solve_numba(ens, T_END, tol, tol, integrator=integrator)
+    peer = ode_peers.solve_numba(ens, T_END, tol, tol,
+                                 integrator=stiff_numba.BRUSSELATOR[method])
     ref = eagle.ode.solve(model, ens.u0, (0.0, T_END), p=ens.p[0], method=method, rtol=tol,
                           atol=tol, threads=1)
     assert peer.done.all() and (np.asarray(ref.status) == 1).all()
