@@ -285,14 +285,14 @@ def rodas5p_member(rhs, jac, i, u0, p, t0, t1, rtol, atol, max_steps, u, t_out, 
 # its module's globals, so that Numba caches it: code that takes a function as an argument, or a
 # closure over one, cannot be cached ("dynamic globals"). ``_hinit`` and the member's function
 # are copied into it from this file with their ``rhs, jac`` parameters left out (``_bound``);
-# the copy carries this file's hash, so that an edit here compiles it again.
+# the copy carries this file's and the model's file's hash, so that an edit compiles it again.
 _DRIVER = """
 from {model} import {rhs} as rhs, {jac} as jac
 from stiff_numba import (D23, E32, EXPO_23, EXPO_RODAS, FAC_MAX_23, FAC_MAX_RODAS, GAMMA,
                          RODAS_A, RODAS_C, SMALLEST_STEP, STAGES, _control, _rms, lu_factor,
                          lu_solve)
 
-# stiff_numba.py {digest}
+# stiff_numba.py and the model's file: {digest}
 {functions}
 
 @njit(parallel=True, nogil=True, error_model="numpy", cache=True)
@@ -318,9 +318,12 @@ def make_peers(model: str, rhs: str, jac: str) -> dict:
     (importable from ``benchmarks/``), each ``@njit(parallel=True, cache=True)`` with a
     ``prange`` over members; for each of eagle's implicit methods (``eagle.ode.IMPLICIT``)
     written here (a ``<method>_member`` function)."""
+    import importlib
+
     import eagle.ode
 
-    digest = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+    files = (Path(__file__), Path(importlib.import_module(model).__file__))
+    digest = hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
     peers = {}
     for method in eagle.ode.IMPLICIT:
         member = globals().get(f"{method}_member")

@@ -51,6 +51,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -74,6 +76,48 @@ PEERS = ("scipy_radau", "scipy_bdf", "diffrax")
 #: to states^3 per member)
 MEMBERS = {20: 512, 32: 256, 64: 64}
 QUICK = dict(states=[20], tols=[1e-6], members=64, rounds=2, scipy_n=2, diffrax_n=4, check=2)
+
+
+@dataclass(frozen=True)
+class Model:
+    """One benchmarked model: ``label`` (printed), ``states``, ``t1`` (from 0), ``ensemble(n,
+    seed)``, ``load(folder)`` its ``@hawk.func f(u, t, p)``, ``numpy`` and ``jacobian`` for
+    ``solve_ivp`` (``(t, y, p)``), ``peers`` the Numba integrators by method
+    (``stiff_numba.make_peers``) and ``field`` diffrax's right-hand side."""
+
+    label: str
+    states: int
+    t1: float
+    ensemble: Callable
+    load: Callable
+    numpy: Callable
+    jacobian: Callable
+    peers: dict
+    field: Callable
+
+
+def brusselator(states: int) -> Model:
+    """The Brusselator of ``states`` states (``stiff_models``; the diffusion ``a`` per
+    member)."""
+    return Model(f"Brusselator, {states} states", states, T1,
+                 lambda n, seed: brusselator_ensemble(states, n, seed),
+                 lambda folder: stiff_models.load(states // 2, folder),
+                 stiff_models.brusselator_numpy, stiff_models.brusselator_jacobian,
+                 stiff_numba.BRUSSELATOR, brusselator_field)
+
+
+def poll() -> Model:
+    """The pollution problem (``stiff_poll``; ``k_1`` times ``U(0.8, 1.2)`` per member)."""
+    import stiff_poll
+
+    def ensemble(n, seed):
+        s = np.random.default_rng(seed).uniform(*SPREAD, n)
+        u0 = np.repeat(stiff_poll.poll_start()[:, None], n, axis=1)
+        return ode_peers.Ensemble(np.ascontiguousarray(u0), np.ascontiguousarray(s[None, :]))
+
+    return Model("POLL (pollution), 20 species", stiff_poll.SPECIES, stiff_poll.T1, ensemble,
+                 stiff_poll.load, stiff_poll.poll_numpy, stiff_poll.poll_jacobian,
+                 stiff_poll.PEERS, stiff_poll.poll_field)
 
 
 def brusselator_ensemble(states: int, n: int, seed: int) -> ode_peers.Ensemble:
@@ -101,7 +145,7 @@ def brusselator_field(t, y, p):
     return jnp.stack((du, dv), axis=1).reshape(-1)
 
 
-def solve_scipy(ens: ode_peers.Ensemble, method: str, rtol: float, atol: float,
+def solve_scipy(model: Model, ens: ode_peers.Ensemble, method: str, rtol: float, atol: float,
                 members: int) -> ode_peers.Solution:
     """``solve_ivp(method=..., jac=...)`` on the first ``members`` members, one after
     another; accepted steps ``len(t) - 1``, rejected -1 (SciPy does not count them)."""
@@ -109,9 +153,8 @@ def solve_scipy(ens: ode_peers.Ensemble, method: str, rtol: float, atol: float,
 
     finals, ts, acc, done = [], [], [], []
     for i in range(members):
-        sol = solve_ivp(stiff_models.brusselator_numpy, (0.0, T1), ens.u0[:, i], method=method,
-                        rtol=rtol, atol=atol, jac=stiff_models.brusselator_jacobian,
-                        args=(float(ens.p[0, i]),))
+        sol = solve_ivp(model.numpy, (0.0, model.t1), ens.u0[:, i], method=method, rtol=rtol,
+                        atol=atol, jac=model.jacobian, args=(float(ens.p[0, i]),))
         finals.append(sol.y[:, -1])
         ts.append(sol.t[-1])
         acc.append(len(sol.t) - 1)
@@ -123,8 +166,8 @@ def solve_scipy(ens: ode_peers.Ensemble, method: str, rtol: float, atol: float,
 class Arms:
     """The arms of one state count and tolerance; ``run(name)`` gives ``(Solution, seconds)``."""
 
-    def __init__(self, ens: ode_peers.Ensemble, model, tol: float, args):
-        self.ens, self.model, self.tol, self.args = ens, model, tol, args
+    def __init__(self, model: Model, ens: ode_peers.Ensemble, f, tol: float, args):
+        self.model, self.ens, self.f, self.tol, self.args = model, ens, f, tol, args
         self.diffrax_fn = None
         m = args.diffrax_n
         self.diffrax_ens = ode_peers.Ensemble(np.ascontiguousarray(ens.u0[:, :m]),
@@ -135,7 +178,7 @@ class Arms:
         out = []
         for kind in ("eagle", "numba"):
             for method in METHODS:
-                if kind == "eagle" or method in stiff_numba.BRUSSELATOR:
+                if kind == "eagle" or method in self.model.peers:
                     out += [f"{kind}_{method}_t{t}" for t in self.args.threads]
         return [a for a in out + list(PEERS) if _chosen(a, self.args.arms)]
 
@@ -154,22 +197,23 @@ class Arms:
             kind, method, threads = name.split("_")
             threads = int(threads[1:])
             if kind == "eagle":
-                sol = eagle.ode.solve(self.model, ens.u0, (0.0, T1), p=ens.p[0], method=method,
-                                      rtol=tol, atol=tol, threads=threads)
+                sol = eagle.ode.solve(self.f, ens.u0, (0.0, self.model.t1), p=ens.p[0],
+                                      method=method, rtol=tol, atol=tol, threads=threads)
                 return ode_peers.Solution(np.asarray(sol.u), np.asarray(sol.t),
                                           np.asarray(sol.accepted), np.asarray(sol.rejected),
                                           np.asarray(sol.status) == 1)
             import numba
 
             numba.set_num_threads(threads)
-            return ode_peers.solve_numba(ens, T1, tol, tol,
-                                         integrator=stiff_numba.BRUSSELATOR[method])
+            return ode_peers.solve_numba(ens, self.model.t1, tol, tol,
+                                         integrator=self.model.peers[method])
         if name.startswith("scipy_"):
             method = {"scipy_radau": "Radau", "scipy_bdf": "BDF"}[name]
-            return solve_scipy(ens, method, tol, tol, self.args.scipy_n)
+            return solve_scipy(self.model, ens, method, tol, tol, self.args.scipy_n)
         if self.diffrax_fn is None:
             solver, controller = stiff_peers.kvaerno5(tol, tol)
-            self.diffrax_fn = ode_peers.make_diffrax(T1, tol, tol, vector_field=brusselator_field,
+            self.diffrax_fn = ode_peers.make_diffrax(self.model.t1, tol, tol,
+                                                     vector_field=self.model.field,
                                                      solver=solver, controller=controller)
         return ode_peers.solve_diffrax(self.diffrax_fn, self.diffrax_ens)
 
@@ -178,10 +222,10 @@ def _chosen(name: str, patterns) -> bool:
     return patterns is None or any(name.startswith(p) for p in patterns)
 
 
-def reference(ens: ode_peers.Ensemble, members: int) -> np.ndarray:
+def reference(model: Model, ens: ode_peers.Ensemble, members: int) -> np.ndarray:
     """End states (states, members) of the first ``members`` members by Radau at rtol = atol =
     1e-12."""
-    sol = solve_scipy(ens, "Radau", REFERENCE["rtol"], REFERENCE["atol"], members)
+    sol = solve_scipy(model, ens, "Radau", REFERENCE["rtol"], REFERENCE["atol"], members)
     if not sol.done.all():
         raise SystemExit("stiff_size_peers: the Radau reference did not reach t1")
     return sol.u
@@ -191,15 +235,16 @@ def _load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def block(states: int, tol: float, args, folder: str) -> dict:
-    """Measure every arm on one state count and tolerance (the module docstring's protocol)."""
+def block(model: Model, tol: float, args, folder: str) -> dict:
+    """Measure every arm on one model and tolerance (the module docstring's protocol)."""
+    states = model.states
     n = args.members or MEMBERS.get(states, 64)
-    ens = brusselator_ensemble(states, n, args.seed)
-    model = stiff_models.load(states // 2, folder)
-    arms = Arms(ens, model, tol, args)
+    ens = model.ensemble(n, args.seed)
+    arms = Arms(model, ens, model.load(folder), tol, args)
     names = arms.names()
-    out = dict(states=states, tol=tol, members=n, load_start=_load(), arms={})
-    ref = reference(ens, args.check)
+    out = dict(model=model.label, states=states, t1=model.t1, tol=tol, members=n,
+               load_start=_load(), arms={})
+    ref = reference(model, ens, args.check)
     first, final = {}, {}
     for name in names:  # untimed for the medians: compiles
         final[name], first[name] = arms.run(name)
@@ -237,7 +282,7 @@ def block(states: int, tol: float, args, folder: str) -> dict:
 
 
 def table(r: dict) -> str:
-    lines = [f"Brusselator, {r['states']} states, rtol = atol = {r['tol']:g}, t 0..{T1:g}, "
+    lines = [f"{r['model']}, rtol = atol = {r['tol']:g}, t 0..{r['t1']:g}, "
              f"{r['members']} members (eagle, numba); load {r['load_start']} -> "
              f"{r['load_end']}",
              f"  {'arm':<24}{'n':>5}{'first s':>9}{'median s':>10}{'us/member':>12}"
@@ -257,7 +302,9 @@ def table(r: dict) -> str:
 
 def parse(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--states", type=int, nargs="+", default=[20, 32, 64])
+    p.add_argument("--states", type=int, nargs="*", default=[20, 32, 64],
+                   help="the Brusselator's state counts (none: POLL only, with --poll)")
+    p.add_argument("--poll", action="store_true", help="also the pollution problem POLL")
     p.add_argument("--tols", type=float, nargs="+", default=[1e-6, 1e-8])
     p.add_argument("--members", type=int, default=None,
                    help=f"eagle and Numba members (default by states: {MEMBERS})")
@@ -298,9 +345,10 @@ def main(argv=None) -> None:
                              reference=REFERENCE, t1=T1, diffusion=[DIFFUSION, SPREAD]),
                    blocks=[])
     with tempfile.TemporaryDirectory() as folder:
-        for states in args.states:
+        models = [brusselator(states) for states in args.states] + ([poll()] if args.poll else [])
+        for model in models:
             for tol in args.tols:
-                r = block(states, tol, args, folder)
+                r = block(model, tol, args, folder)
                 results["blocks"].append(r)
                 print(table(r), flush=True)
     results["meta"]["load_end"] = _load()
