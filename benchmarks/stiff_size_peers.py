@@ -1,16 +1,18 @@
 """Stiff ensembles at size (issue 42): eagle's ``rodas5p`` and ``rosenbrock23`` against a
 hand-written Numba Rosenbrock23 and Rodas5P, SciPy's Radau and BDF per member and diffrax's
-``Kvaerno5`` under ``jit(vmap)``, on the Brusselator at 20, 32 and 64 states, at matched
-accuracy, on the CPU.
+``Kvaerno5`` under ``jit(vmap)``, on the Brusselator at 20, 32 and 64 states and the 20-species
+pollution problem POLL, at matched accuracy, on the CPU.
 
     python benchmarks/stiff_size_peers.py [--states 20 32 64] [--tols 1e-6 1e-8]
                                           [--members N] [--scipy-n 4] [--diffrax-n 16]
                                           [--threads 1 2] [--rounds 3] [--check 4]
-                                          [--arms ...] [--json PATH] [--quick]
+                                          [--arms ...] [--poll] [--json PATH] [--quick]
 
 The ensemble: the Brusselator of ``stiff_models`` (``states / 2`` cells), the start
 ``brusselator_start``, one diffusion per member ``a = 0.02 U(0.8, 1.2)``
 (``default_rng(--seed)``), from t = 0 to 10, at ``rtol = atol = tol`` for each ``--tols``.
+With ``--poll``, also POLL (``stiff_poll``: the Bari test set's problem, ``k_1`` times ``U(0.8,
+1.2)`` per member, t from 0 to 60; ``--states`` with no count runs POLL alone).
 
 The arms (``ARMS``; ``_tN``: on N threads, for each ``--threads``):
 
@@ -36,6 +38,9 @@ on the first ``--check`` members, each arm's end state against ``solve_ivp(metho
 rtol=1e-12, atol=1e-12)`` in tolerance units, ``|u - u_ref| / (atol + rtol |u_ref|)``, the
 largest over components and members (``err``). The load (``os.getloadavg``) is recorded
 before and after each block and printed with it: the machine may be shared.
+
+Each model is a ``Model`` record (its ensemble, eagle's func, SciPy's functions, the Numba
+peers and diffrax's field), so another is a function giving one.
 
 ``--quick``: 20 states, tol 1e-6, 64 members, 2 rounds, 2 SciPy and 4 diffrax members.
 Writes JSON to ``--json`` (default ``benchmarks/results/stiff_size_peers.json``).
