@@ -42,6 +42,11 @@ before and after each block and printed with it: the machine may be shared.
 Each model is a ``Model`` record (its ensemble, eagle's func, SciPy's functions, the Numba
 peers and diffrax's field), so another is a function giving one.
 
+At matched accuracy (``matched``): each arm's run against the cheapest ``eagle_rodas5p_t1``
+run at least as accurate; Radau and Kvaerno5 land far inside their tolerance, so eagle needs a
+tighter one to match them (``--tols 1e-10 --arms eagle_rodas5p``, then ``--summarise`` both
+files).
+
 ``--quick``: 20 states, tol 1e-6, 64 members, 2 rounds, 2 SciPy and 4 diffrax members.
 Writes JSON to ``--json`` (default ``benchmarks/results/stiff_size_peers.json``).
 """
@@ -305,6 +310,37 @@ def table(r: dict) -> str:
     return "\n".join(lines)
 
 
+def matched(blocks: list[dict], baseline: str = "eagle_rodas5p_t1") -> list[str]:
+    """At matched accuracy: for each arm and tolerance of a model, the cheapest run of
+    ``baseline`` (over the tolerances measured) that is at least as accurate (its largest error
+    times its tolerance, a relative error, at most the arm's), and the ratio of their times per
+    member. Tolerances give different errors on different arms (Radau and Kvaerno5 land well
+    inside theirs, rosenbrock23 outside): this compares what each buys at equal error."""
+    lines = [f"at matched accuracy, against the cheapest {baseline} at least as accurate "
+             f"(relative error = err x tol):"]
+    models = dict.fromkeys(b["model"] for b in blocks)
+    for model in models:
+        runs = [b for b in blocks if b["model"] == model]
+        base = [(b["arms"][baseline]["err_max"] * b["tol"], b["arms"][baseline]["us_per_member"],
+                 b["tol"]) for b in runs if baseline in b["arms"]]
+        for b in runs:
+            for name, a in b["arms"].items():
+                if name == baseline:
+                    continue
+                error = a["err_max"] * b["tol"]
+                fits = [x for x in base if x[0] <= error]
+                if not fits:
+                    lines.append(f"  {model}, {name} at tol {b['tol']:g}: relative error "
+                                 f"{error:.2g}, no {baseline} run as accurate")
+                    continue
+                _, us, tol = min(fits, key=lambda x: x[1])
+                mine = a["us_per_member"]
+                lines.append(f"  {model}, {name} at tol {b['tol']:g}: relative error "
+                             f"{error:.2g}, {mine:.0f} us/member; {baseline} at tol {tol:g}: "
+                             f"{us:.0f} us/member; ratio {mine / us:.2f}")
+    return lines
+
+
 def parse(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--states", type=int, nargs="*", default=[20, 32, 64],
@@ -326,6 +362,9 @@ def parse(argv=None) -> argparse.Namespace:
     p.add_argument("--json", type=Path,
                    default=Path(__file__).resolve().parent / "results" / "stiff_size_peers.json")
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--summarise", type=Path, nargs="+", default=None, metavar="JSON",
+                   help="run nothing: print the matched-accuracy summary of these results "
+                        "(from runs at different tolerances or arms, together)")
     args = p.parse_args(argv)
     if args.quick:
         for key, value in QUICK.items():
@@ -343,6 +382,10 @@ def parse(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> None:
     args = parse(argv)
+    if args.summarise:
+        blocks = [b for path in args.summarise for b in json.loads(path.read_text())["blocks"]]
+        print("\n".join(matched(blocks)))
+        return
     results = dict(settings={k: (str(v) if isinstance(v, Path) else v)
                              for k, v in vars(args).items()},
                    meta=dict(cpu=platform.processor() or platform.machine(),
@@ -357,6 +400,7 @@ def main(argv=None) -> None:
                 results["blocks"].append(r)
                 print(table(r), flush=True)
     results["meta"]["load_end"] = _load()
+    print("\n".join(matched(results["blocks"])))
     print("x eagle: per member, against eagle_rodas5p on the same threads (one for SciPy and "
           "diffrax); err: the largest end-state error on the checked members in tolerances "
           "(atol + rtol |u_ref|), reference Radau at rtol = atol = 1e-12; SciPy does not count "
