@@ -48,44 +48,66 @@ def _function(name: str, parameters: str, b: IrBuilder) -> list[str]:
             *b.slots, *b.lines, "  ret void", "}", ""]
 
 
+class _Rows:
+    """Row-major elements of type ``t`` through ``b``: the one vocabulary of both loops."""
+
+    def __init__(self, b: IrBuilder, t: str):
+        self.b, self.t = b, t
+
+    def at(self, pointer: str, row: str, column: str, width: str) -> str:
+        """The address of ``[row, column]`` of the ``width``-wide rows at ``pointer``."""
+        return self.b.at(self.t, pointer, self.b.i64("add", self.b.i64("mul", row, width),
+                                                     column))
+
+    def load(self, pointer: str) -> str:
+        return self.b.do(f"load {self.t}, ptr {pointer}")
+
+    def swap(self, top: str, below: str) -> None:
+        x, y = self.load(top), self.load(below)
+        self.b.line(f"store {self.t} {y}, ptr {top}")
+        self.b.line(f"store {self.t} {x}, ptr {below}")
+
+    def subtract_product(self, target: str, factor: str, other: str) -> None:
+        """``*target -= factor * *other``."""
+        product = self.b.do(f"fmul {self.t} {factor}, {self.load(other)}")
+        self.b.line(f"store {self.t} {self.b.do(f'fsub {self.t} {self.load(target)}, {product}')}"
+                    f", ptr {target}")
+
+    def nonzero(self, value: str) -> str:
+        """Whether ``value`` is not exactly zero (NaN is not: its subtraction is kept)."""
+        return self.b.do(f"fcmp une {self.t} {value}, 0.0")
+
+
 def _factor(dtype: DType) -> list[str]:
     """``lu_factor`` of the ``n * n`` elements at ``%m`` in place, the swaps at ``%s``."""
     t, suffix = _TYPES[dtype]
     b = IrBuilder()
-    fabs = f"@llvm.fabs.{suffix}"
+    rows = _Rows(b, t)
 
     def element(row: str, column: str) -> str:
-        return b.at(t, "%m", b.i64("add", b.i64("mul", row, "%n"), column))
+        return rows.at("%m", row, column, "%n")
 
-    def load(pointer: str) -> str:
-        return b.do(f"load {t}, ptr {pointer}")
-
-    def subtract_into(target: str, product: str) -> None:
-        b.line(f"store {t} {b.do(f'fsub {t} {load(target)}, {product}')}, ptr {target}")
+    def magnitude(pointer: str) -> str:
+        return b.do(f"call {t} @llvm.fabs.{suffix}({t} {rows.load(pointer)})")
 
     with b.range_("k", "0", "%n") as k:
         k1 = b.i64("add", k, "1")
         with b.range_("i", k1, "%n") as i:
-            pivot = b.do(f"call {t} {fabs}({t} {load(element(k, k))})")
-            other = b.do(f"call {t} {fabs}({t} {load(element(i, k))})")
+            pivot, other = magnitude(element(k, k)), magnitude(element(i, k))
             swap = b.do(f"fcmp ogt {t} {other}, {pivot}")
             flag = b.do(f"zext i1 {swap} to i8")
             b.write("i8", "%s", b.i64("add", b.i64("mul", k, "%n"), i), flag)
             with b.if_(swap), b.range_("j", k, "%n") as j:
-                top, below = element(k, j), element(i, j)
-                x, y = load(top), load(below)
-                b.line(f"store {t} {y}, ptr {top}")
-                b.line(f"store {t} {x}, ptr {below}")
+                rows.swap(element(k, j), element(i, j))
         with b.if_(b.cmp("slt", k1, "%n")):
-            pivot = load(element(k, k))
+            pivot = rows.load(element(k, k))
             zero_pivot = b.do(f"fcmp oeq {t} {pivot}, 0.0")
             with b.range_("r", k1, "%n") as r:
                 at = element(r, k)
-                quotient = b.do(f"fdiv {t} {load(at)}, {pivot}")
+                quotient = b.do(f"fdiv {t} {rows.load(at)}, {pivot}")
                 factor = b.do(f"select i1 {zero_pivot}, {t} 0.0, {t} {quotient}")
-                with b.if_(b.do(f"fcmp une {t} {factor}, 0.0")), b.range_("c", k1, "%n") as c:
-                    subtract_into(element(r, c),
-                                  b.do(f"fmul {t} {factor}, {load(element(k, c))}"))
+                with b.if_(rows.nonzero(factor)), b.range_("c", k1, "%n") as c:
+                    rows.subtract_product(element(r, c), factor, element(k, c))
                 b.line(f"store {t} {factor}, ptr {at}")
     return _function(factor_symbol(dtype), "ptr noalias %m, ptr noalias %s, i64 %n", b)
 
@@ -95,42 +117,35 @@ def _solve(dtype: DType) -> list[str]:
     factorisation at ``%m`` and its swaps at ``%s``."""
     t, _ = _TYPES[dtype]
     b = IrBuilder()
+    rows = _Rows(b, t)
 
-    def at(pointer: str, row: str, column: str, width: str) -> str:
-        return b.at(t, pointer, b.i64("add", b.i64("mul", row, width), column))
+    def factors(row: str, column: str) -> str:
+        return rows.at("%m", row, column, "%n")
 
-    def load(pointer: str) -> str:
-        return b.do(f"load {t}, ptr {pointer}")
-
-    def subtract_into(target: str, product: str) -> None:
-        b.line(f"store {t} {b.do(f'fsub {t} {load(target)}, {product}')}, ptr {target}")
+    def right(row: str, column: str) -> str:
+        return rows.at("%x", row, column, "%cols")
 
     with b.range_("k", "0", "%n") as k:
         k1 = b.i64("add", k, "1")
         with b.range_("i", k1, "%n") as i:
             flag = b.read("i8", "%s", b.i64("add", b.i64("mul", k, "%n"), i))
             with b.if_(b.do(f"icmp ne i8 {flag}, 0")), b.range_("j", "0", "%cols") as j:
-                top, below = at("%x", k, j, "%cols"), at("%x", i, j, "%cols")
-                x, y = load(top), load(below)
-                b.line(f"store {t} {y}, ptr {top}")
-                b.line(f"store {t} {x}, ptr {below}")
+                rows.swap(right(k, j), right(i, j))
         with b.range_("r", k1, "%n") as r:
-            factor = load(at("%m", r, k, "%n"))
-            with b.if_(b.do(f"fcmp une {t} {factor}, 0.0")), b.range_("c", "0", "%cols") as c:
-                subtract_into(at("%x", r, c, "%cols"),
-                              b.do(f"fmul {t} {factor}, {load(at('%x', k, c, '%cols'))}"))
+            factor = rows.load(factors(r, k))
+            with b.if_(rows.nonzero(factor)), b.range_("c", "0", "%cols") as c:
+                rows.subtract_product(right(r, c), factor, right(k, c))
     with b.range_("back", "0", "%n") as back:
         i = b.i64("sub", b.i64("sub", "%n", "1"), back)
         i1 = b.i64("add", i, "1")
         with b.range_("col", "0", "%cols") as col:
-            b.var("value", t, load(at("%x", i, col, "%cols")))
+            b.var("value", t, rows.load(right(i, col)))
             with b.range_("mm", i1, "%n") as mm:
-                u = load(at("%m", i, mm, "%n"))
-                with b.if_(b.do(f"fcmp une {t} {u}, 0.0")):
-                    x = load(at("%x", mm, col, "%cols"))
-                    b.set("value", b.do(f"fsub {t} {b.get('value')}, "
-                                        f"{b.do(f'fmul {t} {u}, {x}')}"))
-            quotient = b.do(f"fdiv {t} {b.get('value')}, {load(at('%m', i, i, '%n'))}")
-            b.line(f"store {t} {quotient}, ptr {at('%x', i, col, '%cols')}")
+                u = rows.load(factors(i, mm))
+                with b.if_(rows.nonzero(u)):
+                    x, value = rows.load(right(mm, col)), b.get("value")
+                    b.set("value", b.do(f"fsub {t} {value}, {b.do(f'fmul {t} {u}, {x}')}"))
+            quotient = b.do(f"fdiv {t} {b.get('value')}, {rows.load(factors(i, i))}")
+            b.line(f"store {t} {quotient}, ptr {right(i, col)}")
     return _function(solve_symbol(dtype),
                      "ptr noalias %m, ptr noalias %s, ptr noalias %x, i64 %n, i64 %cols", b)
