@@ -178,6 +178,26 @@ def test_options_the_cluster_cannot_serve_are_refused_by_name(client):
         eagle.ode.solve(lorenz, u0, (0.0, 1.0), p=p, client="tcp://127.0.0.1:8786")
 
 
+def _worker_killer(client, killed: list) -> threading.Thread:
+    """A started thread that SIGKILLs the first worker seen running a chunk (at once: a chunk
+    of 7,500 members runs for a fraction of a second) and notes it in ``killed``."""
+    pids = client.run(os.getpid)
+
+    def kill_a_busy_worker():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not killed:
+            busy = [w for w, keys in client.processing().items()
+                    if any("eagle-chunk" in str(k) for k in keys) and w in pids]
+            if busy:
+                os.kill(pids[busy[0]], signal.SIGKILL)
+                killed.append(busy[0])
+            time.sleep(0.01)
+
+    killer = threading.Thread(target=kill_a_busy_worker)
+    killer.start()
+    return killer
+
+
 def test_a_worker_killed_mid_run_changes_nothing(monkeypatch):
     """A worker killed while it runs a chunk (its scattered inputs lost with it): the solve
     sends the inputs again and finishes with the local solve's bits."""
@@ -190,20 +210,7 @@ def test_a_worker_killed_mid_run_changes_nothing(monkeypatch):
     local = eagle.ode.solve(lorenz, u0, (0.0, 1.0), p=p)
     killed = []
     with local_cluster() as c, distributed.Client(c) as client:
-        pids = client.run(os.getpid)
-
-        def kill_a_busy_worker():
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and not killed:
-                busy = [w for w, keys in client.processing().items()
-                        if any("eagle-chunk" in str(k) for k in keys) and w in pids]
-                if busy:  # at once: a chunk of 7,500 members runs for a fraction of a second
-                    os.kill(pids[busy[0]], signal.SIGKILL)
-                    killed.append(busy[0])
-                time.sleep(0.01)
-
-        killer = threading.Thread(target=kill_a_busy_worker)
-        killer.start()
+        killer = _worker_killer(client, killed)
         try:
             remote = eagle.ode.solve(lorenz, u0, (0.0, 1.0), p=p, client=client, chunks=8)
         finally:
@@ -374,20 +381,7 @@ def test_a_worker_killed_mid_run_of_a_dask_solve_changes_nothing():
     local = eagle.ode.solve(lorenz, here_u0, (0.0, 1.0), p=here_p)
     killed = []
     with local_cluster() as c, distributed.Client(c) as client:
-        pids = client.run(os.getpid)
-
-        def kill_a_busy_worker():
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and not killed:
-                busy = [w for w, keys in client.processing().items()
-                        if any("eagle-chunk" in str(k) for k in keys) and w in pids]
-                if busy:
-                    os.kill(pids[busy[0]], signal.SIGKILL)
-                    killed.append(busy[0])
-                time.sleep(0.01)
-
-        killer = threading.Thread(target=kill_a_busy_worker)
-        killer.start()
+        killer = _worker_killer(client, killed)
         try:
             remote = eagle.ode.solve(lorenz, u0, (0.0, 1.0), p=p, client=client)
             assert killed
