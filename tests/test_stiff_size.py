@@ -153,6 +153,9 @@ def test_the_llvm_pipeline_is_chosen_by_the_steps_size():
     assert native.pipeline(line * native.VECTORISER_LIMIT) == (True, True, True)
     assert native.pipeline(line * (native.VECTORISER_LIMIT + 1)) == (False, False, True)
     assert native.pipeline(line * (native.SCHEDULER_LIMIT + 1)) == (False, False, False)
+    # a step that factorises a matrix calls out: its lane loop is never vectorised
+    factorising = line * 10 + "  call void @eagle_lu_factor_f64(ptr %b, ptr %s, i64 9)\n"
+    assert native.pipeline(factorising) == (False, False, True)
 
 
 _UNOPTIMISED = """

@@ -114,9 +114,13 @@ def block_bytes(op: Op) -> int:
     return op.attr[0] * op.attr[1] * size
 
 
+#: how the functions an ``LU`` calls begin (``native.pipeline`` looks for their calls)
+FACTOR_SYMBOL_PREFIX = "eagle_lu_factor_"
+
+
 def factor_symbol(dtype: DType) -> str:
     """The function an ``LU`` calls (``llvm_blocks`` defines it)."""
-    return f"eagle_lu_factor_{_SUFFIX[dtype]}"
+    return f"{FACTOR_SYMBOL_PREFIX}{_SUFFIX[dtype]}"
 
 
 def fill_symbol(dtype: DType) -> str:

@@ -22,7 +22,7 @@ import os
 import struct
 import threading
 
-from .llvm_ops import LIBM, libm_symbol
+from .llvm_ops import FACTOR_SYMBOL_PREFIX, LIBM, libm_symbol
 
 __all__ = ["target", "compile_ir", "pipeline", "instructions", "pack", "header", "unpack",
            "source_sha256", "load", "undefined_symbols"]
@@ -133,9 +133,12 @@ def instructions(text: str) -> int:
 def pipeline(steps: str) -> tuple[bool, bool, bool]:
     """(loop vectoriser, SLP vectoriser, machine scheduler) for the steps' module ``steps``,
     by its size (``instructions``): the vectorisers up to ``VECTORISER_LIMIT``, the machine
-    scheduler up to ``SCHEDULER_LIMIT`` (see there: both measured on the stiff kernels)."""
+    scheduler up to ``SCHEDULER_LIMIT`` (see there: both measured on the stiff kernels). A
+    step that factorises a matrix (``llvm_blocks``) calls out, so its lane loop is never
+    vectorised: no vectorisers for it, whatever its size."""
     size = instructions(steps)
-    return size <= VECTORISER_LIMIT, size <= VECTORISER_LIMIT, size <= SCHEDULER_LIMIT
+    vectorise = size <= VECTORISER_LIMIT and f"call void @{FACTOR_SYMBOL_PREFIX}" not in steps
+    return vectorise, vectorise, size <= SCHEDULER_LIMIT
 
 
 _machines: dict[tuple[tuple[str, str, str], int], object] = {}
