@@ -34,8 +34,14 @@ NATIVE = ROOT / "build" / "native"
 LIBRARY = NATIVE / "install" / "lib" / "libeagle_cuda.so"
 STANDIN = NATIVE / "install" / "lib" / "libfakecuda.so"
 
-#: the ids of a ``door`` parameter: the native one is the slow tier (it builds native/)
-DOORS = ["bindings", pytest.param("native", marks=pytest.mark.slow)]
+#: the ids of a ``door`` parameter: ``bindings``, or with ``EAGLE_TEST_DOORS=native`` (what
+#: ``make test-all`` runs in a pytest process of its own, after the main one) the native door
+#: alone, which is the slow tier (it builds native/). The two doors never share a process: in
+#: one process, the bindings door's emulated-GPU runs after the native layer and its stand-in
+#: were loaded crashed it (a corrupted heap, found at random later places: 4 of 4 full runs,
+#: 0 of 4 without the native cases; the cause is not found yet)
+DOORS = [pytest.param("native", marks=pytest.mark.slow)] \
+    if os.environ.get("EAGLE_TEST_DOORS") == "native" else ["bindings"]
 
 _built: list[str] = []  # "" once make native passed in this process, else why it did not
 
