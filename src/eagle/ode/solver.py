@@ -458,7 +458,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
     if lazy is not None:
         u0, p = lazy.first_u0, lazy.first_p
     xp = arguments.array_module(u0)
-    cluster.check_options(client, chunks, xp, checkpoint)
+    cluster.check_options(client, chunks, checkpoint)
     arguments.numeric("u0", u0)
     column = u0.ndim == 2 and u0.shape[0] == 1  # (1, n): one state per sample, as (n,)
     if column:
