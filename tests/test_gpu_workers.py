@@ -29,9 +29,8 @@ pytest.importorskip("cuda.bindings.driver")  # the stand-in driver checks calls 
 def gpu(tmp_path_factory):
     """The emulated GPU as ``cuda:0``; the backend's one CuPy call (``from_host``: a host array
     onto the GPU, ``cupy.asarray``) made by the stand-in driver's ``GpuArray`` instead."""
-    from host_cuda import compiler
-
     from eagle.cuda import driver as cuda_driver
+    from host_cuda import compiler
 
     if cuda_driver.is_available():
         pytest.skip("a real GPU is present: the emulated GPU stands in only without one")
@@ -130,3 +129,38 @@ def test_one_run_on_one_device_refused_by_name(gpu, client, monkeypatch):
                                                      r"'cpu'"):
         eagle.distributed.run_on_cluster(eagle.deploy(kernel, "cpu"), client, chunks=2,
                                          max_steps=max_steps, **on_gpu(gpu, kernel, bindings))
+
+
+def test_a_cupy_solves_integration_runs_on_the_workers_gpus_into_its_gpu_arrays(gpu, client,
+                                                                                 monkeypatch):
+    """``eagle.ode.solve(cupy_u0, client=...)``'s cluster part (``eagle.ode.cluster.run``): the
+    solve's GPU arrays go to the workers' GPUs in 4 chunks and the results are written back
+    into the same GPU arrays, bit for bit the local GPU run's. (The rest of a CuPy solve is
+    CuPy code, which the emulated GPU does not provide; it is the local solve's own.)"""
+    import ctypes
+
+    from eagle.ode import cluster
+    from fake_driver import GpuArray
+
+    class Writable(GpuArray):  # what the solve's CuPy arrays do: ``a[...] = b``
+        def __setitem__(self, key, value):
+            assert key is Ellipsis and value.shape == self.shape and value.dtype == self.dtype
+            ctypes.memmove(self.address, value.address, value.get().nbytes)
+
+    kernel, bindings, max_steps = integration_of(monkeypatch, "dopri5",
+                                                 saveat=(0.0, 0.5, 6))
+    local = eagle.until_done(eagle.deploy(kernel, "cuda:0"), max_steps=max_steps,
+                             **on_gpu(gpu, kernel, bindings))
+    local.run()
+    to_host = eagle.backend.backend_for("cuda:0").to_host
+    written = [p.name for p in kernel.params if p.role.written]
+    arrays = {k: Writable(gpu, v.get()) if isinstance(v, GpuArray) else v
+              for k, v in on_gpu(gpu, kernel, bindings).items()}
+    launches = gpu.graph_launches
+    report = cluster.run(eagle.deploy(kernel), client, 4, arrays, {}, max_steps=max_steps,
+                         seed=None, progress=False)
+    assert {c.device for c in report.chunks} == {"cuda:0"} and len(report.chunks) == 4
+    assert gpu.graph_launches >= launches + 4
+    assert {"u", "t", "status", "saved"} <= set(written) & set(arrays)
+    for name in set(written) & set(arrays):  # (``terminated`` is the runner's own)
+        assert to_host(arrays[name]).tobytes() == to_host(local.bound.arrays[name]).tobytes()
