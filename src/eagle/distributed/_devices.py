@@ -9,8 +9,9 @@ its one GPU as ``cuda:0`` under ``CUDA_VISIBLE_DEVICES``, runs there), runs it w
 CUDA backend and keeps its results in host memory (blocks of the result's dask arrays).
 ``ClusterResult.gather`` puts them back on the GPU the inputs came from.
 
-Dask arrays whose blocks are CuPy arrays need nothing here: a worker brings a GPU block to
-host memory before it runs (``_chunk._inputs``), onto the run's device.
+A dask array's blocks are computed on the workers; a block that comes out as a CuPy array is
+brought to host memory there before the chunk goes onto the run's device (``_chunk._inputs``;
+not yet tried on a GPU).
 
 One run, one device: per-sample inputs on two GPUs, or some on a GPU and some on the host,
 are refused by name, and so are GPU inputs with a plan deployed to the CPU.

@@ -98,6 +98,7 @@ def run(plan: Plan, client, chunks, arrays: dict, tables: dict, *, max_steps: in
             arrays[name][..., lo:hi] = part[name] for every array the kernel writes
     """
     from ..distributed import run_on_cluster
+    from ..distributed._devices import to_host
     from ..distributed._scattered import scatter
 
     kernel = plan.kernel
@@ -114,7 +115,9 @@ def run(plan: Plan, client, chunks, arrays: dict, tables: dict, *, max_steps: in
         raise ValueError(f"chunks must be at most the {n} samples, got {count}")
     edges = np.linspace(0, n, int(count) + 1).round().astype(np.int64).tolist()
     bounds = list(zip(edges[:-1], edges[1:], strict=True))
-    shared = {name: value for name, value in arrays.items() if name not in per_sample}
+    shared = {name: to_host(value) for name, value in arrays.items()  # GPU ones: host copies
+              if name not in per_sample}
+    tables = {name: to_host(value) for name, value in tables.items()}  # sent whole in the tasks
     runs_on = HOST if device == HOST else device.split(":")[0]  # each worker's own GPU
     sizes = tuple(hi - lo for lo, hi in bounds)
     attempt = 1

@@ -420,7 +420,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             reduction such as ``sol.u.mean(axis=-1)`` runs there), ``t_span``, ``rtol``,
             ``atol``, ``max_step`` and ``dt`` numbers (``eagle.ode.dask_inputs``; not yet with
             ``args``, a sensitivity with an event, events only recorded, or ``saveat`` times
-            per sample).
+            per sample). With a CuPy ``u0`` each chunk runs on its worker's GPU (dask-cuda's one
+            worker per GPU) and the ``Solution`` is CuPy, the local GPU solve's bit for bit.
         chunks: with ``client``, the number of chunks (default: the workers' threads, or a
             dask ``u0``'s own sample chunks).
         checkpoint: with ``client``, a folder every worker can see: each finished chunk is
