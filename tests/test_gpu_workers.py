@@ -14,6 +14,8 @@ takes the bindings of a local solve's integration and runs them both ways.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -125,6 +127,11 @@ def test_one_run_on_one_device_refused_by_name(gpu, client, monkeypatch):
                                                      r"per-sample array of one run on one"):
         eagle.distributed.run_on_cluster(kernel, client, chunks=2, max_steps=max_steps,
                                          **mixed)
+    two = on_gpu(gpu, kernel, bindings)
+    two["t"].device = SimpleNamespace(id=1)  # as CuPy says an array is on GPU 1
+    with pytest.raises(eagle.BindingTypeError, match=r"'t' on cuda:1: bind every per-sample "
+                                                     r"array of one run on one device"):
+        eagle.distributed.run_on_cluster(kernel, client, chunks=2, max_steps=max_steps, **two)
     with pytest.raises(eagle.BindingTypeError, match=r"on cuda:0 but the plan is deployed to "
                                                      r"'cpu'"):
         eagle.distributed.run_on_cluster(eagle.deploy(kernel, "cpu"), client, chunks=2,
