@@ -26,6 +26,7 @@ import numpy as np
 from hawk.kernel import ProgramKernel
 
 from . import _checkpoint
+from ._devices import to_host
 from ._environment import check_here
 from ._reports import ChunkReport
 
@@ -157,6 +158,7 @@ def _inputs(spec: ChunkSpec, lo: int, hi: int, pieces: dict, init_inputs: dict) 
     """The chunk's per-sample arrays: its pieces (copied where the kernel writes them: a
     piece may be a dask block another task still holds; made contiguous where a block is a
     strided view) and what ``init`` makes (from its ``init_inputs`` blocks, if any)."""
+    pieces = {name: to_host(value) for name, value in pieces.items()}  # a CuPy dask block
     arrays = {name: np.array(value) if name in spec.written else np.ascontiguousarray(value)
               for name, value in pieces.items()}
     if spec.init is not None:
@@ -164,7 +166,7 @@ def _inputs(spec: ChunkSpec, lo: int, hi: int, pieces: dict, init_inputs: dict) 
         if not isinstance(made, dict):
             raise TypeError(f"init({lo}, {hi}) must return a dict of arrays by parameter name, "
                             f"got {type(made).__name__}")
-        arrays.update({name: np.asarray(value) for name, value in made.items()})
+        arrays.update({name: np.asarray(to_host(value)) for name, value in made.items()})
     return arrays
 
 

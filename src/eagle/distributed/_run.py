@@ -49,6 +49,7 @@ from ..plan import Plan, deploy
 from ..progress import progress_bar
 from . import _checkpoint
 from ._chunk import ChunkSpec, SealedSpec, run_chunk
+from ._devices import host_inputs
 from ._environment import (
     check_readable,
     check_scheduler,
@@ -83,24 +84,33 @@ class ClusterResult:
             client.
         reduced: the per-chunk values of ``reduce=`` in sample order (None without it).
         report: the merged ``DistributedReport``.
+        device: the GPU the per-sample inputs were on (``gather`` returns arrays there), or
+            None (host inputs).
 
     The chunks' arrays stay in the workers' memory while this object (or an array made from
     it) lives; ``release()`` frees them at once.
     """
 
     def __init__(self, client, arrays: dict, reduced: list | None, report: DistributedReport,
-                 futures: list):
+                 futures: list, device: str | None = None):
         self.client = client
+        self.device = device
         self.arrays = arrays
         self.reduced = reduced
         self.report = report
         self._futures = futures
 
     def gather(self, *names: str) -> dict[str, np.ndarray]:
-        """Bring ``names`` (default: every array) to the client as NumPy arrays."""
+        """Bring ``names`` (default: every array) to the client as NumPy arrays, or as arrays
+        on the GPU the inputs were on (``device``: CuPy)."""
         names = names or tuple(self.arrays)
         self._require(names)
         values = self.client.compute([self.arrays[name] for name in names], sync=True)
+        if self.device is not None:
+            from .. import backend as backends
+
+            backend = backends.backend_for(self.device)
+            values = [backend.from_host(value, self.device) for value in values]
         return dict(zip(names, values, strict=True))
 
     def gather_into(self, arrays: dict) -> None:
@@ -166,7 +176,8 @@ def run_on_cluster(plan: Plan | hawk.Kernel, client, *, max_steps: int, chunks=N
 
     Args:
         plan: a ``Plan`` (its device and ``fmad`` go to the workers; no device: each worker's
-            default, its GPU if it has one) or a hawk kernel.
+            default, its GPU if it has one) or a hawk kernel. With GPU inputs a plan without a
+            device runs every chunk on its worker's own GPU (``cuda``; ``_devices``).
         client: a ``distributed.Client``.
         max_steps, steps_per_launch: as for ``eagle.until_done``, per chunk.
         chunks: a number of chunks (of equal size, give or take one) or their sizes; default:
@@ -197,8 +208,10 @@ def run_on_cluster(plan: Plan | hawk.Kernel, client, *, max_steps: int, chunks=N
         seed: the random streams' seed of a kernel that draws (as for ``eagle.until_done``).
             A draw depends on the sample's global index, so the results are the same bits
             however the samples are cut into chunks.
-        **bindings: as for ``eagle.until_done``: per-sample arrays (NumPy or dask arrays, cut
-            along the last axis), numbers, and ``Param`` values.
+        **bindings: as for ``eagle.until_done``: per-sample arrays (NumPy, dask or GPU
+            arrays such as CuPy, cut along the last axis; all on one device), numbers, and
+            ``Param`` values. GPU inputs travel through the client's host memory and each
+            chunk runs on its worker's GPU; ``gather`` returns GPU arrays (``_devices``).
 
     Bindings are checked before anything is sent, as ``eagle.until_done`` checks them; the
     user's arrays are never written. The first chunk that fails re-raises its own error, with
@@ -218,6 +231,9 @@ def run_on_cluster(plan: Plan | hawk.Kernel, client, *, max_steps: int, chunks=N
     max_steps = check_max_steps(max_steps)
     steps_per_launch = check_steps_per_launch(steps_per_launch)
     _check_options(init, reduce, keep, progress, timeout, no_workers_timeout)
+    roles = {p.name: p.role for p in plan.kernel.params}
+    plan, bindings, device = host_inputs(  # GPU inputs: each chunk on its worker's GPU
+        plan, bindings, lambda name, value: roles.get(name) not in (None, *_WHOLE))
     init_inputs = _check_init_inputs(init, init_inputs)
     _check_tables(plan.kernel, bindings)
     n = _sample_count(plan.kernel, bindings, n_samples, init, init_inputs)
@@ -268,7 +284,7 @@ def run_on_cluster(plan: Plan | hawk.Kernel, client, *, max_steps: int, chunks=N
         mains = []
     arrays = _lazy_arrays(mains, bounds, written, params, bound) if keep else {}
     reduced = [value for _, value in outputs] if reduce is not None else None
-    return ClusterResult(client, arrays, reduced, report, mains)
+    return ClusterResult(client, arrays, reduced, report, mains, device)
 
 
 def _check_options(init, reduce, keep, progress, timeout, no_workers_timeout) -> None:

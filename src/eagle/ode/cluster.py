@@ -24,6 +24,16 @@ With ``checkpoint=folder`` each finished chunk is written there by its worker an
 the same solve reads it back (``eagle.distributed``'s checkpoint; the inputs are named in its
 fingerprint by their contents, so a new client with the same arrays finds them).
 
+A CuPy ``u0``: the solve's arrays are made and each sample's first step is taken on the
+client's GPU; each per-sample array is then copied to host memory once, its chunks go to the
+workers as above, and every worker moves its chunk onto its own GPU (the device ``cuda``: with
+dask-cuda, one worker per GPU, each sees its GPU as ``cuda:0``), runs it with eagle's CUDA
+backend and sends its results back, which are written into the solve's CuPy arrays; the
+``Solution`` is CuPy, the local GPU solve's bit for bit (the same CUDA kernel on the same
+inputs; ``fmad`` as the plan's). What it costs on top of a NumPy cluster solve: one
+device-to-host copy of the inputs and one host-to-device copy of the results on the client, and
+the same two per chunk on its worker (``eagle.distributed._devices``).
+
 This path suits ensembles whose arrays fit on the client: every member's inputs go out and its
 results come back through it. With dask-array inputs nothing of a member comes to the client
 (``eagle.ode.dask_inputs``).
@@ -42,6 +52,8 @@ import numpy as np
 
 from hawk.ir import Role
 
+from .. import backend as backends
+from ..arrays import is_array_like
 from ..backend import HOST
 from ..plan import Plan, deploy
 
@@ -55,7 +67,7 @@ SEND_ATTEMPTS = 3
 _WHOLE = (Role.PARAM, Role.TABLE)
 
 
-def check_options(client, chunks, xp, checkpoint=None) -> None:
+def check_options(client, chunks, checkpoint=None) -> None:
     """Refuse ``client``/``chunks``/``checkpoint`` that cannot be served, by name, before
     anything is made."""
     if client is None:
@@ -67,9 +79,6 @@ def check_options(client, chunks, xp, checkpoint=None) -> None:
         return
     if not (hasattr(client, "scatter") and hasattr(client, "compute")):
         raise TypeError(f"client must be a distributed.Client, got {type(client).__name__}")
-    if xp is not np:
-        raise ValueError("client=: u0 must be a NumPy or a dask array (each chunk runs on a "
-                         "worker's CPU); a CuPy u0 solves on its GPU without client=")
     if chunks is not None and (isinstance(chunks, bool)
                                or not isinstance(chunks, numbers.Integral) or chunks < 1):
         raise ValueError(f"chunks must be a positive int (the number of chunks), got "
@@ -89,33 +98,46 @@ def run(plan: Plan, client, chunks, arrays: dict, tables: dict, *, max_steps: in
             arrays[name][..., lo:hi] = part[name] for every array the kernel writes
     """
     from ..distributed import run_on_cluster
+    from ..distributed._devices import to_host
     from ..distributed._scattered import scatter
 
     kernel = plan.kernel
     roles = {p.name: p.role for p in kernel.params}
     per_sample = {name: value for name, value in arrays.items()
-                  if roles[name] not in _WHOLE and isinstance(value, np.ndarray)}
+                  if roles[name] not in _WHOLE and is_array_like(value)}
+    device = {backends.device_of(value) for value in per_sample.values()}.pop()
+    if device != HOST:  # a CuPy u0: the chunks go from host memory to the workers' GPUs
+        on_gpu, backend = per_sample, backends.backend_for(device)
+        per_sample = {name: backend.to_host(value) for name, value in on_gpu.items()}
     n = next(iter(per_sample.values())).shape[-1]
     count = chunks if chunks is not None else min(n, max(1, sum(client.nthreads().values())))
     if count > n:
         raise ValueError(f"chunks must be at most the {n} samples, got {count}")
     edges = np.linspace(0, n, int(count) + 1).round().astype(np.int64).tolist()
     bounds = list(zip(edges[:-1], edges[1:], strict=True))
-    shared = {name: value for name, value in arrays.items() if name not in per_sample}
+    shared = {name: to_host(value) for name, value in arrays.items()  # GPU ones: host copies
+              if name not in per_sample}
+    tables = {name: to_host(value) for name, value in tables.items()}  # sent whole in the tasks
+    runs_on = HOST if device == HOST else device.split(":")[0]  # each worker's own GPU
     sizes = tuple(hi - lo for lo, hi in bounds)
     attempt = 1
     while True:
         sent = scatter(client, per_sample, bounds)
         try:
-            result = run_on_cluster(deploy(kernel, HOST), client, max_steps=max_steps,
+            result = run_on_cluster(deploy(kernel, runs_on, fmad=plan.fmad), client,
+                                    max_steps=max_steps,
                                     chunks=sizes, seed=seed, progress=progress,
                                     checkpoint=checkpoint, **sent,
                                     **shared, **tables)
             try:
-                result.gather_into({name: arrays[name] for name in result.arrays
-                                    if name in arrays})
+                result.gather_into({name: per_sample[name] for name in result.arrays
+                                    if name in per_sample})
             finally:
                 result.release()
+            if device != HOST:  # the results back into the solve's GPU arrays
+                for name, target in on_gpu.items():
+                    if roles[name].written:
+                        target[...] = backend.from_host(per_sample[name], device)
             return result.report
         except CancelledError:
             # a worker holding scattered inputs died: Dask cannot make them again, but the

@@ -420,7 +420,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             reduction such as ``sol.u.mean(axis=-1)`` runs there), ``t_span``, ``rtol``,
             ``atol``, ``max_step`` and ``dt`` numbers (``eagle.ode.dask_inputs``; not yet with
             ``args``, a sensitivity with an event, events only recorded, or ``saveat`` times
-            per sample).
+            per sample). With a CuPy ``u0`` each chunk runs on its worker's GPU (dask-cuda's one
+            worker per GPU) and the ``Solution`` is CuPy, the local GPU solve's bit for bit.
         chunks: with ``client``, the number of chunks (default: the workers' threads, or a
             dask ``u0``'s own sample chunks).
         checkpoint: with ``client``, a folder every worker can see: each finished chunk is
@@ -458,7 +459,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
     if lazy is not None:
         u0, p = lazy.first_u0, lazy.first_p
     xp = arguments.array_module(u0)
-    cluster.check_options(client, chunks, xp, checkpoint)
+    cluster.check_options(client, chunks, checkpoint)
     arguments.numeric("u0", u0)
     column = u0.ndim == 2 and u0.shape[0] == 1  # (1, n): one state per sample, as (n,)
     if column:
