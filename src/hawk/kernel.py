@@ -46,6 +46,7 @@ RESERVED_PARAMETER_NAMES = {
     "compute": "eagle.distributed.until_done's compute switch",
     "n_samples": "eagle.distributed.run_on_cluster's sample count",
     "init": "eagle.distributed.run_on_cluster's input maker",
+    "init_inputs": "eagle.distributed.run_on_cluster's per-chunk blocks for init",
     "reduce": "eagle.distributed.run_on_cluster's per-chunk reduction",
     "keep": "eagle.distributed.run_on_cluster's keep-the-arrays switch",
     "checkpoint": "eagle.distributed.run_on_cluster's folder of finished chunks",
