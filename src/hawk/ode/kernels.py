@@ -387,8 +387,10 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                     hit, theta, which = True, theta_i, i
             if records and row_width > 0:  # the step of each crossing, for after the run
                 for i in range(hawk.width(g_old)):
-                    if ok and _crosses(picked, u, t, h_step, q, (args, i), g_old, g_new,
-                                       (directions // 3**i) % 3 - 1, event_samples, value):
+                    crossing = _component_crossing(picked, u, t, h_step, q, (args, i), g_old,
+                                                   g_new, (directions // 3**i) % 3 - 1,
+                                                   event_samples, value)
+                    if ok and crossing[0]:  # located after the run
                         t_events[events] = t
                         if has_stops:
                             u_events[events] = hawk.concat(u, k1, t_new, h_step)
@@ -510,16 +512,14 @@ def _tally(ok, accepted, rejected, status, t, t_end, failed):
 
 
 @hawk.func
-def _crosses(g, u, t, h, q, pick, g_old, g_new, direction, samples, value):
-    """Whether component ``pick[1]`` of a vector-valued event crosses zero in ``direction``
-    during the step (``_crossing_of`` without locating it)."""
+def _component_crossing(g, u, t, h, q, pick, g_old, g_new, direction, samples, value):
+    """``first_crossing`` of component ``pick[1]`` of a vector-valued event (of the event
+    itself for a number) during the step: ``(hit, sign, lo, hi, f_lo, f_hi)``."""
     if hawk.width(g_old) == 1:
         old, new = g_old, g_new
     else:
         old, new = g_old[pick[1]], g_new[pick[1]]
-    hit, sign, lo, hi, f_lo, f_hi = first_crossing(g, u, t, h, q, pick, old, new, direction,
-                                                   samples, value)
-    return hit
+    return first_crossing(g, u, t, h, q, pick, old, new, direction, samples, value)
 
 
 def recorded_row_width(state, on_event, terminal, record_events, tstops: bool = False) -> int:
@@ -581,12 +581,8 @@ def _crossing_of(g, u, t, h, q, pick, g_old, g_new, direction, samples, tol, ite
                  value):
     """Whether component ``pick[1]`` of a vector-valued event crosses zero in ``direction``
     during the step, and where (a fraction of the step)."""
-    if hawk.width(g_old) == 1:
-        old, new = g_old, g_new
-    else:
-        old, new = g_old[pick[1]], g_new[pick[1]]
-    hit, sign, lo, hi, f_lo, f_hi = first_crossing(g, u, t, h, q, pick, old, new, direction,
-                                                   samples, value)
+    hit, sign, lo, hi, f_lo, f_hi = _component_crossing(g, u, t, h, q, pick, g_old, g_new,
+                                                        direction, samples, value)
     return hit, locate(g, u, t, h, q, pick, sign, lo, hi, f_lo, f_hi, tol, iterations, value)
 
 
