@@ -8,6 +8,7 @@ value and renders each op once, and the emitter only decides how a line is spell
 
 from __future__ import annotations
 
+import collections
 import math
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
@@ -15,7 +16,8 @@ from dataclasses import dataclass
 from hawk.ir import DType, Op, OpKind, Program
 from hawk.passes import Stage, classify
 
-__all__ = ["ExpressionRenderer", "Assignment", "walk", "invariant_ops", "stale_reads"]
+__all__ = ["ExpressionRenderer", "Assignment", "walk", "invariant_ops", "stale_reads",
+           "block_fill_value"]
 
 
 class ExpressionRenderer:
@@ -132,3 +134,13 @@ def invariant_ops(program: Program) -> frozenset[int]:
     stages = classify(program)
     return frozenset(i for i, (op, stage) in enumerate(zip(program.ops, stages, strict=True))
                      if stage is not Stage.STEP and op.kind is not OpKind.LOAD)
+
+
+def block_fill_value(elements: list[str]) -> str | None:
+    """The value most of a block's elements are, where filling the block with it by a loop and
+    storing only the others is worth it (a sparse Jacobian's zero), else None. Every backend
+    fills its blocks by this one rule; a tie goes to the value met first."""
+    if len(elements) < 64:
+        return None
+    value, count = max(collections.Counter(elements).items(), key=lambda item: item[1])
+    return value if count >= len(elements) // 4 else None

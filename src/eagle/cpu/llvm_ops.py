@@ -19,7 +19,6 @@ instruction that differs from it:
 
 from __future__ import annotations
 
-import collections
 import copy
 import itertools
 import struct
@@ -28,7 +27,7 @@ from dataclasses import dataclass
 from hawk.ir import AGGREGATES, DType, Op, OpKind, Program
 from hawk.reference import IN_DOUBLE
 
-from ..codegen import ExpressionRenderer
+from ..codegen import ExpressionRenderer, block_fill_value
 
 __all__ = ["LlvmRenderer", "Where", "INTRINSICS", "TYPES", "MEMORY_TYPES", "libm_symbol",
            "LIBM", "literal", "Unsupported", "vector_variants", "VARIANT_LANES"]
@@ -128,15 +127,6 @@ def fill_symbol(dtype: DType) -> str:
     return f"eagle_fill_{_SUFFIX[dtype]}"
 
 
-def _most_common(elements: list[str]) -> str | None:
-    """The value most of a block's elements are, where storing it by a loop is worth it (a
-    sparse Jacobian's zero), else None."""
-    if len(elements) < 64:
-        return None
-    value, count = max(collections.Counter(elements).items(), key=lambda item: item[1])
-    return value if count >= len(elements) // 4 else None
-
-
 def solve_symbol(dtype: DType) -> str:
     """The function an ``LU_SOLVE`` calls."""
     return f"eagle_lu_solve_{_SUFFIX[dtype]}"
@@ -219,7 +209,7 @@ class LlvmRenderer(ExpressionRenderer):
         self.blocks[index] = op
         t, block = TYPES[op.dtype], f"%block{index}"
         elements = args[1:] if op.kind is OpKind.LU_SOLVE else args
-        common = _most_common(elements)
+        common = block_fill_value(elements)
         if common is not None:  # a sparse matrix's zero: one loop, then the others
             lines.append(f"call void @{fill_symbol(op.dtype)}(ptr {block}, i64 "
                          f"{len(elements)}, {t} {common})")

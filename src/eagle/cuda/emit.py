@@ -78,7 +78,7 @@ from hawk.philox import (
     horner_text,
 )
 
-from ..codegen import ExpressionRenderer, invariant_ops, stale_reads, walk
+from ..codegen import ExpressionRenderer, block_fill_value, invariant_ops, stale_reads, walk
 
 __all__ = ["emit_cuda", "slot_ctype", "CONTROL_FIELDS", "STEP_KERNEL", "DECIDE_KERNEL",
            "START_KERNEL", "BLOCK_SIZE", "MIN_BLOCKS_PER_SM",
@@ -427,11 +427,9 @@ def _declared(a, names: list) -> list[str]:
     lines = [f"{ctype} {name}[{len(elements)}];"]
     if op.kind is OpKind.LU:
         lines.append(f"unsigned char {name}_swaps[{len(elements)}];")
-    common = max(set(elements), key=elements.count) if len(elements) >= 64 else None
-    if common is not None and elements.count(common) >= len(elements) // 4:  # a sparse zero
+    common = block_fill_value(elements)
+    if common is not None:  # a sparse matrix's zero: one loop, then the others
         lines.append(f"for (int q = 0; q < {len(elements)}; ++q) {name}[q] = {common};")
-    else:
-        common = None
     lines += [f"{name}[{k}] = {value};" for k, value in enumerate(elements) if value != common]
     if op.kind is OpKind.LU:
         lines.append(f"eagle_lu_factor({name}, {name}_swaps, {op.attr});")
