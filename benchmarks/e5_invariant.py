@@ -22,10 +22,10 @@ Each arm runs ``--members`` copies with ``y1(0)`` moved by ``k * 1e-9`` (relativ
 does not move at this scale) so that each copy rounds differently: the error is printed for
 member 0 (the unperturbed problem), as the median and the maximum over members, and as the
 fraction of members within 10 tolerance units (``|y - ref| / (atol + rtol |ref|)``, worst
-component). Arms: eagle's ``rodas5p`` and ``rosenbrock23``; ``rodas5p`` with each stage's
-solve refined once (``x += W \\ r``, ``r = b - W x`` summed in doubled precision: Dekker's
-product and Knuth's sum, Ogita, Rump and Oishi's Dot2), registered under another name for
-this process only (a candidate, not in the library); with ``--scipy`` SciPy's Radau and BDF.
+component). Arms: eagle's ``rodas5p`` and ``rosenbrock23``, each with ``linsolve="lu"`` and
+``linsolve="refined"`` (each stage's solve refined once, ``x += W \\ r``, ``r = b - W x``
+summed in doubled precision: Dekker's product and Knuth's sum, Ogita, Rump and Oishi's Dot2;
+``hawk.ode.linsolve``); with ``--scipy`` SciPy's Radau and BDF.
 
 With ``--attribute``: a re-implementation of ``rodas5p``'s step and controller in mpmath (40
 digits), with the stage quantities rounded to float64 one kind at a time, to say which
@@ -53,18 +53,20 @@ there, against 1e-14 on the solution, times ``h gamma``, about 1e3, along the in
 ``W``'s eigenvalue is ``1 / (h gamma)``) leaves tens of units at rtol 1e-4 whatever the solver
 does.
 
-Elsewhere the candidate changes nothing that matters and costs compile time: Robertson (20
-members, rtol 1e-6 and 1e-8) takes the same steps, keeps its mass to 1.2e-14 and moves by at
-most 8e-6 tolerance units; the Brusselator of ``stiff_models.py`` at 8 and 20 states (rtol 1e-6
-and 1e-8) takes the same steps and moves by at most 1.4e-7 units; but the residual is written
-out, about 25 n**2 ops per solve (8 solves a step), and the first 20-state ``solve`` took 17.6
-s against 4.0 s (load 11). Above ``hawk.linalg.UNROLLED_SIDE`` it would need a loop op.
+The table's refined arm was measured as a candidate registered by this script, before it became
+``linsolve="refined"`` (the same arithmetic). Elsewhere it changes nothing that matters and
+costs compile time: Robertson (20 members, rtol 1e-6 and 1e-8) takes the same steps, keeps its
+mass to 1.2e-14 and moves by at most 8e-6 tolerance units; the Brusselator of
+``stiff_models.py`` at 8 and 20 states (rtol 1e-6 and 1e-8) takes the same steps and moves by at
+most 1.4e-7 units; but the residual is written out, about 25 n**2 ops per solve (8 solves a
+step), and the first 20-state ``solve`` took 17.6 s against 4.0 s (load 11). So the library
+offers it for at most 8 states (``hawk.ode.linsolve.REFINED_MAX_STATES``); above that it would
+need a loop op.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import time
 
 import numpy as np
@@ -72,6 +74,7 @@ import numpy as np
 import eagle
 import eagle.ode
 import hawk
+from hawk.ode.linsolve import LINSOLVES
 
 RATES = (7.89e-10, 1.1e7, 1.13e3, 1e6)  # A, B, C, M
 Y0 = (1.76e-3, 0.0, 0.0, 0.0)
@@ -80,7 +83,6 @@ ATOL = 1e-24
 #: the test set's reference solution at t = 1e13
 REFERENCE = np.array([0.1152903278711829e-290, 0.8867655517642120e-22,
                       0.8854814626268838e-22, 0.0])
-CANDIDATE = "rodas5p_refined"
 
 
 @hawk.func
@@ -93,91 +95,6 @@ def e5(u, t, p):
     f2 = r1 - r3
     f4 = r2 - r4
     return hawk.vec4(-r1 - r2, f2, f2 - f4, f4)
-
-
-# -- the candidate: every stage solve refined once -------------------------------------------------
-
-SPLITTER = 134217729.0  # 2**27 + 1, Veltkamp's
-
-
-@hawk.func
-def _two_sum(a, b):
-    """``(s, e)``: ``s = fl(a + b)``, ``a + b == s + e`` exactly (Knuth)."""
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
-
-
-@hawk.func
-def _two_product(a, b):
-    """``(p, e)``: ``p = fl(a b)``, ``a b == p + e`` exactly (Dekker; no FMA needed)."""
-    p = a * b
-    ca = SPLITTER * a
-    a_hi = ca - (ca - a)
-    a_lo = a - a_hi
-    cb = SPLITTER * b
-    b_hi = cb - (cb - b)
-    b_lo = b - b_hi
-    return p, ((a_hi * b_hi - p) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
-
-
-@hawk.func
-def _refined_solve(w, b):
-    """``w \\ b`` plus one correction ``w \\ r``, ``r = b - w x`` summed in doubled precision
-    (Dot2), rounded once. Vector states only (this script's)."""
-    x = hawk.solve(w, b)
-    n = hawk.width(b)
-    eye = hawk.identity(n)
-    r = 0.0 * b
-    for i in range(n):
-        p, pe = _two_product(w[i], x)
-        s = b[i]
-        c = 0.0
-        for j in range(n):
-            s, se = _two_sum(s, -p[j])
-            c = c + (se - pe[j])
-        r = r + (s + c) * eye[i]
-    return x + hawk.solve(w, r)
-
-
-def _candidate_attempt():
-    """``rodas5p_attempt`` with ``_refined_solve`` for its eight solves."""
-    from hawk.ode.rodas import GAMMA, NODES, STAGES, A, C, D, H, _combination
-    from hawk.ode.rosenbrock import _swapped, automatic_jacobian
-
-    @hawk.func
-    def attempt(f, u, f0, t, h, p, jac=automatic_jacobian):
-        w = (1.0 / (h * GAMMA)) * hawk.identity(hawk.width(u)) - jac(f, u, t, p)
-        dt_term = h * hawk.jacobian(_swapped, t, u, f, p)
-        ks = (_refined_solve(w, f0 + D[0] * dt_term),)
-        for s in range(1, STAGES):
-            du = f(u + _combination(A[s], ks, s, u), t + NODES[s] * h, p)
-            rhs = du + D[s] * dt_term + _combination(C[s], ks, s, u) / h
-            ks = ks + (_refined_solve(w, rhs),)
-        u_new = u + _combination(A[STAGES - 1], ks, STAGES - 1, u) + ks[STAGES - 1]
-        g = (_combination(H[0], ks, STAGES, u), _combination(H[1], ks, STAGES, u),
-             _combination(H[2], ks, STAGES, u))
-        return u_new, ks[STAGES - 1], (u_new, g), f(u_new, t + h, p)
-
-    return attempt
-
-
-def register_candidate() -> None:
-    """Make ``method=CANDIDATE`` solvable in this process (the registries are patched here
-    only: the library does not have it)."""
-    import eagle.ode.solver as solver
-    import hawk.ode.kernels as kernels
-    import hawk.ode.methods as methods
-
-    method = dataclasses.replace(methods.METHODS["rodas5p"], name=CANDIDATE,
-                                 attempt=_candidate_attempt())
-    methods.METHODS[CANDIDATE] = kernels.ADAPTIVE_METHODS[CANDIDATE] = method
-    solver.METHODS = tuple(methods.METHODS)
-    solver.ADAPTIVE = solver.ADAPTIVE + (CANDIDATE,)
-    solver.IMPLICIT = solver.IMPLICIT + (CANDIDATE,)
-
-
-# -- measuring -----------------------------------------------------------------------------------
 
 
 def members(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -194,20 +111,21 @@ def scaled_errors(u: np.ndarray, rtol: float) -> np.ndarray:
 
 
 def summary(name: str, rtol: float, errors: np.ndarray, drift: np.ndarray, steps, seconds):
-    print(f"{name:16s} rtol {rtol:<6g} member 0 {errors[0]:9.3g}  median {np.median(errors):9.3g}"
+    print(f"{name:22s} rtol {rtol:<6g} member 0 {errors[0]:9.3g}  median {np.median(errors):9.3g}"
           f"  max {errors.max():9.3g}  within 10: {(errors < 10).mean():4.0%}"
           f"  |y3 - y2 + y4| max {np.abs(drift).max():8.2g}  steps {steps}  {seconds:.2f} s")
 
 
-def run_eagle(method: str, rtol: float, n: int) -> None:
+def run_eagle(method: str, linsolve: str, rtol: float, n: int) -> None:
     u0, p = members(n)
     start = time.perf_counter()
     sol = eagle.ode.solve(e5, u0, (0.0, T1), p=p, method=method, rtol=rtol, atol=ATOL,
-                          max_steps=200_000)
+                          max_steps=200_000, linsolve=linsolve)
     seconds = time.perf_counter() - start
+    name = method if linsolve == "lu" else f"{method}, {linsolve}"
     if not (sol.status == 1).all():
-        print(f"{method}: statuses {sorted(set(sol.status.tolist()))}")
-    summary(method, rtol, scaled_errors(sol.u, rtol), sol.u[2] - sol.u[1] + sol.u[3],
+        print(f"{name}: statuses {sorted(set(sol.status.tolist()))}")
+    summary(name, rtol, scaled_errors(sol.u, rtol), sol.u[2] - sol.u[1] + sol.u[3],
             int(np.median(sol.accepted)), seconds)
 
 
@@ -320,20 +238,21 @@ def attribute(rtol: float, runs: int = 8) -> None:
 
 
 def cost(n: int, repeats: int = 3) -> None:
-    """Seconds for ``n`` members at rtol 1e-6, ``rodas5p`` and the candidate interleaved (best
-    of ``repeats``, after one untimed run of each for the compilation)."""
+    """Seconds for ``n`` members at rtol 1e-6, ``rodas5p`` with ``linsolve="lu"`` and
+    ``"refined"`` interleaved (best of ``repeats``, after one untimed run of each for the
+    compilation)."""
     u0, p = members(n)
-    arms = ("rodas5p", CANDIDATE)
+    arms = ("lu", "refined")
     times: dict[str, list[float]] = {arm: [] for arm in arms}
     for repeat in range(repeats + 1):
         for arm in arms:
             start = time.perf_counter()
-            eagle.ode.solve(e5, u0, (0.0, T1), p=p, method=arm, rtol=1e-6, atol=ATOL,
-                            max_steps=200_000)
+            eagle.ode.solve(e5, u0, (0.0, T1), p=p, method="rodas5p", rtol=1e-6, atol=ATOL,
+                            max_steps=200_000, linsolve=arm)
             if repeat:
                 times[arm].append(time.perf_counter() - start)
     for arm in arms:
-        print(f"cost {arm:16s} {n} members, rtol 1e-6: best of {repeats} "
+        print(f"cost rodas5p, {arm:8s} {n} members, rtol 1e-6: best of {repeats} "
               f"{min(times[arm]):.3f} s")
 
 
@@ -345,15 +264,15 @@ def main(argv=None) -> None:
     parser.add_argument("--attribute", action="store_true",
                         help="which rounding matters (mpmath; a minute or two)")
     parser.add_argument("--cost", type=int, default=0, metavar="N",
-                        help="time rodas5p and the candidate on N members")
+                        help="time rodas5p with linsolve='lu' and 'refined' on N members")
     args = parser.parse_args(argv)
     if args.members < 1:
         parser.error(f"--members: expected a positive integer, got {args.members}")
-    register_candidate()
     implicit = [name for name, method in hawk.ode.METHODS.items() if method.implicit]
     for rtol in args.rtols:
-        for method in implicit:  # the Rosenbrock methods and the candidate
-            run_eagle(method, rtol, args.members)
+        for method in implicit:
+            for linsolve in LINSOLVES:
+                run_eagle(method, linsolve, rtol, args.members)
         if args.scipy:
             for method in ("Radau", "BDF"):
                 run_scipy(method, rtol, min(args.members, 8))

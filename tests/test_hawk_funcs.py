@@ -368,3 +368,26 @@ def test_plain_python_semantics_of_the_loop_variable_in_the_ir():
     assert all(op.kind is not OpKind.CAST for op in loop_kernel.program.ops)
     assert [op.attr for op in loop_kernel.program.ops if op.kind is OpKind.LOAD] == [
         ("p", 0), ("p", 1), ("p", 2)]
+
+
+def test_a_vector_is_built_from_a_tuple_spread_into_vector(tmp_path, monkeypatch):
+    """``hawk.vector(*components)``: components gathered in a loop (``r = r + (x,)``) become a
+    vector, as a refined solve builds its residual; a tuple not spread is refused by name."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "spread_vector.py").write_text(
+        "import hawk\nfrom hawk import Mutable, Scalar\n\n\n"
+        "@hawk.kernel\ndef k(x: Mutable[Scalar], y: Scalar):\n"
+        "    parts = ()\n"
+        "    for i in range(3):\n"
+        "        parts = parts + (x + float(i) * y,)\n"
+        "    v = hawk.vector(*parts, y)\n"
+        "    x = v[0] + 10.0 * v[2] + 100.0 * v[3]\n")
+    k = import_file(tmp_path / "spread_vector.py", "spread_vector", keep=False).k
+    assert_same(step_once(k, x=A, y=B)["x"], A + 10.0 * (A + 2.0 * B) + 100.0 * B)
+    (tmp_path / "unspread_vector.py").write_text(
+        "import hawk\nfrom hawk import Mutable, Scalar\n\n\n"
+        "@hawk.kernel\ndef k(x: Mutable[Scalar]):\n"
+        "    v = hawk.vector((x, x))\n"
+        "    x = v[0]\n")
+    with pytest.raises(hawk.CompileError, match=r"spread one with hawk.vector\(\*components\)"):
+        import_file(tmp_path / "unspread_vector.py", "unspread_vector", keep=False).k.specialize({})

@@ -164,6 +164,9 @@ def _vector(lw, name: str, args: list, node: ast.AST):
     """``hawk.vec2/vec3/vec4/vector(...)``, ``dot``, ``length``, ``cross``, ``normalize``:
     each lowered to the scalar ops of its written-out formula, in the order the docs give."""
     if name == "vector":
+        if any(isinstance(a, tuple) for a in args):
+            raise lw.error("vector() takes numbers, not a tuple: spread one with "
+                           "hawk.vector(*components)", node)
         if not 2 <= len(args) <= MAX_WIDTH:
             raise lw.error(f"vector() takes 2 to {MAX_WIDTH} components, got {len(args)}", node)
     elif len(args) != (expected := _VECTOR_ARITY[name]):
@@ -228,8 +231,9 @@ def _table() -> dict[str, Builtin]:
                 for name, lower in (("min", _min_max), ("max", _min_max), ("abs", _abs),
                                     ("float", _float))]
     entries += [_hawk(f"vec{k}", _vector, hawk_annotations, alias=f"Vec{k}") for k in (2, 3, 4)]
+    entries += [_hawk("vector", _vector, hawk_annotations, tuples=True)]  # vector(*components)
     entries += [_hawk(name, _vector, hawk_annotations)
-                for name in ("vector", "dot", "length", "cross", "normalize")]
+                for name in ("dot", "length", "cross", "normalize")]
     entries += [_hawk(name, _elementwise, hawk_annotations)
                 for name in ("maximum", "minimum", "total", "width")]
     entries += [_hawk(name, matrix_calls.lower_call, matrices, tuples=True)

@@ -15,6 +15,7 @@ from hawk.annotations import value_matrix_type
 from hawk.inline import Func
 from hawk.ir import MAX_WIDTH, Role
 from hawk.ode.kernels import _takes_index, carries_event, event_width, recorded_row_width
+from hawk.ode.linsolve import LINSOLVES, REFINED_MAX_STATES
 from hawk.ode.recorded import event_location_kernel
 
 from ..errors import TruncationWarning
@@ -230,6 +231,21 @@ def _save_times(saveat) -> tuple[float, float, int]:
     return first, (last - first) / (count - 1) if count > 1 else 1.0, count
 
 
+def _check_linsolve(linsolve, method: str, width: int) -> None:
+    """``linsolve=``: a name of ``hawk.ode.linsolve.LINSOLVES``, for a Rosenbrock method, and
+    ``"refined"`` for a system it takes (``width`` states, sensitivities included)."""
+    if not (isinstance(linsolve, str) and linsolve in LINSOLVES):
+        raise ValueError(f"linsolve must be one of {', '.join(map(repr, LINSOLVES))}, "
+                         f"got {linsolve!r}")
+    if linsolve != "lu" and method not in IMPLICIT:
+        raise ValueError(f"linsolve is for the Rosenbrock methods "
+                         f"({', '.join(map(repr, IMPLICIT))}), not method={method!r}")
+    if linsolve == "refined" and width > REFINED_MAX_STATES:
+        raise ValueError(f"linsolve='refined' takes at most {REFINED_MAX_STATES} states (its "
+                         f"residual is written out, about 25 n**2 ops a solve); this system "
+                         f"has {width}")
+
+
 def _check_funcs(f: Func, state, params, dims, *, jac, noise, on_stop, on_event,
                  given: str | None = None) -> None:
     """The user's funcs return what ``solve`` needs of them (``probes``), before any kernel
@@ -285,7 +301,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
           direction=-1, terminal=None, record_events: int = 0, event_samples: int = 4,
           tstops=None, on_stop: Func | None = None, max_step=math.inf,
           max_steps: int = 1_000_000, tables=(), sensitivity: str | None = None,
-          jac: Func | None = None, adjoint: bool = False,
+          jac: Func | None = None, linsolve: str = "lu", adjoint: bool = False,
           adjoint_steps: int = adjoints.DEFAULT_STEPS,
           threads: int | None = None, progress: bool = False, client=None,
           chunks: int | None = None, checkpoint=None) -> Solution:
@@ -395,6 +411,14 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             (tables after ``p``) returning ``df/du`` (a ``Matrix[k, k]``; a number for a
             scalar state) to use instead of the exact one ``hawk.jacobian`` takes (a cheaper
             or an approximate Jacobian); ``df/dt`` is still ``hawk.jacobian``'s.
+        linsolve: for ``"rosenbrock23"`` and ``"rodas5p"``, how each stage's linear system is
+            solved: ``"lu"`` (elimination with partial pivoting, the default) or
+            ``"refined"`` (that, plus one step of iterative refinement with the residual in
+            doubled precision), for up to ``hawk.ode.linsolve.REFINED_MAX_STATES`` (8)
+            states. ``"refined"`` is for models with a linear invariant whose end state hangs
+            on it (the test set's E5): a stage solve multiplies its own rounding by ``h *
+            gamma`` along the invariant, which the refinement removes. It costs about 2.5x the
+            time per step at 4 states.
         sensitivity: ``"p"`` for ``Solution.du_dp`` (the derivatives of the end state in each
             of ``p``'s components), ``"u0"`` for ``Solution.du_du0``, by forward sensitivity:
             the tangent system is integrated with the state (``hawk.ode.sensitivity``), under
@@ -507,7 +531,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
     if adjoint:
         adjoint_steps = adjoints.check(method, adjoint_steps, {
             "on_event": on_event, "tstops": tstops, "on_stop": on_stop,
-            "sensitivity": sensitivity, "client": client, "noise": noise, "jac": jac})
+            "sensitivity": sensitivity, "client": client, "noise": noise, "jac": jac,
+            "linsolve='refined'": True if linsolve == "refined" else None})
         adjoints.check_event(event, direction, terminal, record_events)
     _check_funcs(f, state, params, table_dims, jac=jac, noise=noise, on_stop=on_stop,
                  on_event=on_event,
@@ -546,6 +571,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
     if jac is not None and method not in IMPLICIT:
         raise ValueError(f"jac is for the Rosenbrock methods "
                          f"({', '.join(map(repr, IMPLICIT))}), not method={method!r}")
+    _check_linsolve(linsolve, method, u0.shape[0] if u0.ndim == 2 else 1)
     if not adaptive:
         for name, value in (("event", event), ("on_event", on_event), ("tstops", tstops),
                             ("on_stop", on_stop)):
@@ -598,7 +624,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
                                         on_stop=on_stop, saveat=saving,
                                         tables=table_dims, method=method, terminal=terminal,
                                         record_events=record_events > 0, jac=jac,
-                                        event_samples=int(event_samples))
+                                        linsolve=linsolve, event_samples=int(event_samples))
     elif stochastic:
         kernel = hawk_ode.sde_kernel(f, noise, state, params, saveat=saving, tables=table_dims)
     else:
@@ -686,7 +712,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             located = locate_recorded(
                 event_location_kernel(f, state, params, event=event,
                                                direction=direction, tables=table_dims,
-                                               method=method, jac=jac,
+                                               method=method, jac=jac, linsolve=linsolve,
                                                event_samples=int(event_samples),
                                                tstops=tstops is not None),
                 xp, p, params.role is Role.SCALAR, t_events, u_events, arrays["which_events"],

@@ -23,6 +23,7 @@ from hawk.inline import Func
 from hawk.ir import MAX_WIDTH, Role
 
 from .events import first_crossing, locate
+from .linsolve import with_linsolve
 from .methods import METHODS
 from .start import initial_step
 
@@ -177,7 +178,7 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                   on_stop: Func | None = None, saveat: bool = False,
                   saves_per_step: int = 4, tables: tuple = (),
                   method: str = "dopri5", terminal=None, record_events: bool = False,
-                  jac: Func | None = None) -> hawk.Kernel:
+                  jac: Func | None = None, linsolve: str = "lu") -> hawk.Kernel:
     """The adaptive Dormand-Prince 5(4) ensemble kernel of ``u' = f(u, t, p)`` (or with
     ``method="tsit5"``, Tsitouras's 5(4) pair with the same controller, events and saveat).
 
@@ -242,6 +243,8 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             (tables after ``p``) returning ``df/du`` (a ``Matrix[k, k]``, a number for a
             scalar state) in place of ``hawk.jacobian``'s; ``df/dt`` is still taken by
             ``hawk.jacobian``.
+        linsolve: for those methods, how their stages are solved: ``"lu"`` or ``"refined"``
+            (``hawk.ode.linsolve``).
 
     The kernel's parameters, to bind (``eagle.ode.solve`` does it): ``p``; ``t_end``, ``rtol``,
     ``atol``, ``max_step`` (``Scalar``: per sample or one number; ``max_step`` bounds every
@@ -288,6 +291,7 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                          f"got {method!r}")
     chosen = ADAPTIVE_METHODS[method]
     attempt, value, control, norm = chosen.attempt, chosen.value, chosen.control, chosen.norm
+    attempt = with_linsolve(chosen, linsolve)
     _check_func("jac", jac, required=False)
     if jac is not None and method not in IMPLICIT_METHODS:
         raise ValueError(f"jac is for the Rosenbrock methods ({', '.join(IMPLICIT_METHODS)}), "

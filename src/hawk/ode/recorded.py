@@ -37,6 +37,7 @@ from .kernels import (
     event_width,
     recorded_row_width,
 )
+from .linsolve import with_linsolve
 
 __all__ = ["event_location_kernel", "event_value_kernel"]
 
@@ -46,10 +47,10 @@ def event_location_kernel(f: Func, state, params, *, event: Func, direction=-1,
                           event_tol: float = 1e-12, event_iterations: int = 12,
                           event_samples: int = 4, tables: tuple = (),
                           method: str = "dopri5", jac: Func | None = None,
-                          tstops: bool = False) -> hawk.Kernel:
+                          tstops: bool = False, linsolve: str = "lu") -> hawk.Kernel:
     """The one-step kernel that locates the events a pure recording of ``dopri5_kernel``
     (the same ``f``, ``state``, ``params``, ``event``, ``direction``, event options, tables,
-    method, ``jac`` and whether it had ``tstops``) wrote as steps.
+    method, ``jac``, ``linsolve`` and whether it had ``tstops``) wrote as steps.
 
     Its parameters, one recorded event per sample: ``p`` (that sample's), ``row`` (the
     ``u_events`` row, ``Vector[recorded_row_width(state, ...)]``), ``which`` (int64, the
@@ -67,7 +68,7 @@ def event_location_kernel(f: Func, state, params, *, event: Func, direction=-1,
                          "(wider than hawk.ir.MAX_WIDTH)")
     k = (width - 2) // 2 if tstops else width - 1
     chosen = ADAPTIVE_METHODS[method]
-    attempt, value = chosen.attempt, chosen.value
+    attempt, value = with_linsolve(chosen, linsolve), chosen.value
     count = len(tables)
     T0, T1, T2 = _table_types(tables)
     has_jacobian = jac is not None

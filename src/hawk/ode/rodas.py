@@ -88,7 +88,7 @@ def _combination(weights, ks, count, u):
 
 
 @hawk.func
-def rodas5p_attempt(f, u, f0, t, h, p, jac=automatic_jacobian):
+def rodas5p_attempt(f, u, f0, t, h, p, jac=automatic_jacobian, linsolve=_solve):
     """One attempted step of size ``h`` from ``u`` at ``t``, given ``f0 = f(u, t, p)``.
 
     Returns ``(u_new, err, g, f_new)``: the fifth-order solution at ``t + h``, the error
@@ -97,16 +97,17 @@ def rodas5p_attempt(f, u, f0, t, h, p, jac=automatic_jacobian):
 
     The arguments are ``rosenbrock23_attempt``'s: the right-hand side ``f``, a func ``f(u, t,
     p)``; the state ``u`` (a number or a vector) at the time ``t``; ``f0``; the step ``h``;
-    the model's parameters ``p``, passed on to ``f``; and ``jac``, a func ``(f, u, t, p) ->
-    df/du`` (``automatic_jacobian`` by default).
+    the model's parameters ``p``, passed on to ``f``; ``jac``, a func ``(f, u, t, p) ->
+    df/du`` (``automatic_jacobian`` by default); and ``linsolve``, a func ``(W, b) -> W \\ b``
+    (``hawk.ode.linsolve.LINSOLVES``; plain elimination by default).
     """
     w = _scaled_identity_minus(jac(f, u, t, p), 1.0 / (h * GAMMA), u)
     dt_term = h * hawk.jacobian(_swapped, t, u, f, p)
-    ks = (_solve(w, f0 + D[0] * dt_term),)
+    ks = (linsolve(w, f0 + D[0] * dt_term),)
     for s in range(1, STAGES):
         du = f(u + _combination(A[s], ks, s, u), t + NODES[s] * h, p)
         rhs = du + D[s] * dt_term + _combination(C[s], ks, s, u) / h
-        ks = ks + (_solve(w, rhs),)
+        ks = ks + (linsolve(w, rhs),)
     u_new = u + _combination(A[STAGES - 1], ks, STAGES - 1, u) + ks[STAGES - 1]
     g = (_combination(H[0], ks, STAGES, u), _combination(H[1], ks, STAGES, u),
          _combination(H[2], ks, STAGES, u))

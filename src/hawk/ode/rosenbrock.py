@@ -79,7 +79,7 @@ def _iteration_matrix(jac, h, u):
 
 
 @hawk.func
-def rosenbrock23_attempt(f, u, f0, t, h, p, jac=automatic_jacobian):
+def rosenbrock23_attempt(f, u, f0, t, h, p, jac=automatic_jacobian, linsolve=_solve):
     """One attempted step of size ``h`` from ``u`` at ``t``, given ``f0 = f(u, t, p)``.
 
     Returns ``(u_new, err, k1, k2, f2)``: the second-order solution at ``t + h``, the error
@@ -94,15 +94,17 @@ def rosenbrock23_attempt(f, u, f0, t, h, p, jac=automatic_jacobian):
         h: the step to attempt.
         p: the model's parameters, passed on to ``f``.
         jac: a func ``(f, u, t, p) -> df/du`` (``automatic_jacobian`` by default).
+        linsolve: a func ``(W, b) -> W \\ b`` (``hawk.ode.linsolve.LINSOLVES``; plain
+            elimination by default).
     """
     w = _iteration_matrix(jac(f, u, t, p), h, u)
     dt_term = (h * D) * hawk.jacobian(_swapped, t, u, f, p)
-    k1 = _solve(w, f0 + dt_term)
+    k1 = linsolve(w, f0 + dt_term)
     f1 = f(u + (0.5 * h) * k1, t + 0.5 * h, p)
-    k2 = _solve(w, f1 - k1) + k1
+    k2 = linsolve(w, f1 - k1) + k1
     u_new = u + h * k2
     f2 = f(u_new, t + h, p)
-    k3 = _solve(w, f2 - E32 * (k2 - f1) - 2.0 * (k1 - f0) + dt_term)
+    k3 = linsolve(w, f2 - E32 * (k2 - f1) - 2.0 * (k1 - f0) + dt_term)
     err = (h / 6.0) * (k1 - 2.0 * k2 + k3)
     return u_new, err, k1, k2, f2
 
@@ -122,11 +124,11 @@ def rosenbrock23_value(u, h, k1, k2, theta):
 
 
 @hawk.func
-def rosenbrock23_method_attempt(f, u, k1, t, h, p, jac=automatic_jacobian):
+def rosenbrock23_method_attempt(f, u, k1, t, h, p, jac=automatic_jacobian, linsolve=_solve):
     """``rosenbrock23_attempt`` (the same arguments, ``k1`` its ``f0``) as the adaptive
     kernel takes a method's step: ``(u_new, err, q, f_new)``, ``q`` its two stages for
     ``rosenbrock23_method_value``."""
-    u_new, err, s1, s2, f_new = rosenbrock23_attempt(f, u, k1, t, h, p, jac)
+    u_new, err, s1, s2, f_new = rosenbrock23_attempt(f, u, k1, t, h, p, jac, linsolve)
     return u_new, err, (s1, s2), f_new
 
 
