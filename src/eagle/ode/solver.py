@@ -116,7 +116,8 @@ class Solution:
         discrete adjoints with fixed accepted steps do (it is of the order of the
         tolerances). For a ``p`` shared by every sample the per-sample cotangents are summed
         over the samples left to right, the same bit for bit on every run. For a solve given
-        ``args=``, ``Gradients.args`` holds one cotangent per argument (``p`` is None).
+        ``args=``, ``Gradients.args`` holds one cotangent per argument (``p`` is None); for one
+        given ``table_gradients=True``, ``Gradients.tables`` one per table (summed likewise).
 
         Args:
             du: the cotangent of ``Solution.u`` (say ``dL/du`` of a loss), a NumPy or CuPy
