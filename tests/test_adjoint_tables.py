@@ -113,6 +113,41 @@ def test_saved_states_cotangents_reach_the_tables_too():
         np.testing.assert_allclose(mine, theirs, rtol=1e-6, atol=1e-9)
 
 
+@hawk.func
+def level(u, t, k, xs, fs):
+    return u - 0.5 * hawk.interp(t, xs, fs) - 0.4
+
+
+@hawk.func
+def forced_args(u, t, k, c, xs, fs):
+    return -k * u + c * hawk.interp(t, xs, fs)
+
+
+@pytest.mark.parametrize("f, span, options", [
+    (forced, (0.0, 2.0), dict(event=level)),
+    (forced_args, (0.0, 2.0), dict(args=(np.linspace(0.5, 2.0, 3), 2.0))),
+    (forced, (2.0, 0.0), {}),
+], ids=["terminal-event", "args", "backward-in-time"])
+def test_events_args_and_backward_solves_against_central_differences(f, span, options):
+    """Steps held to ``max_step`` (every one the same, whatever the tables), central
+    differences of the whole solve: a terminal event whose level reads the curve (its time
+    moves with the values), ``args=``, and a solve backward in time."""
+    u0, du = np.linspace(1.5, 2.5, 3), np.array([0.7, -1.2, 0.4])
+    p = None if "args" in options else np.linspace(0.5, 2.0, 3)
+    fixed = dict(rtol=1e-10, atol=1e-10, max_step=1e-3, **options)
+
+    def loss(fs, **more):
+        return du @ eagle.ode.solve(f, u0, span, p, tables=(XS, fs), **fixed, **more).u
+
+    sol = eagle.ode.solve(f, u0, span, p, tables=(XS, FS), adjoint=True, adjoint_steps=2100,
+                          table_gradients=True, **fixed)
+    if "event" in options:
+        assert (sol.status == 2).sum() == 2  # two of the three end at the event
+    got = sol.vjp(du).tables[1]
+    expected = [(loss(FS + 1e-6 * e) - loss(FS - 1e-6 * e)) / 2e-6 for e in np.eye(6)]
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
+
+
 def test_the_sum_over_samples_is_the_same_bits_whatever_the_threads():
     """Each sample's cotangent of the tables is its own (the samples' solves apart give the
     same bits), and the sum is theirs left to right, for one thread or two."""
@@ -221,8 +256,10 @@ def corner(x, tab):
 
 @hawk.kernel
 def k(x: Scalar, xs: Table, fs: Table, grid: Table[2], terminated: Terminated,
-      g: Mutable[Vector[5]], x_bar: Mutable[Scalar], h: Mutable[Vector[6]]):
+      g: Mutable[Vector[5]], x_bar: Mutable[Scalar], h: Mutable[Vector[6]],
+      g3: Mutable[Vector[5]]):
     x_bar, g = hawk.grad(twice, (x, hawk.table_values(fs, 5)), (xs, fs))
+    g3 = hawk.vjp(twice, (x, hawk.table_values(fs, 5)), 3.0, (xs, fs))[1][1]
     h = hawk.grad(corner, (x, hawk.table_values(grid, 6)), (xs, grid))[1]
     terminated = True
 """
@@ -233,11 +270,12 @@ def test_interps_cotangents_in_the_values_are_the_interpolation_weights(tmp_path
     xs, fs = np.arange(5.0), np.array([1.0, 3.0, 2.0, 5.0, 4.0])
     grid = np.arange(6.0).reshape(3, 2)
     x = np.array([0.5, 2.25, 3.0, -1.0, 7.0])
-    out = dict(g=np.zeros((5, 5)), x_bar=np.zeros(5), h=np.zeros((6, 5)))
+    out = dict(g=np.zeros((5, 5)), x_bar=np.zeros(5), h=np.zeros((6, 5)), g3=np.zeros((5, 5)))
     eagle.simulate(kernel, max_steps=1, x=x, xs=xs, fs=fs, grid=grid, **out)
     expected = 2.0 * np.array([[0.5, 0.5, 0, 0, 0], [0, 0, 0.75, 0.25, 0], [0, 0, 0, 1, 0],
                                [1, 0, 0, 0, 0], [0, 0, 0, 0, 1]])
     np.testing.assert_array_equal(out["g"].T, expected)
+    np.testing.assert_array_equal(out["g3"], 3.0 * out["g"])  # hawk.vjp, a cotangent of 3
     np.testing.assert_array_equal(out["x_bar"], 2.0 * np.array([2.0, 3.0, -1.0, 0.0, 0.0]))
     for j, point in enumerate(x):  # bilinear weights of the 2**2 corners, row-major
         a = np.clip(point / 4.0 * 2.0, 0.0, 2.0)
