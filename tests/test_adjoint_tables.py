@@ -3,13 +3,14 @@
 table_gradients=True)``, whose ``Solution.vjp`` gives ``Gradients.tables``.
 
 Checked: ``interp``'s and ``interp_grid``'s cotangents in the values are the interpolation
-weights; the solve's against central differences of the same accepted steps replayed (the
-problems are linear in the tables' values, so the differences are exact to rounding: 1e-7
+weights; the solve's against central differences of the same accepted steps replayed (linear in
+the values, so their differences are exact to rounding; the breakpoints' err by ``eps**2``: 1e-7
 relative), for a forcing curve ``u' = -k u + interp(t, xs, fs)`` (both tables: values and
-breakpoints) and a 2-D surface read through ``interp_grid``, explicit and Rosenbrock; the sum
-over samples the same bits whatever the threads, and the left-to-right sum of the samples'
-own; the backward kernel equal to the reference executor on every backend; bad input refused
-by name before anything runs."""
+breakpoints) and a 2-D and a 3-D table read through ``interp_grid``, explicit and Rosenbrock;
+a terminal event, ``args=`` and a solve backward in time against central differences of the
+whole solve with its steps held by ``max_step``; the sum over samples the same bits whatever
+the threads, and the left-to-right sum of the samples' own; the backward kernel equal to the
+reference executor on every backend; bad input refused by name before anything runs."""
 
 # No `from __future__ import annotations`: the replay kernel's annotations name its factory's
 # arguments, which hawk resolves from the function's closure.
@@ -38,9 +39,16 @@ def surface(u, t, k, grid):
                                      hawk.vec2(2.0, 2.0))
 
 
+@hawk.func
+def volume(u, t, k, grid):
+    return -k * u + hawk.interp_grid(grid, hawk.vec3(t, u, k), hawk.vec3(0.0, -1.0, 0.0),
+                                     hawk.vec3(2.0, 2.0, 3.0))
+
+
 XS = np.array([-0.1, 0.3, 0.7, 1.2, 1.6, 2.1])  # no breakpoint at a step's time
 FS = np.array([1.0, 0.5, -0.3, 0.8, 1.2, 0.1])
 GRID = np.array([[0.2, -0.4, 0.9], [1.1, 0.3, -0.6], [0.5, 0.8, 0.0], [-0.7, 0.4, 1.3]])
+CUBE = np.random.default_rng(1).normal(size=(3, 2, 4))
 
 
 def _replay(f, method: str, dims: tuple):
@@ -63,8 +71,9 @@ def _replay(f, method: str, dims: tuple):
 
 
 @pytest.mark.parametrize("method", ["dopri5", "rodas5p"])
-@pytest.mark.parametrize("f, tables", [(forced, (XS, FS)), (surface, (GRID,))],
-                         ids=["interp", "interp_grid"])
+@pytest.mark.parametrize("f, tables", [(forced, (XS, FS)), (surface, (GRID,)),
+                                      (volume, (CUBE,))],
+                         ids=["interp", "interp_grid-2d", "interp_grid-3d"])
 def test_table_gradients_match_central_differences_of_the_same_steps(method, f, tables):
     n = 4
     u0, k = np.linspace(0.5, 1.5, n), np.linspace(0.5, 2.0, n)
