@@ -272,8 +272,9 @@ def _cotangent(name: str, value, expected: tuple, like, xp):
 
 
 def vjp(solution, du=None, dsaved=None) -> Gradients:
-    """The cotangents of ``p`` and ``u0`` for the cotangents ``du`` of ``solution.u`` and
-    ``dsaved`` of ``solution.saved`` (``Solution.vjp``; either may be None, not both)."""
+    """The cotangents of ``p`` and ``u0`` (and of the tables' values for a solve given
+    ``table_gradients=True``) for the cotangents ``du`` of ``solution.u`` and ``dsaved`` of
+    ``solution.saved`` (``Solution.vjp``; either may be None, not both)."""
     record = solution.adjoint
     if record is None:
         raise ValueError("vjp needs a solution made with eagle.ode.solve(..., adjoint=True): "
