@@ -6,7 +6,7 @@ every eagle backend compiles; ``hawk.reference`` runs that IR with NumPy as the 
 
 
 from . import ir, passes, reference
-from .adjoints import grad, vjp
+from .adjoints import grad, table_values, vjp
 from .annotations import (
     Matrix,
     Mutable,
@@ -84,7 +84,7 @@ __all__ = [
     "Out", "Series", "Table", "interp", "interp_grid", "vec2", "vec3", "vec4", "vector", "dot",
     "length", "cross", "normalize", "maximum", "minimum", "total", "width", "matrix", "zeros",
     "identity", "outer", "transpose", "matmul", "trace", "det", "inverse", "solve", "concat",
-    "jvp", "jacobian", "vjp", "grad",
+    "jvp", "jacobian", "vjp", "grad", "table_values",
     "func", "Func",
     "uniform", "normal", "exponential", "randint", "sample_index", "step",
     "Program", "DType", "Role", "ir", "passes", "reference",

@@ -15,11 +15,22 @@ Only the ops that depend on ``x`` are walked (a forward sweep marks them first),
 not depend on ``x`` costs nothing: structural zeros stay out, as in forward mode. One reverse
 sweep gives the whole gradient, where ``hawk.jacobian`` needs one forward sweep per input: the
 way to differentiate a scalar of many inputs.
+
+A table's values can be among ``x``: an item ``hawk.table_values(table, size)`` of the tuple
+``x`` hands ``f`` the table itself, and its cotangent is the vector of the table's ``size``
+elements (row-major) that the reads of it inside ``f`` were given. Each ``TABLE_READ`` of the
+table in ``f``'s ops is an input of the sweep; its cotangent goes to the element it read at
+run time, element ``k`` the sum, over the reads in program order, of the read's cotangent
+where its index is ``k`` (a ``SELECT`` per read and element: ``size`` times the reads' ops,
+so ``size`` is at most ``MAX_WIDTH``, and the order is fixed). ``interp``'s reverse rule in
+the values comes out of its ops: the two neighbouring entries get the interpolation weights
+times the cotangent (``interp_grid``: the ``2**d`` corners).
 """
 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from .derivatives import (
     _CONSTANT,
@@ -34,13 +45,15 @@ from .derivatives import (
     parts,
     primal,
 )
-from .ir import AGGREGATES, OpKind
-from .values import S, V
+from .ir import AGGREGATES, MAX_WIDTH, DType, OpKind
+from .tables import TableValue
+from .values import Lit, S, V
 
-__all__ = ["vjp", "grad", "FUNCTIONS", "lower_call", "cotangents"]
+__all__ = ["vjp", "grad", "table_values", "TableInput", "FUNCTIONS", "lower_call",
+           "cotangents"]
 
 #: the calls this module lowers, with their argument counts
-FUNCTIONS = {"vjp": "3 or more", "grad": "2 or more"}
+FUNCTIONS = {"vjp": "3 or more", "grad": "2 or more", "table_values": "2"}
 
 
 def vjp(f, x, ct, *rest):
@@ -71,6 +84,79 @@ def grad(f, x, *rest):
     """
     raise TypeError("hawk.grad() is understood inside a @hawk.kernel body (or a @hawk.func) "
                     "only: it differentiates the ops the call lowers")
+
+
+def table_values(table, size):
+    """A table's values as an item of ``x`` in ``hawk.grad``/``hawk.vjp`` (in a kernel body):
+    ``f`` is handed ``table`` there, and the item's cotangent is a vector of ``size`` numbers
+    (a number for ``size`` 1), one per element of the table, row-major.
+
+    Args:
+        table: a float ``Table`` parameter (1 to 3 dimensions).
+        size: its number of elements, an int literal from 1 to ``MAX_WIDTH`` (64), known when
+            the kernel is compiled: the caller binds a table of exactly that many elements
+            (an element past ``size`` gets no cotangent).
+    """
+    raise TypeError("hawk.table_values() is understood inside a @hawk.kernel body (or a "
+                    "@hawk.func) only, as an item of hawk.grad's or hawk.vjp's x")
+
+
+@dataclass(frozen=True)
+class TableInput:
+    """``hawk.table_values(table, size)``: a table whose values ``hawk.grad``/``vjp``
+    differentiate in; it is only an item of their ``x``."""
+
+    table: TableValue
+    size: int
+
+    @property
+    def description(self) -> str:
+        return (f"hawk.table_values({self.table.param.name}, {self.size}) (an item of "
+                "hawk.grad's or hawk.vjp's x only)")
+
+
+def _table_input(lowering, args: list, node: ast.AST) -> TableInput:
+    """``hawk.table_values(table, size)`` checked: a float table and an int literal size."""
+    if len(args) != 2:
+        raise lowering.error(f"hawk.table_values() takes 2 arguments (table, size), got "
+                             f"{len(args)}", node)
+    table, size = args
+    if not isinstance(table, TableValue):
+        raise lowering.error(f"hawk.table_values()'s first argument must be a Table "
+                             f"parameter, not {lowering.describe(table)}", node)
+    if not table.param.dtype.is_float:
+        raise lowering.error(f"hawk.table_values(): {table.param.name!r} holds "
+                             f"{table.param.dtype.value}; derivatives are taken in float "
+                             "tables only", node)
+    if not (isinstance(size, Lit) and type(size.value) is int and 1 <= size.value <= MAX_WIDTH):
+        raise lowering.error(f"hawk.table_values()'s size must be an int literal from 1 to "
+                             f"{MAX_WIDTH} (the table's elements), not "
+                             f"{lowering.describe(size)}", node)
+    return TableInput(table, size.value)
+
+
+def _table_reads(lowering, start: int, end: int, table: TableValue) -> list[int]:
+    """The ``TABLE_READ`` ops of ``table`` among ``start .. end - 1``, in program order."""
+    return [i for i in range(start, end) if lowering.ops[i].kind is OpKind.TABLE_READ
+            and lowering.ops[i].attr == table.param.name]
+
+
+def _table_cotangent(lowering, given: TableInput, reads: list[int], bars: dict):
+    """Element ``k`` of the table's cotangent: the sum, over ``reads`` in order, of each
+    read's cotangent where its index is ``k``; a vector of ``given.size`` (a number for 1)."""
+    dtype = given.table.param.dtype
+    T = _Tangents(lowering, dtype)
+    zero = lowering.const(0.0, dtype)
+    found = [(S(lowering.ops[r].args[0], DType.INT64), bars[r]) for r in reads if r in bars]
+    elements = []
+    for k in range(given.size):
+        at = lowering.const(k, DType.INT64)
+        total = None
+        for index, bar in found:
+            hit = lowering.emit(OpKind.EQ, DType.BOOL, (index.id, at.id))
+            total = T.add(total, T.select(hit, bar, None))
+        elements.append(total if total is not None else zero)
+    return V(tuple(elements)) if given.size > 1 else elements[0]
 
 
 def _active(lowering, start: int, end: int, inputs: set[int]) -> set[int]:
@@ -167,8 +253,14 @@ def _primal(lowering, name: str, args: list, node: ast.AST):
     """``derivatives.primal`` for an ``x`` that may also be a tuple of numbers, vectors and
     matrices (the gradient in several arguments from one sweep): ``(inputs, several, result,
     outputs, start, end)``, ``inputs`` a list of ``(fresh components, value or None)``, one
-    per item of ``x`` (one for an ``x`` that is not a tuple, ``several`` False)."""
+    per item of ``x`` (one for an ``x`` that is not a tuple, ``several`` False); an item
+    ``hawk.table_values(...)`` is ``(TableInput, the table's reads in f)``, ``f`` handed the
+    table."""
     given = "ct" if name == "vjp" else None
+    if len(args) >= 2 and isinstance(args[1], TableInput):
+        raise lowering.error(f"hawk.{name}(): hawk.table_values() is an item of a tuple x, "
+                             f"as in hawk.{name}(f, (x, hawk.table_values(table, size)), ...)",
+                             node)
     if len(args) < 2 or not isinstance(args[1], tuple):
         fresh, x_value, result, outputs, start, end = primal(lowering, name, args, node, given,
                                                              FUNCTIONS[name])
@@ -178,18 +270,27 @@ def _primal(lowering, name: str, args: list, node: ast.AST):
         raise lowering.error(f"hawk.{name}(): x is an empty tuple; give the values to "
                              "differentiate in", node)
     start = len(lowering.ops)
-    inputs = [_float_input(lowering, item, name, node) for item in args[1]]
-    x = tuple(value if value is not None else fresh[0] for fresh, value in inputs)
+    inputs = [(item, None) if isinstance(item, TableInput)
+              else _float_input(lowering, item, name, node) for item in args[1]]
+    x = tuple(fresh.table if isinstance(fresh, TableInput)
+              else value if value is not None else fresh[0] for fresh, value in inputs)
+    inlined = len(lowering.ops)
     result = lowering.inline_values(f.func, [x, *args[3 if given else 2:]], node)
     outputs = _float_output(lowering, result, name, node)
-    return inputs, True, result, outputs, start, len(lowering.ops)
+    end = len(lowering.ops)
+    inputs = [(item, _table_reads(lowering, inlined, end, item.table))
+              if isinstance(item, TableInput) else (item, value) for item, value in inputs]
+    return inputs, True, result, outputs, start, end
 
 
 def lower_call(lowering, name: str, args: list, node: ast.AST):
     """Lower ``hawk.vjp(f, x, ct, *rest)`` (the tuple ``(f(x, *rest), x_bar)``) or
     ``hawk.grad(f, x, *rest)`` (``x_bar`` for ``ct = 1``, ``f`` returning a number); for an
     ``x`` that is a tuple of values, ``x_bar`` is the tuple of their cotangents, all from one
-    sweep (``f`` then takes the tuple as its first argument)."""
+    sweep (``f`` then takes the tuple as its first argument); ``hawk.table_values(table,
+    size)`` is only such an item."""
+    if name == "table_values":
+        return _table_input(lowering, args, node)
     inputs, several, result, outputs, start, end = _primal(lowering, name, args, node)
     shape = result.shape if isinstance(result, V) else None
     dtype = lowering.dtype_of(outputs[0])
@@ -210,10 +311,14 @@ def lower_call(lowering, name: str, args: list, node: ast.AST):
         if isinstance(out, S):
             seeds[out.id] = c if out.id not in seeds else \
                 _Tangents(lowering, dtype).add(seeds[out.id], c)
-    bars = cotangents(lowering, start, end, {v.id for fresh, _ in inputs for v in fresh},
-                      seeds)
+    sources = {r for fresh, reads in inputs if isinstance(fresh, TableInput) for r in reads}
+    sources |= {v.id for fresh, _ in inputs if not isinstance(fresh, TableInput) for v in fresh}
+    bars = cotangents(lowering, start, end, sources, seeds)
     x_bars = []
     for fresh, x_value in inputs:
+        if isinstance(fresh, TableInput):
+            x_bars.append(_table_cotangent(lowering, fresh, x_value, bars))
+            continue
         zero = lowering.const(0.0, lowering.dtype_of(fresh[0]))
         x_bar = [bars.get(v.id, zero) for v in fresh]
         x_bars.append(V(tuple(x_bar), x_value.shape) if x_value is not None else x_bar[0])

@@ -17,6 +17,15 @@ A terminal event's time moves with ``p`` and ``u0``: the last step of a sample i
 differentiated through ``g(u(t*), t*) = 0`` on the step's interpolant (implicit
 differentiation, as ``Solution.dt_dp`` is by forward sensitivities).
 
+With ``table_gradients=True`` the backward pass also gives the cotangents of the tables'
+values (``Gradients.tables``): each step's share (``hawk.table_values``: a read's cotangent to
+the element it read, ``interp``'s two neighbours weighted as it interpolates) is added to a
+per-sample vector of every table element together, ``MAX_TABLE_GRADIENT_ELEMENTS`` (64) at most
+(``8 * elements`` bytes per sample in float64); the per-sample vectors are then summed over the
+samples left to right on the host, as a shared ``p``'s are, so the sum is the same bit for bit
+whatever the threads or chunking. Asking costs a backward kernel compiled for those sizes and,
+per step, one ``SELECT`` per read of a table and element: so it is asked for, not always on.
+
 Everything the adjoint cannot take is refused here by name, before anything is compiled or run.
 """
 
@@ -31,6 +40,7 @@ import numpy as np
 from hawk import ode as hawk_ode
 from hawk.ode.adjoint import (
     ADJOINT_METHODS,
+    MAX_TABLE_GRADIENT_ELEMENTS,
     SAVES_PER_STEP,
     backward_kernel,
     gradient_type,
@@ -40,8 +50,8 @@ from hawk.ode.adjoint import (
 from ..runner import until_done
 from . import arguments as args
 
-__all__ = ["Record", "Gradients", "check", "scratch", "kernel", "check_least_steps",
-           "check_budget", "vjp", "DEFAULT_STEPS"]
+__all__ = ["Record", "Gradients", "check", "check_tables", "scratch", "kernel",
+           "check_least_steps", "check_budget", "vjp", "DEFAULT_STEPS"]
 
 #: the accepted steps kept per sample unless ``adjoint_steps=`` says otherwise
 DEFAULT_STEPS = 1024
@@ -59,11 +69,15 @@ class Gradients(NamedTuple):
         args: for a solve given ``args=`` (then ``p`` is None), one cotangent per argument,
             shaped as it: per sample with the samples as the last axis, or, for an argument
             shared by every sample, summed over the samples as ``p`` is; None otherwise.
+        tables: for a solve given ``table_gradients=True``, the cotangents of the tables'
+            values, one array per table shaped as it (the tables are shared by every sample:
+            summed over the samples as a shared ``p`` is); None otherwise.
     """
 
     p: object
     u0: object
     args: tuple | None = None
+    tables: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +102,8 @@ class Record:
         arguments: with ``args=``, ``(layout, per_sample)``: the packed ``p``'s layout
             (``model_args.pack``) and whether each argument has a value per sample; else
             None.
+        table_sizes: with ``table_gradients=True``, each table's elements (``check_tables``);
+            else None.
     """
 
     f: object
@@ -104,6 +120,7 @@ class Record:
     event_samples: int = 4
     saving: object = True
     arguments: object = None
+    table_sizes: tuple | None = None
 
 
 def check(method: str, steps, refused: dict) -> int:
@@ -135,6 +152,36 @@ def check_event(event, direction, terminal, record_events) -> None:
         raise ValueError("adjoint=True takes a terminal event only (terminal=False)")
     if record_events:
         raise ValueError("adjoint=True does not go with record_events yet")
+
+
+def check_tables(table_gradients, adjoint: bool, tables: dict, dtype) -> tuple | None:
+    """Each table's elements for ``table_gradients=True`` (None for False), after refusing by
+    name: a ``table_gradients`` that is not a bool, one without ``adjoint=True`` or without
+    ``tables``, a table not of the solve's float type (``tables[i]``), and tables holding more
+    than ``MAX_TABLE_GRADIENT_ELEMENTS`` elements together (their per-sample cotangent is one
+    vector of them)."""
+    if not isinstance(table_gradients, bool):
+        raise ValueError(f"table_gradients must be True or False, got {table_gradients!r}")
+    if not table_gradients:
+        return None
+    if not adjoint:
+        raise ValueError("table_gradients=True needs adjoint=True (the tables' cotangents "
+                         "come from its backward pass, Solution.vjp)")
+    if not tables:
+        raise ValueError("table_gradients=True needs tables=: this solve reads none")
+    sizes = []
+    for i, table in enumerate(tables.values()):
+        if np.dtype(table.dtype) != np.dtype(dtype):
+            raise ValueError(f"table_gradients=True takes tables of the solve's float type "
+                             f"({np.dtype(dtype).name}); tables[{i}] is "
+                             f"{np.dtype(table.dtype).name}")
+        sizes.append(int(table.size))
+    if sum(sizes) > MAX_TABLE_GRADIENT_ELEMENTS:
+        raise ValueError(f"table_gradients=True takes tables of at most "
+                         f"{MAX_TABLE_GRADIENT_ELEMENTS} elements together (each sample "
+                         f"carries a cotangent of every element); these hold {sum(sizes)} "
+                         f"({', '.join(f'tables[{i}]: {s}' for i, s in enumerate(sizes))})")
+    return tuple(sizes)
 
 
 def scratch(xp, steps: int, shape: tuple, dtype) -> dict:
@@ -225,8 +272,9 @@ def _cotangent(name: str, value, expected: tuple, like, xp):
 
 
 def vjp(solution, du=None, dsaved=None) -> Gradients:
-    """The cotangents of ``p`` and ``u0`` for the cotangents ``du`` of ``solution.u`` and
-    ``dsaved`` of ``solution.saved`` (``Solution.vjp``; either may be None, not both)."""
+    """The cotangents of ``p`` and ``u0`` (and of the tables' values for a solve given
+    ``table_gradients=True``) for the cotangents ``du`` of ``solution.u`` and ``dsaved`` of
+    ``solution.saved`` (``Solution.vjp``; either may be None, not both)."""
     record = solution.adjoint
     if record is None:
         raise ValueError("vjp needs a solution made with eagle.ode.solve(..., adjoint=True): "
@@ -255,7 +303,13 @@ def vjp(solution, du=None, dsaved=None) -> Gradients:
     mu = xp.zeros(mu_shape, dtype=u.dtype)
     back = backward_kernel(record.f, record.state, record.params, tables=record.table_dims,
                            method=record.method, event=record.event,
-                           saveat=record.saving if dsaved is not None else False)
+                           saveat=record.saving if dsaved is not None else False,
+                           **({} if record.table_sizes is None
+                              else {"table_sizes": record.table_sizes}))
+    extra = {}
+    if record.table_sizes is not None:
+        elements = sum(record.table_sizes)
+        extra["mu_tables"] = xp.zeros((elements, n) if elements > 1 else (n,), dtype=u.dtype)
     row = xp.array(arrays["accepted"], dtype=np.int64, copy=True)
     if record.first_save is None:
         first_save, saves = xp.zeros(n, dtype=np.int64), xp.zeros(n, dtype=np.int64)
@@ -266,12 +320,14 @@ def vjp(solution, du=None, dsaved=None) -> Gradients:
                save_first=arrays["save_first"], save_every=arrays["save_every"],
                first_save=first_save, row=row, lam=lam, mu=mu,
                t_next=xp.array(arrays["t"], copy=True), saves=saves, status=arrays["status"],
-               accepted=arrays["accepted"], theta_end=arrays["theta_end"], **record.tables).run()
+               accepted=arrays["accepted"], theta_end=arrays["theta_end"], **record.tables,
+               **extra).run()
     u0_bar = lam[None] if record.column else lam
+    tables = None if not extra else _per_table(extra["mu_tables"], record, xp)
     if record.arguments is not None:
-        return Gradients(p=None, u0=u0_bar, args=_per_argument(mu, record, xp))
+        return Gradients(p=None, u0=u0_bar, args=_per_argument(mu, record, xp), tables=tables)
     p_bar = _summed(mu, xp) if record.shared else mu
-    return Gradients(p=p_bar, u0=u0_bar)
+    return Gradients(p=p_bar, u0=u0_bar, tables=tables)
 
 
 def _summed(per_sample, xp):
@@ -297,4 +353,16 @@ def _per_argument(mu, record: Record, xp) -> tuple:
         else:
             summed = _summed(block, xp)
             out.append(float(summed[0]) if not shape else summed.reshape(shape))
+    return tuple(out)
+
+
+def _per_table(mu_tables, record: Record, xp) -> tuple:
+    """The per-sample cotangent of every table element together (``mu_tables``, ``(elements,
+    n)`` or ``(n,)`` for one) summed over the samples (``_summed``) and cut into one array per
+    table, shaped as it."""
+    summed = _summed(mu_tables.reshape(-1, mu_tables.shape[-1]), xp)
+    out, offset = [], 0
+    for table, size in zip(record.tables.values(), record.table_sizes, strict=True):
+        out.append(summed[offset:offset + size].reshape(table.shape))
+        offset += size
     return tuple(out)

@@ -117,7 +117,8 @@ class Solution:
         discrete adjoints with fixed accepted steps do (it is of the order of the
         tolerances). For a ``p`` shared by every sample the per-sample cotangents are summed
         over the samples left to right, the same bit for bit on every run. For a solve given
-        ``args=``, ``Gradients.args`` holds one cotangent per argument (``p`` is None).
+        ``args=``, ``Gradients.args`` holds one cotangent per argument (``p`` is None); for one
+        given ``table_gradients=True``, ``Gradients.tables`` one per table (summed likewise).
 
         Args:
             du: the cotangent of ``Solution.u`` (say ``dL/du`` of a loss), a NumPy or CuPy
@@ -302,7 +303,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
           tstops=None, on_stop: Func | None = None, max_step=math.inf,
           max_steps: int = 1_000_000, tables=(), sensitivity: str | None = None,
           jac: Func | None = None, linsolve: str = "lu", adjoint: bool = False,
-          adjoint_steps: int = adjoints.DEFAULT_STEPS,
+          adjoint_steps: int = adjoints.DEFAULT_STEPS, table_gradients: bool = False,
           threads: int | None = None, progress: bool = False, client=None,
           chunks: int | None = None, checkpoint=None) -> Solution:
     """Integrate ``u' = f(u, t, p)`` for every sample from ``t_span[0]`` to ``t_span[1]``.
@@ -466,6 +467,10 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             steps than that, else after the forward run (the steps are the error control's
             choice), the message saying about how many would do; nothing passed in has been
             written then.
+        table_gradients: with ``adjoint``, ``Solution.vjp`` also gives the cotangents of the
+            tables' values (``Gradients.tables``, one array per table shaped as it, summed
+            over the samples in a fixed order): for tables of the solve's float type holding
+            at most 64 elements together (each sample carries a cotangent of every element).
 
     Returns a ``Solution``. Samples still running at ``max_steps`` are reported there
     (``status == 0``) with an ``eagle.TruncationWarning``.
@@ -517,6 +522,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
     else:
         p, params = arguments.params(0.0 if p is None else p, xp, n, dtype)
     tables, table_dims = arguments.tables(tables, xp)
+    table_sizes = adjoints.check_tables(table_gradients, adjoint, tables, dtype)
     event, direction, terminal = as_one_event(event, direction, terminal, on_event)
     if layout is not None:  # every func takes the arguments out of the packed p
         f, event, on_event, on_stop, noise, jac = (
@@ -664,7 +670,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
                                      None if saveat is None else arrays["saves"].copy(), event,
                                      direction, int(event_samples), saving=saving or True,
                                      arguments=None if layout is None
-                                     else (layout, args_per_sample))
+                                     else (layout, args_per_sample), table_sizes=table_sizes)
             kernel = adjoints.kernel(record)
             arrays.update(adjoints.scratch(xp, adjoint_steps, u.shape, dtype))
             bound = {name: arrays[name] for name in adjoints.PARAMETERS}

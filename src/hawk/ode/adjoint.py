@@ -37,10 +37,11 @@ import functools
 import hawk
 from hawk import Mutable, Param, Scalar, Series, Table, Terminated
 from hawk.inline import Func
-from hawk.ir import Role
+from hawk.ir import MAX_WIDTH, Role
 
 from .events import first_crossing, locate
 from .kernels import (
+    MAX_TABLES,
     SMALLEST_STEP,
     STATUS_EVENT,
     STATUS_RUNNING,
@@ -54,8 +55,8 @@ from .kernels import (
 )
 from .methods import METHODS
 
-__all__ = ["ADJOINT_METHODS", "SAVES_PER_STEP", "recording_kernel", "backward_kernel", "step_map",
-           "step_objective", "gradient_type"]
+__all__ = ["ADJOINT_METHODS", "SAVES_PER_STEP", "MAX_TABLE_GRADIENT_ELEMENTS", "recording_kernel",
+           "backward_kernel", "step_map", "step_objective", "gradient_type"]
 
 #: the most recorded times one step of the recording kernel passes (its ``saves_per_step``
 #: default): a step is shortened to end at the last of them
@@ -323,10 +324,32 @@ def _step_saves(dsaved, sample, width, first_step, t, h, t_new, saves, first_sav
     return cts, thetas, ends, taken
 
 
+#: the most elements the tables a backward kernel differentiates in may hold together: its
+#: per-sample cotangent of them is one vector (``hawk.MAX_WIDTH`` components at most)
+MAX_TABLE_GRADIENT_ELEMENTS = MAX_WIDTH
+
+
+def _check_table_sizes(tables: tuple, table_sizes: tuple) -> int:
+    """The elements of the differentiated tables together, after a ``ValueError`` for
+    ``table_sizes`` that are not one int >= 0 per table, or that sum past
+    ``MAX_TABLE_GRADIENT_ELEMENTS``."""
+    if not (isinstance(table_sizes, tuple) and len(table_sizes) == len(tables)
+            and all(type(s) is int and s >= 0 for s in table_sizes)):
+        raise ValueError(f"table_sizes must be one int >= 0 per table ({len(tables)}), the "
+                         f"elements of each table differentiated in (0: not), got "
+                         f"{table_sizes!r}")
+    total = sum(table_sizes)
+    if total > MAX_TABLE_GRADIENT_ELEMENTS:
+        raise ValueError(f"table_sizes: the tables differentiated in hold {total} elements "
+                         f"together, more than {MAX_TABLE_GRADIENT_ELEMENTS} (their per-sample "
+                         "cotangent is one vector)")
+    return total
+
+
 @functools.cache
 def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str = "dopri5",
                     saves_per_step: int = SAVES_PER_STEP, event: Func | None = None,
-                    saveat=False) -> hawk.Kernel:
+                    saveat=False, table_sizes: tuple | None = None) -> hawk.Kernel:
     """The kernel that walks a sample's recorded steps backward: each eagle step takes row
     ``row - 1``, sets ``lam`` to ``lam^T dPhi/du`` there (plus the cotangents of the states
     the step saved, through the interpolant) and adds the same in ``p`` to ``mu``; the
@@ -346,6 +369,13 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
         event: the forward kernel's terminal event, or None: then the last step of a sample
             whose ``status`` is ``STATUS_EVENT`` ends at ``theta_end`` of it, a point that
             moves with ``u`` and ``p`` (``event_multiplier``).
+        table_sizes: None, or the elements of each table (one int per entry of ``tables``)
+            to differentiate in, 0 for a table left out: then the kernel also adds each
+            step's cotangent of those tables' values (``hawk.table_values``) to ``mu_tables``
+            (``Mutable``, a vector of their elements together, table by table, row-major; a
+            number for one element), ``MAX_TABLE_GRADIENT_ELEMENTS`` at most. Each must be
+            bound to a float table of exactly that many elements. Without them the kernel is
+            the one without ``mu_tables``, its ops unchanged.
 
     Its parameters: ``p`` and ``table0..2`` as the forward kernel's; ``steps_u``, ``steps_t``,
     ``steps_h``: the forward kernel's ``Series`` bound as tables; ``row`` (int64, start at
@@ -369,6 +399,46 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
     Rows = Table[2] if width == 1 else Table[3]
     count = saves_per_step if saveat else 0
     save_time, SaveTimes = _save_times(saveat)
+    sizes, TableGradient = (0, 0, 0), Scalar
+    if table_sizes is not None:
+        elements = _check_table_sizes(tables, table_sizes)
+        sizes = (*table_sizes, 0, 0, 0)[:MAX_TABLES]
+        TableGradient = Scalar if elements == 1 else hawk.Vector[elements]
+    size0, size1, size2 = sizes
+
+    @hawk.func
+    def step(row, p, steps_u, steps_t, steps_h, dsaved, save_first, save_every, first_save,
+             lam, t_next, saves, status, accepted, theta_end, tabs):
+        """Row ``row`` walked back: ``(lam, cotangents, taken, t)``, ``cotangents`` those of
+        ``p`` and of the wanted tables' values (``hawk.grad``'s of ``(u, p, ...)``), ``taken``
+        the recorded times the step saved, ``t`` its start."""
+        sample = hawk.sample_index()
+        u = _row_of(steps_u, row, sample, width)
+        t, h = steps_t[row, sample], steps_h[row, sample]
+        at_event = False
+        t_new = t_next  # where the forward step ended: the next step's start
+        if has_event:
+            at_event = status == STATUS_EVENT and row + 1 == accepted
+            if at_event:  # it ended at the event, inside the step it computed
+                t_new = t + h
+        cts, thetas, ends, taken = _step_saves(dsaved, sample, width, row == 0, t, h,
+                                               t_new, saves, first_save, save_time,
+                                               save_first, save_every, count)
+        e, theta, c = 0.0, 1.0, 0.0
+        if has_event:
+            if at_event:
+                e, theta = 1.0, theta_end
+            c = e * multiplier(lam, theta, u, p, t, h, model, tabs, event)
+        ev = (e, theta, c)
+        x = (u, p)
+        if size0 > 0:
+            x = x + (hawk.table_values(tabs[0], size0),)
+        if size1 > 0:
+            x = x + (hawk.table_values(tabs[1], size1),)
+        if size2 > 0:
+            x = x + (hawk.table_values(tabs[2], size2),)
+        bars = hawk.grad(objective, x, t, h, model, tabs, lam, cts, thetas, ends, event, ev)
+        return bars[0], bars[1:], taken, t
 
     def backward(p: params, steps_u: Rows, steps_t: Table[2], steps_h: Table[2],
                  dsaved: Rows, save_first: Param, save_every: SaveTimes, first_save: Scalar,
@@ -378,33 +448,33 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
                  table0: T0, table1: T1, table2: T2):
         if row > 0:
             row -= 1
-            sample = hawk.sample_index()
-            u = _row_of(steps_u, row, sample, width)
-            t, h = steps_t[row, sample], steps_h[row, sample]
-            at_event = False
-            t_new = t_next  # where the forward step ended: the next step's start
-            if has_event:
-                at_event = status == STATUS_EVENT and row + 1 == accepted
-                if at_event:  # it ended at the event, inside the step it computed
-                    t_new = t + h
-            cts, thetas, ends, taken = _step_saves(dsaved, sample, width, row == 0, t, h,
-                                                   t_new, saves, first_save, save_time,
-                                                   save_first, save_every, count)
-            tabs = (table0, table1, table2)
-            e, theta, c = 0.0, 1.0, 0.0
-            if has_event:
-                if at_event:
-                    e, theta = 1.0, theta_end
-                c = e * multiplier(lam, theta, u, p, t, h, model, tabs, event)
-            ev = (e, theta, c)
-            lam, p_bar = hawk.grad(objective, (u, p), t, h, model, tabs, lam, cts, thetas,
-                                   ends, event, ev)
-            mu = mu + p_bar
+            lam, bars, taken, t = step(row, p, steps_u, steps_t, steps_h, dsaved, save_first,
+                                    save_every, first_save, lam, t_next, saves, status,
+                                    accepted, theta_end, (table0, table1, table2))
+            mu = mu + bars[0]
             saves -= taken
             t_next = t
         terminated = row <= 0
 
-    backward.__name__ = backward.__qualname__ = f"{method}_backward"
-    return hawk.kernel(backward, dtypes={"row": "int64", "saves": "int64",
-                                         "first_save": "int64", "status": "int64",
-                                         "accepted": "int64"})
+    def backward_tables(p: params, steps_u: Rows, steps_t: Table[2], steps_h: Table[2],
+                        dsaved: Rows, save_first: Param, save_every: SaveTimes,
+                        first_save: Scalar, terminated: Terminated, row: Mutable[Scalar],
+                        lam: Mutable[State], mu: Mutable[Gradient], t_next: Mutable[Scalar],
+                        saves: Mutable[Scalar], status: Scalar, accepted: Scalar,
+                        theta_end: Scalar, table0: T0, table1: T1, table2: T2,
+                        mu_tables: Mutable[TableGradient]):
+        if row > 0:
+            row -= 1
+            lam, bars, taken, t = step(row, p, steps_u, steps_t, steps_h, dsaved, save_first,
+                                    save_every, first_save, lam, t_next, saves, status,
+                                    accepted, theta_end, (table0, table1, table2))
+            mu = mu + bars[0]
+            mu_tables = mu_tables + hawk.concat(*bars[1:])
+            saves -= taken
+            t_next = t
+        terminated = row <= 0
+
+    body = backward if table_sizes is None else backward_tables
+    body.__name__ = body.__qualname__ = f"{method}_backward"
+    return hawk.kernel(body, dtypes={"row": "int64", "saves": "int64", "first_save": "int64",
+                                     "status": "int64", "accepted": "int64"})
