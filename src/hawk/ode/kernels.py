@@ -22,6 +22,19 @@ from hawk.annotations import Annotation
 from hawk.inline import Func
 from hawk.ir import MAX_WIDTH, Role
 
+from .adaptive_step import (
+    SMALLEST_STEP,
+    STATUS_DONE,
+    STATUS_EVENT,
+    STATUS_FAILED,
+    STATUS_RUNNING,
+    controlled_attempt,
+    event_end,
+    saves_passed,
+    step_size,
+    tally,
+    terminal_crossing,
+)
 from .events import first_crossing, locate
 from .methods import METHODS
 from .start import initial_step
@@ -31,14 +44,10 @@ __all__ = ["dopri5_kernel", "dopri5_start_kernel", "rosenbrock23_kernel", "fixed
            "STATUS_RUNNING", "STATUS_DONE", "STATUS_EVENT", "STATUS_FAILED", "FIXED_METHODS",
            "MAX_TABLES"]
 
-#: ``status`` values of an adaptive run, per sample
-STATUS_RUNNING, STATUS_DONE, STATUS_EVENT, STATUS_FAILED = 0, 1, 2, -1
 #: the fixed-step methods ``fixed_step_kernel`` knows, by name (``METHODS``' fixed ones)
 FIXED_METHODS = {name: m.step for name, m in METHODS.items() if m.kind == "fixed"}
 #: a fixed step lands on ``t_end`` when it is this much (relative) short of it or longer
 LANDING_SLACK = 1e-9
-#: the smallest step, relative to ``|t|``, before a sample is given up (Hairer's test)
-SMALLEST_STEP = 10 * 2.0**-52
 _COUNTS = ("accepted", "rejected", "status", "events", "stops", "saves")
 #: the most tables a model reads: the kernels' ``table0``, ``table1``, ``table2``
 MAX_TABLES = 3
@@ -293,7 +302,8 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         raise ValueError(f"jac is for the Rosenbrock methods ({', '.join(IMPLICIT_METHODS)}), "
                          f"not method={method!r}")
     has_jacobian = jac is not None
-    given = _given_jacobian(jac, len(tables)) if has_jacobian else _never
+    given = _given_jacobian(jac, count) if has_jacobian else _never
+    stepper = (attempt, has_jacobian, given, control, norm)
     has_saves = bool(saveat)
     save_time, SaveTimes = _save_times(saveat)
     has_event = event is not None
@@ -330,6 +340,9 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                saved: Series[State], table0: T0, table1: T1, table2: T2,
                t_events: TimeRows, u_events: StateRows, which_events: TimeRows):
         args = (p, table0, table1, table2)  # what the model's funcs take after (u, t)
+        stopping = (has_stops, stop_first, stop_every, stops)
+        saving = (has_saves, saves, saves_per_step, save_count, save_time, save_first,
+                  save_every)
         memory = c
         if carried == 1:  # the controller's memory, then g at (u, t)
             memory, g_start = c[0], c[1]
@@ -337,39 +350,15 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             memory, g_start = c[0], c[1:1 + carried]
         # the step: h, or shorter to end on t_end, on the next stop, or on the last recorded
         # time it may pass
-        h_step = hawk.minimum(hawk.minimum(h, max_step), t_end - t)
-        if has_stops:
-            t_stop = stop_first + stops * stop_every
-            h_step = hawk.minimum(h_step, t_stop - t)
-        if has_saves:
-            last_save = saves + (saves_per_step - 1)
-            if last_save < save_count:
-                h_step = hawk.minimum(h_step, save_time(save_first, save_every, last_save) - t)
-        t_new = t + h_step
-        at_stop = False
-        if has_stops:
-            at_stop = h_step == t_stop - t
-            if at_stop:
-                t_new = t_stop
-        if h_step == t_end - t:
-            t_new = t_end
-        if has_jacobian:
-            u_new, err, q, k_next = attempt(model, u, k1, t, h_step, args, given)
-        else:
-            u_new, err, q, k_next = attempt(model, u, k1, t, h_step, args)
-        ok, h_next, c_next = control(norm(err, u, u_new, rtol, atol), h_step, memory)
-        if ok and h_step < h:  # a shortened step does not shrink the next one
-            h_next = hawk.maximum(h_next, h)
-        h_next = hawk.minimum(h_next, max_step)
+        h_step, t_new, at_stop = step_size(h, max_step, t, t_end, stopping, saving)
+        u_new, q, k_next, ok, h_next, c_next = controlled_attempt(
+            stepper, model, u, k1, t, h_step, h, max_step, args, rtol, atol, memory)
         hit = False
         t_reached = t_new
         if has_event and not multi:
-            hit, sign, lo, hi, f_lo, f_hi = first_crossing(
-                event, u, t, h_step, q, args, event(u, t, args), event(u_new, t_new, args),
-                direction, event_samples, value)
-            hit = hit and ok
-            theta = locate(event, u, t, h_step, q, args, sign, lo, hi, f_lo, f_hi, event_tol,
-                           event_iterations, value)
+            hit, theta = terminal_crossing(event, u, t, h_step, q, args, u_new, t_new, ok,
+                                           direction, event_samples, event_tol,
+                                           event_iterations, value)
         if has_event and multi:  # the earliest terminal crossing of the step, and records
             if carried > 0:
                 g_old, g_new = g_start, event(u_new, t_new, args)
@@ -412,19 +401,9 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                         which_events[events] = i
                         events += 1
         if has_event:
-            t_event = t + theta * h_step
-            u_event = value(u, h_step, q, theta)
-            if hit:
-                t_reached = t_event
-        if has_saves:  # the recorded times this step passed, up to where it ended
-            passed = 0
-            for j in range(saves_per_step):
-                t_save = save_time(save_first, save_every, saves + j)
-                if ok and saves + j < save_count and t_save <= t_reached:
-                    inside = value(u, h_step, q, (t_save - t) / h_step)
-                    saved[saves + j] = u_new if t_save == t_new else inside
-                    passed += 1
-            saves += passed
+            t_event, u_event, t_reached = event_end(u, t, h_step, q, theta, value, hit, t_new)
+        due, states, saves_next = saves_passed(saving, ok, t, t_new, t_reached, u, u_new,
+                                               h_step, q, value)
         failed = not h_next > SMALLEST_STEP * abs(t)
         if hit:
             if not records:
@@ -449,7 +428,12 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                 if kicks_at_stop:
                     u = on_stop(u, t, args)
                     k1 = model(u, t, args)
-        accepted, rejected, status = _tally(ok, accepted, rejected, status, t, t_end, failed)
+        if has_saves:  # the recorded times this step passed, up to where it ended
+            for j in range(saves_per_step):
+                if due[j]:
+                    saved[saves + j] = states[j]
+            saves = saves_next
+        accepted, rejected, status = tally(ok, accepted, rejected, status, t, t_end, failed)
         if carried > 0:  # g at the next step's start: where this one ended, or its start again
             h, c = h_next, hawk.concat(c_next, g_new if ok else g_old)
         else:
@@ -494,21 +478,6 @@ def _save_times(saveat) -> tuple:
                          f"'times' (a Table of times bound as save_every), 'sample_times' (a "
                          f"Table[2] (T, n), a column per sample) or False, got {saveat!r}")
     return _grid_time, Param
-
-
-@hawk.func
-def _tally(ok, accepted, rejected, status, t, t_end, failed):
-    """An adaptive step's counts and the sample's status after it:
-    ``(accepted, rejected, status)``."""
-    if ok:
-        accepted += 1
-    else:
-        rejected += 1
-    if t >= t_end:
-        status = STATUS_DONE
-    if failed:
-        status = STATUS_FAILED
-    return accepted, rejected, status
 
 
 @hawk.func

@@ -25,6 +25,7 @@ import hawk
 from hawk import Mutable, Out, Scalar, Terminated, Vector
 from hawk.inline import Func
 
+from .adaptive_step import attempt_with
 from .kernels import (
     ADAPTIVE_METHODS,
     _component_event,
@@ -97,10 +98,8 @@ def event_location_kernel(f: Func, state, params, *, event: Func, direction=-1,
             t_new = t + h
             if h == t_end - t:
                 t_new = t_end
-        if has_jacobian:
-            u_new, err, q, k_next = attempt(model, u, k1, t, h, args, given)
-        else:
-            u_new, err, q, k_next = attempt(model, u, k1, t, h, args)
+        u_new, err, q, k_next = attempt_with(attempt, has_jacobian, given, model, u, k1, t, h,
+                                             args)
         g_old, g_new = event(u, t, args), event(u_new, t_new, args)
         theta = 1.0
         for i in range(hawk.width(g_old)):
