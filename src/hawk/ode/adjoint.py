@@ -39,19 +39,8 @@ from hawk import Mutable, Param, Scalar, Series, Table, Terminated
 from hawk.inline import Func
 from hawk.ir import Role
 
-from .adaptive_step import (
-    NO_STOPS,
-    SMALLEST_STEP,
-    STATUS_EVENT,
-    STATUS_RUNNING,
-    controlled_attempt,
-    event_end,
-    saves_passed,
-    step_size,
-    tally,
-    terminal_crossing,
-)
-from .kernels import (
+from . import adaptive_step as adaptive
+from .kernel_args import (
     _check_func,
     _check_types,
     _never,
@@ -135,19 +124,21 @@ def recording_kernel(f: Func, state, params, *, tables: tuple = (), method: str 
         # the step, exactly as dopri5_kernel takes it without stops
         saving = (has_saves, saves, saves_per_step, save_count, save_time, save_first,
                   save_every)
-        h_step, t_new, at_stop = step_size(h, max_step, t, t_end, NO_STOPS, saving)
-        u_new, q, k_next, ok, h_next, c_next = controlled_attempt(
+        h_step, t_new, at_stop = adaptive.step_size(h, max_step, t, t_end, adaptive.NO_STOPS,
+                                                    saving)
+        u_new, q, k_next, ok, h_next, c_next = adaptive.controlled_attempt(
             stepper, model, u, k1, t, h_step, h, max_step, args, rtol, atol, c)
         hit = False
         t_reached = t_new
         if has_event:  # as dopri5_kernel locates a single terminal event
-            hit, theta = terminal_crossing(event, u, t, h_step, q, args, u_new, t_new, ok,
-                                           direction, event_samples, event_tol,
-                                           event_iterations, value)
-            t_event, u_event, t_reached = event_end(u, t, h_step, q, theta, value, hit, t_new)
-        due, states, saves_next = saves_passed(saving, ok, t, t_new, t_reached, u, u_new,
-                                               h_step, q, value)
-        failed = not h_next > SMALLEST_STEP * abs(t)
+            hit, theta = adaptive.terminal_crossing(event, u, t, h_step, q, args, u_new, t_new,
+                                                    ok, direction, event_samples, event_tol,
+                                                    event_iterations, value)
+            t_event, u_event, t_reached = adaptive.event_end(u, t, h_step, q, theta, value, hit,
+                                                             t_new)
+        due, states, saves_next = adaptive.saves_passed(saving, ok, t, t_new, t_reached, u,
+                                                        u_new, h_step, q, value)
+        failed = not h_next > adaptive.SMALLEST_STEP * abs(t)
         if has_saves:  # the recorded times this step passed, up to where it ended
             for j in range(saves_per_step):
                 if due[j]:
@@ -159,13 +150,14 @@ def recording_kernel(f: Func, state, params, *, tables: tuple = (), method: str 
         if hit:
             events += 1
             u, t = u_event, t_event
-            status = STATUS_EVENT
+            status = adaptive.STATUS_EVENT
             theta_end = theta
         elif ok:
             u, k1, t = u_new, k_next, t_new
-        accepted, rejected, status = tally(ok, accepted, rejected, status, t, t_end, failed)
+        accepted, rejected, status = adaptive.tally(ok, accepted, rejected, status, t, t_end,
+                                                    failed)
         h, c, saves = h_next, c_next, saves_next
-        terminated = status != STATUS_RUNNING or accepted >= budget
+        terminated = status != adaptive.STATUS_RUNNING or accepted >= budget
 
     recording.__name__ = recording.__qualname__ = f"{method}_recording"
     return hawk.kernel(recording, dtypes={"accepted": "int64", "rejected": "int64",
@@ -374,7 +366,7 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
             at_event = False
             t_new = t_next  # where the forward step ended: the next step's start
             if has_event:
-                at_event = status == STATUS_EVENT and row + 1 == accepted
+                at_event = status == adaptive.STATUS_EVENT and row + 1 == accepted
                 if at_event:  # it ended at the event, inside the step it computed
                     t_new = t + h
             cts, thetas, ends, taken = _step_saves(dsaved, sample, width, row == 0, t, h,

@@ -26,18 +26,15 @@ from hawk import Mutable, Out, Scalar, Terminated, Vector
 from hawk.inline import Func
 
 from .adaptive_step import attempt_with
-from .kernels import (
-    ADAPTIVE_METHODS,
+from .event_components import (
     _component_event,
     _crossing_of,
     _event_codes,
-    _given_jacobian,
-    _never,
-    _table_types,
-    _with_tables,
     event_width,
     recorded_row_width,
 )
+from .kernel_args import _given_jacobian, _never, _table_types, _with_tables
+from .kernels import ADAPTIVE_METHODS
 
 __all__ = ["event_location_kernel", "event_value_kernel"]
 
