@@ -8,6 +8,13 @@ a call does not ask for are switched off by compile-time flags, so they cost not
 One eagle step is one attempted integrator step: ``until_done``, ``max_steps``, checkpoints,
 progress, Dask and the GPU graph work as for any kernel. ``eagle.ode.solve`` binds these kernels
 to arrays and runs them; use the kernels directly to keep the arrays (and a runner) yourself.
+
+The kernels are split by job: this module writes the adaptive ones (``dopri5_kernel`` and its
+first step); ``fixed_kernels`` the fixed-step and SDE ones; ``adaptive_step`` holds the parts of
+an adaptive step, which the adjoint's recording kernel and ``recorded.event_location_kernel``
+take too (the same ops, so the same steps); ``event_components`` the vector-valued events;
+``kernel_args`` the checks and wrappers of the caller's funcs, types and tables. Every name
+this module had stays importable from it.
 """
 
 # ruff: noqa: F841 -- a kernel body assigns its parameters: they are written back, not unused
@@ -60,8 +67,7 @@ from .kernel_args import (
 from .methods import METHODS
 from .start import initial_step
 
-# fixed_step_kernel, sde_kernel, MAX_EVENTS, recorded_row_width, carries_event and event_width
-# live in fixed_kernels and event_components; this module keeps their import path
+# the fixed-step kernels, the event components' names and the step's constants are re-exported
 __all__ = ["dopri5_kernel", "dopri5_start_kernel", "rosenbrock23_kernel", "fixed_step_kernel",
            "sde_kernel",
            "STATUS_RUNNING", "STATUS_DONE", "STATUS_EVENT", "STATUS_FAILED", "FIXED_METHODS",
@@ -69,6 +75,7 @@ __all__ = ["dopri5_kernel", "dopri5_start_kernel", "rosenbrock23_kernel", "fixed
            "carries_event", "event_width"]
 
 _COUNTS = ("accepted", "rejected", "status", "events", "stops", "saves")
+
 #: the adaptive methods ``dopri5_kernel`` runs (``METHODS``' adaptive ones)
 ADAPTIVE_METHODS = {name: m for name, m in METHODS.items() if m.adaptive}
 #: the methods that take a Jacobian (``dopri5_kernel``'s ``jac=``)
