@@ -8,8 +8,8 @@ The kernels: the test kernel files (``kernels``, ``coverage_kernels``, ``pass_ke
 ``table_kernels``, ``numerics_kernels``, ``golden_kernels``), the module-level kernels of the
 language, func, matrix, derivative, wide-vector, random-number, Series and integer tests, and
 ODE kernels ``hawk.ode`` builds (each adaptive method plain, dopri5 with ``saveat``, an event
-and sensitivities, the fixed-step and SDE kernels), each at its default dtypes and a few at
-float32.
+and sensitivities, the fixed-step and SDE kernels, the adjoint's and a pure recording's),
+each at its default dtypes and a few at float32.
 
 A deliberate change to what the frontend or an emitter produces updates the files in the same
 commit: ``EAGLE_UPDATE_GOLDEN=1 python -m pytest tests/test_golden_digests.py``; the diff of
@@ -51,6 +51,8 @@ import test_wide_vectors
 from eagle.cpu.emit import emit_launch
 from hawk import Scalar, Vec2, Vec3
 from hawk.ode import dopri5_kernel, fixed_step_kernel, rosenbrock23_kernel, sde_kernel
+from hawk.ode.adjoint import backward_kernel, recording_kernel
+from hawk.ode.recorded import event_location_kernel, event_value_kernel
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 IR_FILE = GOLDEN / "ir-digests.json"
@@ -80,6 +82,52 @@ def _ode_kernels() -> dict:
     found["ode.rk4.lorenz.saveat"] = fixed_step_kernel(lorenz, "rk4", Vec3, Vec3, saveat=True)
     found["ode.euler.decay"] = fixed_step_kernel(decay, "euler", Scalar, Scalar)
     found["ode.sde.decay"] = sde_kernel(decay, decay, Scalar, Scalar)
+    found.update(_recording_kernels())
+    return found
+
+
+@hawk.func
+def fall_jacobian(u, t, restitution):
+    """``ode_models.free_fall``'s Jacobian in ``u``."""
+    return hawk.matrix((0.0, 1.0), (0.0, 0.0))
+
+
+def _recording_kernels() -> dict:
+    """The kernels that record as they integrate, pinned before ``hawk.ode`` shared their step
+    with ``dopri5_kernel``'s: the adjoint's forward (plain, ``saveat``, a terminal event, a
+    Rosenbrock method) and backward kernels, a pure recording of events (``dopri5_kernel``
+    with nothing terminal, with and without stops) and the kernels that locate its events
+    after the run and start its carried event."""
+    lorenz, decay, height = ode_models.lorenz, ode_models.decay, ode_models.height
+    fall = ode_models.free_fall
+    found = {
+        "ode.adjoint.dopri5.lorenz.recording": recording_kernel(lorenz, Vec3, Vec3),
+        "ode.adjoint.tsit5.decay.saveat.recording": recording_kernel(
+            decay, Scalar, Scalar, method="tsit5", saveat=True),
+        "ode.adjoint.dopri5.falling.event.recording": recording_kernel(
+            fall, Vec2, Scalar, event=height),
+        "ode.adjoint.rosenbrock23.lorenz.recording": recording_kernel(
+            lorenz, Vec3, Vec3, method="rosenbrock23"),
+        "ode.adjoint.dopri5.lorenz.backward": backward_kernel(lorenz, Vec3, Vec3),
+        "ode.adjoint.tsit5.decay.saveat.backward": backward_kernel(
+            decay, Scalar, Scalar, method="tsit5", saveat=True),
+        "ode.adjoint.dopri5.falling.event.backward": backward_kernel(
+            fall, Vec2, Scalar, event=height),
+    }
+    for method in ("dopri5", "rosenbrock23"):
+        for stops in (False, True):
+            suffix = ".stops" if stops else ""
+            found[f"ode.{method}.falling.recorded{suffix}"] = dopri5_kernel(
+                fall, Vec2, Scalar, event=height, direction=0, terminal=False,
+                record_events=True, tstops=stops, method=method)
+            found[f"ode.{method}.falling.locate{suffix}"] = event_location_kernel(
+                fall, Vec2, Scalar, event=height, direction=0, method=method, tstops=stops)
+    found["ode.rodas5p.falling.recorded.jac"] = dopri5_kernel(
+        fall, Vec2, Scalar, event=height, direction=0, terminal=False, record_events=True,
+        method="rodas5p", jac=fall_jacobian)
+    found["ode.rodas5p.falling.locate.jac"] = event_location_kernel(
+        fall, Vec2, Scalar, event=height, direction=0, method="rodas5p", jac=fall_jacobian)
+    found["ode.falling.event_value"] = event_value_kernel(height, Vec2, Scalar)
     return found
 
 

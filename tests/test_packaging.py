@@ -7,6 +7,7 @@ second run costs about half a minute; it skips only where ``venv`` or ``pip`` ca
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 import subprocess
@@ -40,11 +41,25 @@ def test_license_text_type_markers_and_metadata_are_shipped():
     assert "END OF TERMS AND CONDITIONS" in text  # the full text, not a notice
     for package in ("eagle", "hawk"):
         assert (ROOT / "src" / package / "py.typed").is_file()
-        assert PYPROJECT["tool"]["setuptools"]["package-data"][package] == ["py.typed"]
+        assert "py.typed" in PYPROJECT["tool"]["setuptools"]["package-data"][package]
     assert "Typing :: Typed" in project["classifiers"] and project["urls"]
     for name in ("CHANGELOG.md", "CONTRIBUTING.md"):
         assert (ROOT / name).is_file()
     assert f"## {project['version']}" in (ROOT / "CHANGELOG.md").read_text()
+
+
+def test_every_data_file_in_the_packages_is_package_data():
+    """A file beside the modules that is not Python (a tableau's coefficients,
+    ``hawk/ode/tableaus/vern9.json``) is read at import: a wheel without it breaks ``import
+    hawk``, so every such file matches a ``package-data`` pattern."""
+    for package in ("eagle", "hawk"):
+        patterns = PYPROJECT["tool"]["setuptools"]["package-data"][package]
+        folder = ROOT / "src" / package
+        data = [p.relative_to(folder).as_posix() for p in folder.rglob("*")
+                if p.is_file() and p.suffix not in (".py", ".pyc")
+                and "__pycache__" not in p.parts]
+        missing = [d for d in data if not any(fnmatch.fnmatch(d, p) for p in patterns)]
+        assert not missing, f"{package}: not in package-data: {missing}"
 
 
 def test_install_hints_name_the_distribution():
@@ -130,6 +145,7 @@ def test_installs_into_a_fresh_venv_without_extras_and_runs(tmp_path):
     assert "64/64" in done.stderr  # the progress bar (tqdm, a dependency without extras)
     site = installed.parent
     assert (site / "eagle" / "py.typed").is_file() and (site / "hawk" / "py.typed").is_file()
+    assert (site / "hawk" / "ode" / "tableaus" / "vern9.json").is_file()
     licenses = list(site.glob("eagle_hawk-*.dist-info/licenses/LICENSE"))
     assert licenses and "Apache License" in licenses[0].read_text()
     assert not list(site.glob("cuda*")), "no extras: cuda-bindings must not be installed"

@@ -1,11 +1,14 @@
-"""``eagle.ode.solve``: check the arguments, build the kernels, run them, shape the solution."""
+"""``eagle.ode.solve``: check the arguments, build the kernels, run them, shape the solution.
+
+What it returns, ``Solution``, is in ``eagle.ode.solution``; the forward sensitivities' model
+and their split from the state, in ``eagle.ode.forward_sensitivity`` (both names stay
+importable from here)."""
 
 from __future__ import annotations
 
 import functools
 import math
 import warnings
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -13,19 +16,20 @@ import hawk
 from hawk import ode as hawk_ode
 from hawk.annotations import value_matrix_type
 from hawk.inline import Func
-from hawk.ir import MAX_WIDTH, Role
+from hawk.ir import Role
 from hawk.ode.kernels import _takes_index, carries_event, event_width, recorded_row_width
 from hawk.ode.linsolve import LINSOLVES, REFINED_MAX_STATES
 from hawk.ode.recorded import event_location_kernel
 
 from ..errors import TruncationWarning
-from ..plan import Plan, deploy
-from ..runner import Report, Runner, simulate, until_done
+from ..plan import deploy
+from ..runner import simulate, until_done
 from ..threads import get_num_threads, set_num_threads
 from . import adjoint as adjoints
 from . import arguments, cluster, dask_inputs, ensemble, model_args, probes
-from .adjoint import Gradients
 from .events import as_one_event, carried_memory, locate_recorded, per_component
+from .forward_sensitivity import sensitivity_columns, split_sensitivity, with_sensitivity
+from .solution import Solution
 
 __all__ = ["solve", "Solution", "METHODS"]
 
@@ -36,102 +40,6 @@ METHODS = tuple(hawk_ode.METHODS)
 ADAPTIVE = tuple(name for name, m in hawk_ode.METHODS.items() if m.adaptive)
 #: the methods that take a Jacobian (``jac=``)
 IMPLICIT = tuple(name for name, m in hawk_ode.METHODS.items() if m.implicit)
-
-
-@dataclass
-class Solution:
-    """What ``solve`` returns; every array is on the device of ``u0``, one entry per sample
-    (dask arrays held on the cluster's workers for a dask ``u0``).
-
-    Attributes:
-        u: the state at the end, shaped as ``u0``: at ``t_end``, at the terminating event, or
-            where a sample stopped.
-        t: each sample's time at the end, ``(n,)``.
-        status: ``hawk.ode.STATUS_DONE`` (1: reached ``t_end``), ``STATUS_EVENT`` (2: ended
-            at its event), ``STATUS_RUNNING`` (0: ``max_steps`` ran out) or ``STATUS_FAILED``
-            (-1: the step size fell below ``10 eps |t|``, e.g. after NaNs or a singularity;
-            for the fixed-step methods, a state that is inf or NaN at the end).
-        accepted: accepted steps per sample (int64); for fixed-step methods, the steps taken.
-        rejected: rejected steps per sample (int64; zeros for fixed-step methods).
-        events: events per sample (int64): bounces applied, or 1 where the event ended it.
-        saved: with ``saveat``, the state at each recorded time: ``(T, n)`` or ``(T, k, n)``
-            (NaN where a sample ended first); else None.
-        ts: with ``saveat``, the ``T`` recorded times (a new array, those of an array
-            ``saveat`` in its dtype: ``(T,)``, or ``(T, n)`` for times per sample); else
-            None.
-        report: the run's ``eagle.Report``.
-        runner: the ``eagle.Runner`` that ran it (``runner.run()`` again continues nothing: all
-            samples are done or at ``max_steps``); its arrays are the ones above. None for a
-            solve on a Dask cluster (``client=``), whose ``report`` is a
-            ``DistributedReport``.
-        plan: the deployed kernel (``eagle.Plan``), to bind again without compiling.
-        arrays: every array the kernel was bound to, by parameter name (for a dask ``u0``,
-            the arrays it wrote, as dask arrays on the workers).
-        du_dp: with ``sensitivity="p"``, ``d u(end) / d p``: ``(k, m, n)`` for ``k`` states
-            and ``m`` parameters (a state or a parameter that is a number counts 1); else
-            None.
-        du_du0: with ``sensitivity="u0"``, ``d u(end) / d u0``: ``(k, k, n)``; else None.
-            Where a terminal event ended a sample, its end moves with the event's time.
-        dt_dp, dt_du0: with a ``sensitivity`` and an ``event``, the derivatives of the time
-            a terminal event ended each sample at, ``(m, n)`` (``(n,)`` for one column); NaN
-            where no event ended it.
-        saved_sensitivity: with a ``sensitivity`` and ``saveat``, the same at each recorded
-            time, ``(T, k, m, n)``; else None.
-        t_events, u_events, which_events: with ``record_events=K``, each sample's first ``K``
-            events: their times ``(K, n)``, states ``(K, ...)`` and event components
-            ``(K, n)`` (NaN and -1 in unused rows; ``events`` counts them all); else None.
-        adjoint: with ``adjoint=True``, what ``vjp`` needs (``eagle.ode.adjoint.Record``; the
-            recorded steps are ``arrays["steps_u"]``, ``"steps_t"``, ``"steps_h"``); else None.
-    """
-
-    u: object
-    t: object
-    status: object
-    accepted: object
-    rejected: object
-    events: object
-    saved: object
-    ts: object
-    report: Report
-    runner: Runner
-    plan: Plan
-    arrays: dict = field(repr=False)
-    du_dp: object = None
-    du_du0: object = None
-    dt_dp: object = None
-    dt_du0: object = None
-    saved_sensitivity: object = None
-    t_events: object = None
-    u_events: object = None
-    which_events: object = None
-    adjoint: object = None
-
-    def vjp(self, du=None, dsaved=None) -> Gradients:
-        """The cotangents of ``p`` and ``u0`` for a cotangent ``du`` of the end state ``u``
-        and/or ``dsaved`` of the ``saveat`` states: ``Gradients(p, u0)``, by one backward
-        pass over each sample's accepted steps (``eagle.ode.adjoint``); needs
-        ``solve(..., adjoint=True)``.
-
-        The gradient is that of the computed solution with each accepted step's size held
-        fixed: the step-size controller's dependence on ``p`` and ``u0`` is left out, as
-        discrete adjoints with fixed accepted steps do (it is of the order of the
-        tolerances). For a ``p`` shared by every sample the per-sample cotangents are summed
-        over the samples left to right, the same bit for bit on every run. For a solve given
-        ``args=``, ``Gradients.args`` holds one cotangent per argument (``p`` is None); for one
-        given ``table_gradients=True``, ``Gradients.tables`` one per table (summed likewise).
-
-        Args:
-            du: the cotangent of ``Solution.u`` (say ``dL/du`` of a loss), a NumPy or CuPy
-                array shaped as ``u``; None for none.
-            dsaved: the cotangent of ``Solution.saved``, shaped as it (``dL/d saved``; zeros
-                where a row is NaN); None for none.
-        """
-        return adjoints.vjp(self, du, dsaved)
-
-    @property
-    def done(self):
-        """Whether each sample ended normally (reached ``t_end`` or its terminating event)."""
-        return self.status > 0
 
 
 @functools.cache
@@ -167,49 +75,6 @@ def _negated(times):
     except (TypeError, ValueError, IndexError):
         return times
     return tuple(values)
-
-
-def _sensitivity_columns(params, sensitivity, states: int, refused: dict) -> int:
-    """The sensitivity's columns; ``ValueError`` for a request it cannot serve, naming it."""
-    if sensitivity not in ("p", "u0"):
-        raise ValueError(f"sensitivity must be 'p', 'u0' or None, got {sensitivity!r}")
-    for name, value in refused.items():
-        if value is not None:
-            raise ValueError(f"sensitivity={sensitivity!r} does not go with {name} yet")
-    if params.columns:
-        raise ValueError("sensitivity='p' takes p as numbers or a vector (not a matrix), or "
-                         "args of at most 64 numbers in all")
-    columns = params.width if sensitivity == "p" else states
-    width = states + states * columns
-    if width > MAX_WIDTH:
-        raise ValueError(f"sensitivity={sensitivity!r}: the state and its sensitivities are "
-                         f"{states} + {states} x {columns} = {width} components, more than "
-                         f"{MAX_WIDTH}")
-    return columns
-
-
-def _with_sensitivity(f, u0, xp, n: int, params, sensitivity, states: int, refused: dict):
-    """The augmented model, its initial state ``(u0, S(0))`` and the sensitivity's columns."""
-    columns = _sensitivity_columns(params, sensitivity, states, refused)
-    start = ensemble.augmented(u0, xp, n, states, columns, sensitivity)
-    return hawk_ode.forward_sensitivity(f, states, columns, sensitivity == "p"), start, columns
-
-
-def _split_sensitivity(u, saved, states: int, columns: int, sensitivity: str, has_saves):
-    """The state and the sensitivities out of the augmented arrays: ``(u, saved, fields)``."""
-    def split(big, lead):
-        state = big[(*lead, slice(0, states))]
-        rest = big[(*lead, slice(states, None))]
-        sens = rest.reshape(*rest.shape[:-2], columns, states, rest.shape[-1])
-        sens = sens.swapaxes(-3, -2)  # (..., k, m, n)
-        return (state[(*lead, 0)] if states == 1 else state), sens
-
-    u_state, end = split(u, ())
-    saved_state, saved_sens = split(saved, (slice(None),))
-    fields = {"du_dp" if sensitivity == "p" else "du_du0": end}
-    if has_saves:
-        fields["saved_sensitivity"] = saved_sens
-    return u_state, saved_state, fields
 
 
 def _save_times(saveat) -> tuple[float, float, int]:
@@ -532,8 +397,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
     if sensitivity is not None:  # what it cannot serve, refused before any func is typed
         several = True if (record_events or isinstance(direction, tuple)
                            or isinstance(terminal, tuple)) else None
-        _sensitivity_columns(params, sensitivity, u0.shape[0] if u0.ndim == 2 else 1,
-                             {**refused, "several events": several})
+        sensitivity_columns(params, sensitivity, u0.shape[0] if u0.ndim == 2 else 1,
+                            {**refused, "several events": several})
     if adjoint:
         adjoint_steps = adjoints.check(method, adjoint_steps, {
             "on_event": on_event, "tstops": tstops, "on_stop": on_stop,
@@ -570,8 +435,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
         several = True if (record_events or isinstance(direction, tuple)
                            or isinstance(terminal, tuple)) else None
         model = f
-        f, u0, columns = _with_sensitivity(f, u0, xp, n, params, sensitivity, states,
-                                           {**refused, "several events": several})
+        f, u0, columns = with_sensitivity(f, u0, xp, n, params, sensitivity, states,
+                                          {**refused, "several events": several})
         state = hawk.Vector[u0.shape[0]]
     adaptive = method in ADAPTIVE
     if jac is not None and method not in IMPLICIT:
@@ -706,8 +571,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
         sensitivities["dt_dp" if sensitivity == "p" else "dt_du0"] = -moved if backward \
             else moved
     if sensitivity is not None:
-        u, saved, split = _split_sensitivity(u, saved, states, columns, sensitivity,
-                                             saveat is not None)
+        u, saved, split = split_sensitivity(u, saved, states, columns, sensitivity,
+                                            saveat is not None)
         sensitivities.update(split)
     if column:
         u, saved = u[None], saved[:, None]

@@ -39,18 +39,14 @@ from hawk import Mutable, Param, Scalar, Series, Table, Terminated
 from hawk.inline import Func
 from hawk.ir import MAX_WIDTH, Role
 
-from .events import first_crossing, locate
-from .kernels import (
+from . import adaptive_step as adaptive
+from .kernel_args import (
     MAX_TABLES,
-    SMALLEST_STEP,
-    STATUS_EVENT,
-    STATUS_RUNNING,
     _check_func,
     _check_types,
     _never,
     _save_times,
     _table_types,
-    _tally,
     _with_tables,
 )
 from .methods import METHODS
@@ -105,7 +101,7 @@ def recording_kernel(f: Func, state, params, *, tables: tuple = (), method: str 
     _check_types(state, params)
     _check_method(method)
     chosen = METHODS[method]
-    attempt, control, norm = chosen.attempt, chosen.control, chosen.norm
+    stepper = (chosen.attempt, False, _never, chosen.control, chosen.norm)
     value = chosen.value
     T0, T1, T2 = _table_types(tables)
     model = _with_tables(f, len(tables))
@@ -126,43 +122,28 @@ def recording_kernel(f: Func, state, params, *, tables: tuple = (), method: str 
                   steps_h: Series[Scalar], events: Mutable[Scalar],
                   theta_end: Mutable[Scalar], table0: T0, table1: T1, table2: T2):
         args = (p, table0, table1, table2)
-        # the step, exactly as dopri5_kernel takes it without events or stops
-        h_step = hawk.minimum(hawk.minimum(h, max_step), t_end - t)
-        if has_saves:
-            last_save = saves + (saves_per_step - 1)
-            if last_save < save_count:
-                h_step = hawk.minimum(h_step, save_time(save_first, save_every, last_save) - t)
-        t_new = t + h_step
-        if h_step == t_end - t:
-            t_new = t_end
-        u_new, err, q, k_next = attempt(model, u, k1, t, h_step, args)
-        ok, h_next, c_next = control(norm(err, u, u_new, rtol, atol), h_step, c)
-        if ok and h_step < h:  # a shortened step does not shrink the next one
-            h_next = hawk.maximum(h_next, h)
-        h_next = hawk.minimum(h_next, max_step)
+        # the step, exactly as dopri5_kernel takes it without stops
+        saving = (has_saves, saves, saves_per_step, save_count, save_time, save_first,
+                  save_every)
+        h_step, t_new, at_stop = adaptive.step_size(h, max_step, t, t_end, adaptive.NO_STOPS,
+                                                    saving)
+        u_new, q, k_next, ok, h_next, c_next = adaptive.controlled_attempt(
+            stepper, model, u, k1, t, h_step, h, max_step, args, rtol, atol, c)
         hit = False
         t_reached = t_new
         if has_event:  # as dopri5_kernel locates a single terminal event
-            hit, sign, lo, hi, f_lo, f_hi = first_crossing(
-                event, u, t, h_step, q, args, event(u, t, args), event(u_new, t_new, args),
-                direction, event_samples, value)
-            hit = hit and ok
-            theta = locate(event, u, t, h_step, q, args, sign, lo, hi, f_lo, f_hi, event_tol,
-                           event_iterations, value)
-            t_event = t + theta * h_step
-            u_event = value(u, h_step, q, theta)
-            if hit:
-                t_reached = t_event
+            hit, theta = adaptive.terminal_crossing(event, u, t, h_step, q, args, u_new, t_new,
+                                                    ok, direction, event_samples, event_tol,
+                                                    event_iterations, value)
+            t_event, u_event, t_reached = adaptive.event_end(u, t, h_step, q, theta, value, hit,
+                                                             t_new)
+        due, states, saves_next = adaptive.saves_passed(saving, ok, t, t_new, t_reached, u,
+                                                        u_new, h_step, q, value)
+        failed = not h_next > adaptive.SMALLEST_STEP * abs(t)
         if has_saves:  # the recorded times this step passed, up to where it ended
-            passed = 0
             for j in range(saves_per_step):
-                t_save = save_time(save_first, save_every, saves + j)
-                if ok and saves + j < save_count and t_save <= t_reached:
-                    inside = value(u, h_step, q, (t_save - t) / h_step)
-                    saved[saves + j] = u_new if t_save == t_new else inside
-                    passed += 1
-            saves += passed
-        failed = not h_next > SMALLEST_STEP * abs(t)
+                if due[j]:
+                    saved[saves + j] = states[j]
         if ok:
             steps_u[accepted] = u
             steps_t[accepted] = t
@@ -170,13 +151,14 @@ def recording_kernel(f: Func, state, params, *, tables: tuple = (), method: str 
         if hit:
             events += 1
             u, t = u_event, t_event
-            status = STATUS_EVENT
+            status = adaptive.STATUS_EVENT
             theta_end = theta
         elif ok:
             u, k1, t = u_new, k_next, t_new
-        accepted, rejected, status = _tally(ok, accepted, rejected, status, t, t_end, failed)
-        h, c = h_next, c_next
-        terminated = status != STATUS_RUNNING or accepted >= budget
+        accepted, rejected, status = adaptive.tally(ok, accepted, rejected, status, t, t_end,
+                                                    failed)
+        h, c, saves = h_next, c_next, saves_next
+        terminated = status != adaptive.STATUS_RUNNING or accepted >= budget
 
     recording.__name__ = recording.__qualname__ = f"{method}_recording"
     return hawk.kernel(recording, dtypes={"accepted": "int64", "rejected": "int64",
@@ -418,7 +400,7 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
         at_event = False
         t_new = t_next  # where the forward step ended: the next step's start
         if has_event:
-            at_event = status == STATUS_EVENT and row + 1 == accepted
+            at_event = status == adaptive.STATUS_EVENT and row + 1 == accepted
             if at_event:  # it ended at the event, inside the step it computed
                 t_new = t + h
         cts, thetas, ends, taken = _step_saves(dsaved, sample, width, row == 0, t, h,

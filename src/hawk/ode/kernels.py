@@ -8,6 +8,13 @@ a call does not ask for are switched off by compile-time flags, so they cost not
 One eagle step is one attempted integrator step: ``until_done``, ``max_steps``, checkpoints,
 progress, Dask and the GPU graph work as for any kernel. ``eagle.ode.solve`` binds these kernels
 to arrays and runs them; use the kernels directly to keep the arrays (and a runner) yourself.
+
+The kernels are split by job: this module writes the adaptive ones (``dopri5_kernel`` and its
+first step); ``fixed_kernels`` the fixed-step and SDE ones; ``adaptive_step`` holds the parts of
+an adaptive step, which the adjoint's recording kernel and ``recorded.event_location_kernel``
+take too (the same ops, so the same steps); ``event_components`` the vector-valued events;
+``kernel_args`` the checks and wrappers of the caller's funcs, types and tables. Every name
+this module had stays importable from it.
 """
 
 # ruff: noqa: F841 -- a kernel body assigns its parameters: they are written back, not unused
@@ -17,158 +24,63 @@ to arrays and runs them; use the kernels directly to keep the arrays (and a runn
 import functools
 
 import hawk
-from hawk import Mutable, Out, Param, Scalar, Series, Table, Terminated, Vec3, Vector
-from hawk.annotations import Annotation
+from hawk import Mutable, Param, Scalar, Series, Terminated, Vec3, Vector
 from hawk.inline import Func
-from hawk.ir import MAX_WIDTH, Role
 
-from .events import first_crossing, locate
+from .adaptive_step import (
+    SMALLEST_STEP,
+    STATUS_DONE,
+    STATUS_EVENT,
+    STATUS_FAILED,
+    STATUS_RUNNING,
+    controlled_attempt,
+    event_end,
+    saves_passed,
+    step_size,
+    tally,
+    terminal_crossing,
+)
+from .event_components import (
+    MAX_EVENTS,
+    _component_crossing,
+    _component_event,
+    _crossing_of,
+    _event_codes,
+    carries_event,
+    event_width,
+    recorded_row_width,
+)
+from .fixed_kernels import FIXED_METHODS, LANDING_SLACK, fixed_step_kernel, sde_kernel
+from .kernel_args import (
+    MAX_TABLES,
+    _check_func,
+    _check_types,
+    _given_jacobian,
+    _never,
+    _save_times,
+    _table_types,
+    _takes_index,
+    _unchanged,
+    _with_index,
+    _with_tables,
+)
 from .linsolve import with_linsolve
 from .methods import METHODS
 from .start import initial_step
 
+# the fixed-step kernels, the event components' names and the step's constants are re-exported
 __all__ = ["dopri5_kernel", "dopri5_start_kernel", "rosenbrock23_kernel", "fixed_step_kernel",
            "sde_kernel",
            "STATUS_RUNNING", "STATUS_DONE", "STATUS_EVENT", "STATUS_FAILED", "FIXED_METHODS",
-           "MAX_TABLES"]
+           "MAX_TABLES", "MAX_EVENTS", "LANDING_SLACK", "SMALLEST_STEP", "recorded_row_width",
+           "carries_event", "event_width"]
 
-#: ``status`` values of an adaptive run, per sample
-STATUS_RUNNING, STATUS_DONE, STATUS_EVENT, STATUS_FAILED = 0, 1, 2, -1
-#: the fixed-step methods ``fixed_step_kernel`` knows, by name (``METHODS``' fixed ones)
-FIXED_METHODS = {name: m.step for name, m in METHODS.items() if m.kind == "fixed"}
-#: a fixed step lands on ``t_end`` when it is this much (relative) short of it or longer
-LANDING_SLACK = 1e-9
-#: the smallest step, relative to ``|t|``, before a sample is given up (Hairer's test)
-SMALLEST_STEP = 10 * 2.0**-52
 _COUNTS = ("accepted", "rejected", "status", "events", "stops", "saves")
-#: the most tables a model reads: the kernels' ``table0``, ``table1``, ``table2``
-MAX_TABLES = 3
-#: the most components a vector-valued event has (each with its direction and terminal flag)
-MAX_EVENTS = 16
-
 
 #: the adaptive methods ``dopri5_kernel`` runs (``METHODS``' adaptive ones)
 ADAPTIVE_METHODS = {name: m for name, m in METHODS.items() if m.adaptive}
 #: the methods that take a Jacobian (``dopri5_kernel``'s ``jac=``)
 IMPLICIT_METHODS = tuple(name for name, m in METHODS.items() if m.implicit)
-
-
-@functools.cache
-def _given_jacobian(jac: Func, count: int) -> Func:
-    """The user's ``jac(u, t, p, [tables...])`` as the Rosenbrock steps call a Jacobian,
-    ``(f, u, t, args)``."""
-    @hawk.func
-    def given(f, u, t, args):
-        return jac(u, t, *args[0:count + 1])
-
-    return given
-
-
-@hawk.func
-def _never(u, t, p):
-    return 1.0
-
-
-@hawk.func
-def _unchanged(u, t, p):
-    return u
-
-
-def _is_vector_type(annotation) -> bool:
-    return isinstance(annotation, Annotation) and annotation.role is Role.SCALAR \
-        and annotation.width > 1 and not annotation.columns
-
-
-def _check_types(state, params) -> None:
-    if state is not Scalar and not _is_vector_type(state):
-        raise TypeError(f"state must be hawk.Scalar or a vector type (Vec2, Vec3, Vec4, "
-                        f"Vector[K]: the shape of u), got {state!r}")
-    if not (isinstance(params, Annotation) and params.role in (Role.SCALAR, Role.PARAM)):
-        raise TypeError(f"params must be hawk.Scalar, a vector or matrix type (per sample), "
-                        f"Param, or Param[Vector[K]] / Param[Matrix[R, C]] (one for all): how "
-                        f"p is bound; got {params!r}")
-
-
-def _table_types(tables) -> tuple:
-    """The annotations of ``table0 .. table2`` for ``tables``, the dimensions (1 to 3) of the
-    tables the model reads; the others stay unread (and need no binding)."""
-    if not (isinstance(tables, tuple) and len(tables) <= MAX_TABLES
-            and all(type(d) is int and 1 <= d <= 3 for d in tables)):
-        raise TypeError(f"tables must be a tuple of at most {MAX_TABLES} table dimensions "
-                        f"(each 1, 2 or 3), got {tables!r}")
-    return tuple(Table[tables[i]] if i < len(tables) else Table for i in range(MAX_TABLES))
-
-
-@functools.cache
-def _with_tables(g: Func, count: int) -> Func:
-    """``g(u, t, p)``, or with ``count`` tables ``g(u, t, p, table0, ...)``, called as
-    ``h(u, t, args)`` with ``args = (p, table0, table1, table2)``: what the kernels pass on to
-    the integrators in place of ``p``."""
-    @hawk.func
-    def model(u, t, args):
-        return g(u, t, *args[0:count + 1])
-
-    return model
-
-
-@functools.cache
-def _with_index(g: Func, count: int) -> Func:
-    """An ``on_event`` that takes the index of the event's component last,
-    ``g(u, t, p, [tables...], i)``, called as ``h(u, t, args, i)``."""
-    @hawk.func
-    def update(u, t, args, i):
-        return g(u, t, *args[0:count + 1], i)
-
-    return update
-
-
-def _takes_index(on_event: Func, count: int) -> bool:
-    """Whether ``on_event`` takes the event's component after ``(u, t, p)`` and the tables
-    (a wrapper that passes its arguments on, ``forwards_to``, as the func it calls; one that
-    spreads ``p`` into several arguments says how many as ``p_count``)."""
-    p_count = 1
-    while hasattr(on_event, "forwards_to"):
-        p_count = getattr(on_event, "p_count", p_count)
-        on_event = on_event.forwards_to
-    return len(on_event.signature.parameters) == 2 + p_count + count + 1
-
-
-@functools.cache
-def _component_event(event: Func) -> Func:
-    """Component ``pick[1]`` (a compile-time int) of the event ``event(u, t, pick[0])``: one
-    of a vector-valued event's functions, as ``first_crossing`` and ``locate`` take one."""
-    @hawk.func
-    def component(u, t, pick):
-        g = event(u, t, pick[0])
-        if hawk.width(g) == 1:
-            return g
-        return g[pick[1]]
-
-    return component
-
-
-def _event_codes(direction, terminal) -> tuple[int, int]:
-    """Per-component directions and terminal flags as two compile-time ints (base 3 and base
-    2 digits, component 0 first), so a kernel body reads component ``i``'s with integer
-    arithmetic that folds when it is compiled; one value given stands for every component."""
-    directions = direction if isinstance(direction, tuple) else (direction,) * MAX_EVENTS
-    terminals = terminal if isinstance(terminal, tuple) else (terminal,) * MAX_EVENTS
-    for name, values, allowed in (("direction", directions, (-1, 0, 1)),
-                                  ("terminal", terminals, (True, False))):
-        if not 1 <= len(values) <= MAX_EVENTS or any(
-                v not in allowed or type(v) not in (int, bool) for v in values):
-            raise ValueError(f"{name} must be one of {allowed} or a tuple of 1 to "
-                             f"{MAX_EVENTS} of them (one per event component), got "
-                             f"{direction if name == 'direction' else terminal!r}")
-    return (sum((d + 1) * 3**i for i, d in enumerate(directions)),
-            sum(int(bool(v)) << i for i, v in enumerate(terminals)))
-
-
-def _check_func(name: str, value, required: bool = True) -> None:
-    if value is None and not required:
-        return
-    if not isinstance(value, Func):
-        raise TypeError(f"{name} must be a @hawk.func taking (u, t, p), got {value!r}")
 
 
 @functools.cache
@@ -297,7 +209,8 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         raise ValueError(f"jac is for the Rosenbrock methods ({', '.join(IMPLICIT_METHODS)}), "
                          f"not method={method!r}")
     has_jacobian = jac is not None
-    given = _given_jacobian(jac, len(tables)) if has_jacobian else _never
+    given = _given_jacobian(jac, count) if has_jacobian else _never
+    stepper = (attempt, has_jacobian, given, control, norm)
     has_saves = bool(saveat)
     save_time, SaveTimes = _save_times(saveat)
     has_event = event is not None
@@ -334,6 +247,9 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                saved: Series[State], table0: T0, table1: T1, table2: T2,
                t_events: TimeRows, u_events: StateRows, which_events: TimeRows):
         args = (p, table0, table1, table2)  # what the model's funcs take after (u, t)
+        stopping = (has_stops, stop_first, stop_every, stops)
+        saving = (has_saves, saves, saves_per_step, save_count, save_time, save_first,
+                  save_every)
         memory = c
         if carried == 1:  # the controller's memory, then g at (u, t)
             memory, g_start = c[0], c[1]
@@ -341,39 +257,15 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             memory, g_start = c[0], c[1:1 + carried]
         # the step: h, or shorter to end on t_end, on the next stop, or on the last recorded
         # time it may pass
-        h_step = hawk.minimum(hawk.minimum(h, max_step), t_end - t)
-        if has_stops:
-            t_stop = stop_first + stops * stop_every
-            h_step = hawk.minimum(h_step, t_stop - t)
-        if has_saves:
-            last_save = saves + (saves_per_step - 1)
-            if last_save < save_count:
-                h_step = hawk.minimum(h_step, save_time(save_first, save_every, last_save) - t)
-        t_new = t + h_step
-        at_stop = False
-        if has_stops:
-            at_stop = h_step == t_stop - t
-            if at_stop:
-                t_new = t_stop
-        if h_step == t_end - t:
-            t_new = t_end
-        if has_jacobian:
-            u_new, err, q, k_next = attempt(model, u, k1, t, h_step, args, given)
-        else:
-            u_new, err, q, k_next = attempt(model, u, k1, t, h_step, args)
-        ok, h_next, c_next = control(norm(err, u, u_new, rtol, atol), h_step, memory)
-        if ok and h_step < h:  # a shortened step does not shrink the next one
-            h_next = hawk.maximum(h_next, h)
-        h_next = hawk.minimum(h_next, max_step)
+        h_step, t_new, at_stop = step_size(h, max_step, t, t_end, stopping, saving)
+        u_new, q, k_next, ok, h_next, c_next = controlled_attempt(
+            stepper, model, u, k1, t, h_step, h, max_step, args, rtol, atol, memory)
         hit = False
         t_reached = t_new
         if has_event and not multi:
-            hit, sign, lo, hi, f_lo, f_hi = first_crossing(
-                event, u, t, h_step, q, args, event(u, t, args), event(u_new, t_new, args),
-                direction, event_samples, value)
-            hit = hit and ok
-            theta = locate(event, u, t, h_step, q, args, sign, lo, hi, f_lo, f_hi, event_tol,
-                           event_iterations, value)
+            hit, theta = terminal_crossing(event, u, t, h_step, q, args, u_new, t_new, ok,
+                                           direction, event_samples, event_tol,
+                                           event_iterations, value)
         if has_event and multi:  # the earliest terminal crossing of the step, and records
             if carried > 0:
                 g_old, g_new = g_start, event(u_new, t_new, args)
@@ -416,19 +308,9 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                         which_events[events] = i
                         events += 1
         if has_event:
-            t_event = t + theta * h_step
-            u_event = value(u, h_step, q, theta)
-            if hit:
-                t_reached = t_event
-        if has_saves:  # the recorded times this step passed, up to where it ended
-            passed = 0
-            for j in range(saves_per_step):
-                t_save = save_time(save_first, save_every, saves + j)
-                if ok and saves + j < save_count and t_save <= t_reached:
-                    inside = value(u, h_step, q, (t_save - t) / h_step)
-                    saved[saves + j] = u_new if t_save == t_new else inside
-                    passed += 1
-            saves += passed
+            t_event, u_event, t_reached = event_end(u, t, h_step, q, theta, value, hit, t_new)
+        due, states, saves_next = saves_passed(saving, ok, t, t_new, t_reached, u, u_new,
+                                               h_step, q, value)
         failed = not h_next > SMALLEST_STEP * abs(t)
         if hit:
             if not records:
@@ -453,7 +335,12 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                 if kicks_at_stop:
                     u = on_stop(u, t, args)
                     k1 = model(u, t, args)
-        accepted, rejected, status = _tally(ok, accepted, rejected, status, t, t_end, failed)
+        if has_saves:  # the recorded times this step passed, up to where it ended
+            for j in range(saves_per_step):
+                if due[j]:
+                    saved[saves + j] = states[j]
+            saves = saves_next
+        accepted, rejected, status = tally(ok, accepted, rejected, status, t, t_end, failed)
         if carried > 0:  # g at the next step's start: where this one ended, or its start again
             h, c = h_next, hawk.concat(c_next, g_new if ok else g_old)
         else:
@@ -463,131 +350,6 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
     adaptive.__name__ = adaptive.__qualname__ = method  # the kernel's (and reports') name
     return hawk.kernel(adaptive, dtypes={**dict.fromkeys(_COUNTS, "int64"),
                                          "which_events": "int64"})
-
-
-@hawk.func
-def _grid_time(first, every, k):
-    """Recorded time ``k`` of the grid ``first + k * every``."""
-    return first + k * every
-
-
-@hawk.func
-def _listed_time(first, times, k):
-    """Recorded time ``k`` of a sorted ``Table`` of times (an index past its end reads the last
-    one: a table read is clamped)."""
-    return times[k]
-
-
-@hawk.func
-def _sample_time(first, times, k):
-    """Recorded time ``k`` of this sample: column ``hawk.sample_index()`` of a ``Table[2]``
-    of times ``(T, n)``, each column sorted."""
-    return times[k, hawk.sample_index()]
-
-
-def _save_times(saveat) -> tuple:
-    """``saveat`` (``False``, ``True``: the grid, ``"times"``: a table of times,
-    ``"sample_times"``: a table ``(T, n)`` of each sample's times) as the func giving recorded
-    time ``k`` and the annotation of the kernels' ``save_every``."""
-    if saveat == "times":
-        return _listed_time, Table
-    if saveat == "sample_times":
-        return _sample_time, Table[2]
-    if saveat not in (True, False):
-        raise ValueError(f"saveat must be True (the grid save_first + k * save_every), "
-                         f"'times' (a Table of times bound as save_every), 'sample_times' (a "
-                         f"Table[2] (T, n), a column per sample) or False, got {saveat!r}")
-    return _grid_time, Param
-
-
-@hawk.func
-def _tally(ok, accepted, rejected, status, t, t_end, failed):
-    """An adaptive step's counts and the sample's status after it:
-    ``(accepted, rejected, status)``."""
-    if ok:
-        accepted += 1
-    else:
-        rejected += 1
-    if t >= t_end:
-        status = STATUS_DONE
-    if failed:
-        status = STATUS_FAILED
-    return accepted, rejected, status
-
-
-@hawk.func
-def _component_crossing(g, u, t, h, q, pick, g_old, g_new, direction, samples, value):
-    """``first_crossing`` of component ``pick[1]`` of a vector-valued event (of the event
-    itself for a number) during the step: ``(hit, sign, lo, hi, f_lo, f_hi)``."""
-    if hawk.width(g_old) == 1:
-        old, new = g_old, g_new
-    else:
-        old, new = g_old[pick[1]], g_new[pick[1]]
-    return first_crossing(g, u, t, h, q, pick, old, new, direction, samples, value)
-
-
-def recorded_row_width(state, on_event, terminal, record_events, tstops: bool = False) -> int:
-    """The width of a recorded event's row in ``u_events`` where ``dopri5_kernel`` leaves its
-    location to ``event_location_kernel``, else 0. That is a pure recording (a Poincaré
-    section): ``record_events`` with no component that acts (``terminal`` False for every
-    one, no ``on_event``). Nothing in the step then needs the crossing's time, so the step
-    only finds which components crossed and writes its start and size in the row ``(u, h)``
-    (``t_events``: its start time); the location, twelve evaluations of the event on the
-    interpolant, is paid once per event afterwards instead of on every step of every sample
-    (a branch-free step computes it whether or not anything crossed). The step's ``k1`` is
-    ``f(u, t, p)`` (the last step's ``f(u_new, t + h, p)``, every method's) and its end
-    ``t + h``, or ``t_end`` where it lands there, so both are computed again; with
-    ``tstops`` (a step that lands on a stop ends at it, not at ``t + h``) the row is
-    ``(u, k1, t_new, h)``. The same computation on the same numbers: the same bits. Each
-    component is a (masked) store on every step: the row is kept short. 0 where it would be
-    wider than ``MAX_WIDTH``."""
-    if not record_events or on_event is not None or terminal is None:
-        return 0
-    if any(terminal if isinstance(terminal, tuple) else (terminal,)):
-        return 0
-    k = 1 if state is Scalar else state.width
-    width = 2 * k + 2 if tstops else k + 1
-    return width if width <= MAX_WIDTH else 0
-
-
-def carries_event(state, on_event, on_stop, terminal, record_events) -> bool:
-    """Whether ``dopri5_kernel`` carries the event's value from one step to the next: in a
-    pure recording (``recorded_row_width``) without ``on_stop``. A step's start is where the
-    last accepted step ended (or where a rejected one started), nothing moves ``u`` in
-    between, so the step evaluates ``g`` at its end and inside only; the kernel's ``c`` (the
-    controller's memory, a number in every other kernel) is a ``Vector[1 + w]`` for an event
-    of ``w`` components (``event_width``): the memory, then ``g`` at ``(u, t)``, started with
-    ``C_START`` and ``g(u0, t0, p)`` (``hawk.ode.recorded.event_value_kernel``). The same
-    operations on the same numbers: the same bits, one evaluation of ``g`` fewer per step."""
-    return on_stop is None and recorded_row_width(state, on_event, terminal, record_events) > 0
-
-
-@functools.cache
-def event_width(event: Func, state, params, tables: tuple = ()) -> int:
-    """The number of components ``event(u, t, p)`` returns (``tables``: the dimensions of
-    the tables it takes after ``p``), from typing it in a kernel (nothing compiled or run)."""
-    T0, T1, T2 = _table_types(tables)
-    State = state
-    event = _with_tables(event, len(tables))
-
-    @hawk.kernel
-    def width_of(p: params, u: State, t: Scalar, returned: Out[Scalar], table0: T0,
-                 table1: T1, table2: T2):
-        returned = hawk.width(event(u, t, (p, table0, table1, table2))) * 1.0
-
-    program = width_of.specialize({})
-    (store,) = program.stores
-    return int(program.ops[store.value].attr)
-
-
-@hawk.func
-def _crossing_of(g, u, t, h, q, pick, g_old, g_new, direction, samples, tol, iterations,
-                 value):
-    """Whether component ``pick[1]`` of a vector-valued event crosses zero in ``direction``
-    during the step, and where (a fraction of the step)."""
-    hit, sign, lo, hi, f_lo, f_hi = _component_crossing(g, u, t, h, q, pick, g_old, g_new,
-                                                        direction, samples, value)
-    return hit, locate(g, u, t, h, q, pick, sign, lo, hi, f_lo, f_hi, tol, iterations, value)
 
 
 def rosenbrock23_kernel(f: Func, state=Vec3, params=Scalar, *, saveat: bool = False,
@@ -648,102 +410,3 @@ def dopri5_start_kernel(f: Func, state=Vec3, params=Scalar, *, tables: tuple = (
     return dopri5_prepare
 
 
-@hawk.func
-def _fixed_step(t, dt, t_end, save_first, save_every, save_count, saves, has_saves,
-                save_time):
-    """A fixed step's size and where it ends: ``dt``, or shorter (or up to ``LANDING_SLACK``
-    longer) to land exactly on ``t_end`` or on the next recorded time; ``(h, t_new, ends,
-    at_save)``."""
-    ends = t_end - t <= dt * (1.0 + LANDING_SLACK)
-    h_step = t_end - t if ends else dt
-    t_new = t_end if ends else t + h_step
-    at_save = False
-    if has_saves:
-        t_save = save_time(save_first, save_every, saves)
-        at_save = saves < save_count and t_save - t <= h_step * (1.0 + LANDING_SLACK)
-        if at_save:
-            h_step, t_new = t_save - t, t_save
-            ends = t_save >= t_end
-    return h_step, t_new, ends, at_save
-
-
-def _fixed_kernel(f, g, method: str, state, params, saveat: bool,
-                  tables: tuple) -> hawk.Kernel:
-    """A fixed-step kernel: ``method`` ("euler", "rk4" or "euler_maruyama" with noise ``g``)."""
-    stepper = METHODS[method].step
-    stochastic = METHODS[method].stochastic
-    has_saves = bool(saveat)
-    save_time, SaveTimes = _save_times(saveat)
-    T0, T1, T2 = _table_types(tables)
-    model = _with_tables(f, len(tables))
-    noise = _with_tables(g, len(tables)) if g is not None else _never
-    State = state
-
-    @hawk.kernel(dtypes={"steps": "int64", "saves": "int64"})
-    def fixed_step(p: params, dt: Scalar, t_end: Scalar, save_first: Param,
-                   save_every: SaveTimes,
-                   save_count: Param, terminated: Terminated, u: Mutable[State],
-                   t: Mutable[Scalar], steps: Mutable[Scalar], saves: Mutable[Scalar],
-                   saved: Series[State], table0: T0, table1: T1, table2: T2):
-        args = (p, table0, table1, table2)
-        h_step, t_new, ends, at_save = _fixed_step(t, dt, t_end, save_first, save_every,
-                                                   save_count, saves, has_saves, save_time)
-        if stochastic:
-            u = stepper(model, noise, u, t, h_step, args)
-        else:
-            u = stepper(model, u, t, h_step, args)
-        if at_save:
-            saved[saves] = u
-            saves += 1
-        t = t_new
-        steps += 1
-        terminated = ends
-
-    return fixed_step
-
-
-@functools.cache
-def fixed_step_kernel(f: Func, method: str = "rk4", state=Vec3, params=Scalar, *,
-                      saveat: bool = False, tables: tuple = ()) -> hawk.Kernel:
-    """The fixed-step ensemble kernel of ``u' = f(u, t, p)`` with ``method`` (``"euler"`` or
-    ``"rk4"``): each step advances ``t`` by ``dt``; the last lands on ``t_end`` exactly (it is
-    shortened, or lengthened by at most ``LANDING_SLACK`` relative, rather than leave a
-    sliver). With ``saveat``, steps also land on the recorded times, and the state there is
-    written to ``saved`` (the method's own values: nothing is interpolated).
-
-    Kernel parameters: ``p``, ``dt``, ``t_end`` (``Scalar``); ``save_first``, ``save_every``,
-    ``save_count`` (``Param``) and ``saved`` (``Series``), read only with ``saveat``; the
-    state ``u``, ``t``; the int64 counts ``steps`` and ``saves`` (as for ``dopri5_kernel``).
-
-    Args:
-        f: the right-hand side, a ``@hawk.func`` ``f(u, t, p)`` shaped as ``u``.
-        method: ``"euler"`` or ``"rk4"``.
-        state: ``u``'s type: ``hawk.Scalar`` or a vector type (``hawk.Vec2`` ...
-            ``hawk.Vector[K]``).
-        params: how ``p`` is bound: ``hawk.Scalar``, ``hawk.Param`` or a vector type (as for
-            ``dopri5_kernel``).
-        saveat: land on and record the times ``save_first + k * save_every`` (``"times"``:
-            those listed in the ``Table`` ``save_every``, as for ``dopri5_kernel``).
-        tables: the dimensions of the tables the model reads (as for ``dopri5_kernel``).
-    """
-    _check_func("f", f)
-    _check_types(state, params)
-    if method not in FIXED_METHODS:
-        raise ValueError(f"method must be one of {sorted(FIXED_METHODS)}, got {method!r}")
-    return _fixed_kernel(f, None, method, state, params, saveat, tables)
-
-
-@functools.cache
-def sde_kernel(f: Func, g: Func, state=Vec3, params=Scalar, *,
-               saveat: bool = False, tables: tuple = ()) -> hawk.Kernel:
-    """The Euler-Maruyama ensemble kernel of the Ito SDE ``du = f(u, t, p) dt + g(u, t, p) dW``
-    (diagonal noise: ``g`` is shaped as ``u``), with fixed steps and ``saveat`` as
-    ``fixed_step_kernel``'s (same parameters). Its draws need a seed. The arguments are
-    ``fixed_step_kernel``'s, the drift ``f`` and the diffusion ``g`` (a ``@hawk.func`` ``g(u, t,
-    p)`` shaped as ``u``) in place of its ``method``: ``state``, ``params``, ``saveat`` (the
-    grid, or ``"times"``) and ``tables`` as there.
-    """
-    _check_func("f", f)
-    _check_func("g", g)
-    _check_types(state, params)
-    return _fixed_kernel(f, g, "euler_maruyama", state, params, saveat, tables)

@@ -25,18 +25,16 @@ import hawk
 from hawk import Mutable, Out, Scalar, Terminated, Vector
 from hawk.inline import Func
 
-from .kernels import (
-    ADAPTIVE_METHODS,
+from .adaptive_step import attempt_with
+from .event_components import (
     _component_event,
     _crossing_of,
     _event_codes,
-    _given_jacobian,
-    _never,
-    _table_types,
-    _with_tables,
     event_width,
     recorded_row_width,
 )
+from .kernel_args import _given_jacobian, _never, _table_types, _with_tables
+from .kernels import ADAPTIVE_METHODS
 from .linsolve import with_linsolve
 
 __all__ = ["event_location_kernel", "event_value_kernel"]
@@ -98,10 +96,8 @@ def event_location_kernel(f: Func, state, params, *, event: Func, direction=-1,
             t_new = t + h
             if h == t_end - t:
                 t_new = t_end
-        if has_jacobian:
-            u_new, err, q, k_next = attempt(model, u, k1, t, h, args, given)
-        else:
-            u_new, err, q, k_next = attempt(model, u, k1, t, h, args)
+        u_new, err, q, k_next = attempt_with(attempt, has_jacobian, given, model, u, k1, t, h,
+                                             args)
         g_old, g_new = event(u, t, args), event(u_new, t_new, args)
         theta = 1.0
         for i in range(hawk.width(g_old)):

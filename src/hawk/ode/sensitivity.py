@@ -22,7 +22,8 @@ import functools
 import hawk
 from hawk import Mutable, Out, Scalar, Terminated, Vector
 
-from .kernels import STATUS_EVENT, _table_types
+from .adaptive_step import STATUS_EVENT
+from .kernel_args import _table_types
 
 __all__ = ["forward_sensitivity", "event_correction_kernel"]
 

@@ -30,6 +30,7 @@ The conventions (diffrax's and OrdinaryDiffEq's, in one place):
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 
@@ -88,6 +89,17 @@ class ButcherTableau:
         self._check_shapes()
         self._check_sums()
         self._check_orders()
+
+    @classmethod
+    def from_json(cls, text: str) -> ButcherTableau:
+        """The tableau a JSON object of its fields gives (rows as arrays, every number as
+        Python writes a float: ``json`` reads it back as the same double, bit for bit); checked
+        as any other. For a tableau long enough that its rows are better kept as data beside
+        the file that names its source (``hawk.ode.tableaus.vern9``)."""
+        def frozen(value):
+            return tuple(frozen(v) for v in value) if isinstance(value, list) else value
+
+        return cls(**{name: frozen(value) for name, value in json.loads(text).items()})
 
     # -- the derived data ---------------------------------------------------------------------
 
