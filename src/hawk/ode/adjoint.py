@@ -390,10 +390,11 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
 
     @hawk.func
     def step(row, p, steps_u, steps_t, steps_h, dsaved, save_first, save_every, first_save,
-             lam, t_next, saves, status, accepted, theta_end, tabs):
-        """Row ``row`` walked back: ``(lam, cotangents, taken, t)``, ``cotangents`` those of
-        ``p`` and of the wanted tables' values (``hawk.grad``'s of ``(u, p, ...)``), ``taken``
-        the recorded times the step saved, ``t`` its start."""
+             lam, mu, t_next, saves, status, accepted, theta_end, tabs):
+        """Row ``row`` walked back: ``(lam, mu, table_bars, saves, t)``: ``mu`` plus the
+        step's cotangent of ``p``, those of the wanted tables' values (``hawk.grad``'s of
+        ``(u, p, ...)`` after the first two), the recorded times left once the step's are
+        taken off, and the step's start ``t``, the next row's ``t_next``."""
         sample = hawk.sample_index()
         u = _row_of(steps_u, row, sample, width)
         t, h = steps_t[row, sample], steps_h[row, sample]
@@ -420,7 +421,7 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
         if size2 > 0:
             x = x + (hawk.table_values(tabs[2], size2),)
         bars = hawk.grad(objective, x, t, h, model, tabs, lam, cts, thetas, ends, event, ev)
-        return bars[0], bars[1:], taken, t
+        return bars[0], mu + bars[1], bars[2:], saves - taken, t
 
     def backward(p: params, steps_u: Rows, steps_t: Table[2], steps_h: Table[2],
                  dsaved: Rows, save_first: Param, save_every: SaveTimes, first_save: Scalar,
@@ -430,12 +431,10 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
                  table0: T0, table1: T1, table2: T2):
         if row > 0:
             row -= 1
-            lam, bars, taken, t = step(row, p, steps_u, steps_t, steps_h, dsaved, save_first,
-                                    save_every, first_save, lam, t_next, saves, status,
-                                    accepted, theta_end, (table0, table1, table2))
-            mu = mu + bars[0]
-            saves -= taken
-            t_next = t
+            lam, mu, _, saves, t_next = step(row, p, steps_u, steps_t, steps_h, dsaved,
+                                             save_first, save_every, first_save, lam, mu,
+                                             t_next, saves, status, accepted, theta_end,
+                                             (table0, table1, table2))
         terminated = row <= 0
 
     def backward_tables(p: params, steps_u: Rows, steps_t: Table[2], steps_h: Table[2],
@@ -447,13 +446,10 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
                         mu_tables: Mutable[TableGradient]):
         if row > 0:
             row -= 1
-            lam, bars, taken, t = step(row, p, steps_u, steps_t, steps_h, dsaved, save_first,
-                                    save_every, first_save, lam, t_next, saves, status,
-                                    accepted, theta_end, (table0, table1, table2))
-            mu = mu + bars[0]
-            mu_tables = mu_tables + hawk.concat(*bars[1:])
-            saves -= taken
-            t_next = t
+            lam, mu, table_bars, saves, t_next = step(
+                row, p, steps_u, steps_t, steps_h, dsaved, save_first, save_every, first_save,
+                lam, mu, t_next, saves, status, accepted, theta_end, (table0, table1, table2))
+            mu_tables = mu_tables + hawk.concat(*table_bars)
         terminated = row <= 0
 
     body = backward if table_sizes is None else backward_tables
