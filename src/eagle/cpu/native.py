@@ -62,6 +62,12 @@ VECTORISER_LIMIT = 6_000
 #: allocator and instruction selection on one block, which only loops over scratch memory in
 #: place of the unrolled LU would bound (issue 42).
 SCHEDULER_LIMIT = 20_000
+#: The optimisation level (LLVM's pass pipeline and code generation) of a kernel whose samples
+#: take one step each (``compile_ir``'s ``once``), with neither vectoriser: at 64 states the
+#: ``rodas5p`` first-step kernel cost 1 to 2 s of a 4.2 s first ``solve`` at -O2 with the
+#: vectorisers, for a step each sample takes once (``benchmarks/stiff_compile.py``, arm
+#: ``no-once``, has the before and after).
+ONCE_SPEED_LEVEL = 1
 _lock = threading.Lock()
 
 
@@ -79,7 +85,7 @@ def target() -> tuple[str, str, str]:
     return ll.get_process_triple(), name, features
 
 
-def compile_ir(steps: str, machinery: str, name: str) -> bytes:
+def compile_ir(steps: str, machinery: str, name: str, once: bool = False) -> bytes:
     """The object code of a launch (``emit.emit_modules``) for this machine (``target``): the
     steps' module through LLVM's -O2 pipeline, loop and SLP vectorisation included up to a
     size, and the machine scheduler in code generation up to a larger one (``pipeline``:
@@ -87,13 +93,18 @@ def compile_ir(steps: str, machinery: str, name: str) -> bytes:
     option is turned off for the one compile, under this module's lock); the
     machinery's through promotion to registers, instruction combining and CFG simplification
     only (its loops run once per set or per lane of a launch: the full pipeline took three
-    times as long for nothing measurable); then linked into one object. ``name`` (the
-    kernel's) is in the error raised for text LLVM refuses."""
+    times as long for nothing measurable); then linked into one object. ``once``: a kernel
+    whose samples take one step each (``hawk.ir.Program.runs_once``: the ODE solvers' first
+    step) goes through -O1 without the vectorisers (``ONCE_SPEED_LEVEL``): it runs once per
+    sample, so compiling it fast beats running it fast. ``name`` (the kernel's) is in the
+    error raised for text LLVM refuses."""
     import llvmlite.binding as ll
 
     loop, slp, scheduler = pipeline(steps)
+    if once:
+        loop = slp = False
     with _lock:
-        machine = _machine(2 if scheduler else 1)
+        machine = _machine(ONCE_SPEED_LEVEL if once else 2 if scheduler else 1)
         modules = []
         for text in (steps, machinery):
             try:
@@ -106,7 +117,7 @@ def compile_ir(steps: str, machinery: str, name: str) -> bytes:
             module.data_layout = str(machine.target_data)
             modules.append(module)
         fast, light = modules
-        tuning = ll.create_pipeline_tuning_options(speed_level=2)
+        tuning = ll.create_pipeline_tuning_options(speed_level=ONCE_SPEED_LEVEL if once else 2)
         tuning.loop_vectorization, tuning.slp_vectorization = loop, slp
         passes = ll.create_pass_builder(machine, tuning)
         passes.getModulePassManager().run(fast, passes)

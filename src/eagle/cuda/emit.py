@@ -79,10 +79,12 @@ from hawk.philox import (
 )
 
 from ..codegen import ExpressionRenderer, invariant_ops, stale_reads, walk
+from ..errors import CompileFailed
 
 __all__ = ["emit_cuda", "slot_ctype", "CONTROL_FIELDS", "STEP_KERNEL", "DECIDE_KERNEL",
            "START_KERNEL", "BLOCK_SIZE", "MIN_BLOCKS_PER_SM",
-           "LOCAL_BYTES_FOR_ONE_BLOCK"]
+           "LOCAL_BYTES_FOR_ONE_BLOCK", "MAX_PARAMETER_BYTES", "parameter_bytes",
+           "check_parameter_space"]
 
 STEP_KERNEL = "eagle_step"
 DECIDE_KERNEL = "eagle_decide"
@@ -99,6 +101,14 @@ MIN_BLOCKS_PER_SM = 2
 #: ran 1.34x faster at two blocks than at one, and a 12-state chain (528 bytes) 1.13x faster at
 #: one. The limit lies between the two measured kernels; nothing narrows it further yet.
 LOCAL_BYTES_FOR_ONE_BLOCK = 256
+#: The most bytes of parameters the step kernel takes (``parameter_bytes``): CUDA's limit
+#: before 12.1, and on every architecture before Volta. CUDA 12.1 and later (driver and
+#: toolkit) take 32,764 bytes on Volta and newer, but a cubin the newer toolkit made for so
+#: many would not load on an older driver, so eagle keeps to the limit every version takes.
+#: The widest vector (``hawk.ir.MAX_WIDTH``, 128) is sized to fit: the 128-state ``rodas5p``
+#: step kernel with ``saveat`` (the state, ``k1``, the recorded rows, the scalars) takes
+#: 3,336 bytes. A kernel above it is refused by name (``check_parameter_space``).
+MAX_PARAMETER_BYTES = 4096
 
 #: The control block in device memory, in order; every field is a 64-bit integer.
 CONTROL_FIELDS = ("nsteps", "live", "taken", "steps", "launches", "max_steps",
@@ -108,6 +118,8 @@ CONTROL_FIELDS = ("nsteps", "live", "taken", "steps", "launches", "max_steps",
 _C_TYPES = {DType.BOOL: "bool", DType.INT64: "long long", DType.FLOAT32: "float",
             DType.FLOAT64: "double", DType.INT32: "int", DType.UINT32: "unsigned int",
             DType.UINT64: "unsigned long long"}  # fmt: skip
+_C_SIZES = {DType.BOOL: 1, DType.INT64: 8, DType.FLOAT32: 4, DType.FLOAT64: 8, DType.INT32: 4,
+            DType.UINT32: 4, DType.UINT64: 8}  # fmt: skip
 _FLOAT32_NAMES = {"sqrt": "sqrtf", "exp": "expf", "log": "logf", "sin": "sinf", "cos": "cosf",
                   "tan": "tanf", "tanh": "tanhf", "fabs": "fabsf", "floor": "floorf",
                   "ceil": "ceilf", "atan2": "atan2f", "pow": "powf", "hypot": "hypotf",
@@ -519,6 +531,35 @@ def slot_ctype(slot: Slot) -> str:
     return f"{qualifier}{ctype}* __restrict__"
 
 
+def parameter_bytes(program: Program) -> int:
+    """The bytes of the step kernel's parameters (``emit_cuda``'s signature: the count, the
+    control block, the flags, one per slot, the counters), each at its natural alignment as
+    the CUDA ABI lays them out."""
+    sizes = [8, 8, 8]  # n, control, flags
+    for slot in program.slots:
+        sizes.append(_C_SIZES[slot.dtype] if slot.is_uniform else 8)
+    sizes += [8, 8] if program.counters else []
+    end = 0
+    for size in sizes:
+        end = -(-end // size) * size + size
+    return end
+
+
+def check_parameter_space(program: Program) -> None:
+    """Refuse, by the kernel's name, a program whose step kernel would take more than
+    ``MAX_PARAMETER_BYTES`` of parameters (NVRTC would stop at "formal parameter space
+    overflowed", naming nothing the user wrote)."""
+    used = parameter_bytes(program)
+    if used > MAX_PARAMETER_BYTES:
+        widest = max(program.params, key=lambda p: p.width)
+        raise CompileFailed(
+            "parameter space overflow", f"compiling kernel {program.name!r} for CUDA",
+            f"its arguments take {used:,} bytes of kernel parameters (one per vector "
+            f"component: its widest, {widest.name!r}, has {widest.width}), more than the "
+            f"{MAX_PARAMETER_BYTES:,} CUDA takes; run it on the CPU, or pass fewer or "
+            "narrower arguments (a table for numbers every sample shares)")
+
+
 def _step_body(program: Program) -> list[str]:
     slots = {slot.key: slot for slot in program.slots}
     state = sorted({(s.param, s.component) for s in program.stores}, key=str)
@@ -583,7 +624,9 @@ def _step_body(program: Program) -> list[str]:
 
 def emit_cuda(program: Program, min_blocks: int = MIN_BLOCKS_PER_SM) -> str:
     """CUDA C++ source defining ``eagle_step`` and ``eagle_decide`` for ``program``, the step
-    kernel bounded so that ``min_blocks`` blocks fit on one SM."""
+    kernel bounded so that ``min_blocks`` blocks fit on one SM; ``CompileFailed`` for a
+    kernel whose parameters exceed ``MAX_PARAMETER_BYTES``."""
+    check_parameter_space(program)
     counters = ["unsigned long long seed", "long long first_sample"] if program.counters else []
     arguments = ",\n    ".join(["long long n", "EagleControl* __restrict__ control",
                                 "bool* __restrict__ flags",
