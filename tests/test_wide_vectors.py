@@ -262,10 +262,10 @@ def test_ten_states_and_ten_parameters_per_sample_match_scipy():
 
 
 def test_ode_shapes_outside_the_range_are_refused_by_name():
-    with pytest.raises(ValueError, match=r"u0 must have shape .* k in 1\.\.64"):
-        eagle.ode.solve(chain_rhs, np.ones((65, 4)), (0.0, 1.0))
-    with pytest.raises(ValueError, match=r"p as a sequence must have 2 to 64 entries"):
-        eagle.ode.solve(chain_rhs, np.ones((10, 4)), (0.0, 1.0), p=[1.0] * 65)
+    with pytest.raises(ValueError, match=r"u0 must have shape .* k in 1\.\.128"):
+        eagle.ode.solve(chain_rhs, np.ones((129, 4)), (0.0, 1.0))
+    with pytest.raises(ValueError, match=r"p as a sequence must have 2 to 128 entries"):
+        eagle.ode.solve(chain_rhs, np.ones((10, 4)), (0.0, 1.0), p=[1.0] * 129)
 
 
 def test_a_checkpoint_of_wide_vectors_and_their_series_resumes_bit_identically(tmp_path):
