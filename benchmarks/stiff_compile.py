@@ -15,6 +15,8 @@ only, ``loop`` only, ``none``), one fresh Python process on an empty cache folde
 - ``instr``: the instructions of their LLVM steps' modules (``native.instructions``), summed;
 - ``first``: the first ``solve`` (hawk, LLVM, and the run);
 - ``llvm``: the time inside ``native.compile_ir`` (parse, the pass pipeline, code generation);
+- ``1st llvm``: the part of ``llvm`` spent on the first-step kernel (``dopri5_prepare``, run
+  once per sample);
 - ``hawk``: ``first - llvm - run`` (tracing, passes, emitting LLVM IR);
 - ``object``: the object code's bytes;
 - ``run``: the best of three later ``solve`` calls of the same ensemble (compiled code cached
@@ -27,11 +29,11 @@ is what ``eagle.cpu.native.pipeline`` chooses by size; ``written`` and ``loops``
 with every solve written out op by op, or every solve as loops (``hawk.linalg``'s "Sizes",
 whatever ``UNROLLED_SIDE`` says: what chose it); ``no-once`` is ``auto`` with the kernels whose
 samples take one step each (``hawk.ir.Program.runs_once``: the first-step kernel) compiled as
-every other kernel (-O2, the vectorisers by size) rather than at -O1 without vectorisers: the
-cost before that rule. The arm is forced by replacing ``native.pipeline`` in the child. Every
-arm of a state count must end on the same state bit for bit (vectorising reorders nothing in IEEE
-arithmetic here: no fast-math flags), or the script says so. A process past ``--timeout``
-seconds is stopped and its row marked. ``uptime``'s load is printed with the table (the
+every other kernel (-O2, the vectorisers by size) rather than through the -O1 passes without
+vectorisers and -O0 code generation: the cost before that rule. The arm is forced by replacing
+``native.pipeline`` in the child. Every arm of a state count must end on the same state bit
+for bit (vectorising reorders nothing in IEEE arithmetic here: no fast-math flags), or the
+script says so. A process past ``--timeout`` seconds is stopped and its row marked. ``uptime``'s load is printed with the table (the
 machine is shared: repeat and compare).
 """
 
@@ -73,7 +75,7 @@ else:
     chosen = lambda steps: (*vectorise, not arm.endswith("-nosched"))
 native.pipeline = lambda steps: found.setdefault("pipeline", []).append(chosen(steps)) \
     or chosen(steps)
-found = {"ops": 0, "instr": 0, "llvm": 0.0, "object": 0}
+found = {"ops": 0, "instr": 0, "llvm": 0.0, "first_step_llvm": 0.0, "object": 0}
 emit, compile_ir = backend.emit_modules, native.compile_ir
 
 def counting_emit(program, shape):
@@ -84,6 +86,8 @@ def timed_compile(steps, machinery, name, once=False):
     start = time.perf_counter()
     code = compile_ir(steps, machinery, name, once=once)
     found["llvm"] += time.perf_counter() - start
+    if name == "dopri5_prepare":
+        found["first_step_llvm"] += time.perf_counter() - start
     found["instr"] += native.instructions(steps)
     found["object"] += len(code)
     return code
@@ -153,8 +157,8 @@ def main() -> None:
     print(f"{args.method}, {args.members} members, Brusselator; load: "
           f"{os.getloadavg()[0]:.2f}", flush=True)
     print(f"{'states':>6} {'arm':>7} {'ops':>8} {'instr':>8} {'first s':>8} {'hawk s':>7} "
-          f"{'llvm s':>7} {'cached s':>8} {'object':>9} {'run ms':>8} {'us/member':>9}  digest",
-          flush=True)
+          f"{'llvm s':>7} {'1st llvm':>8} {'cached s':>8} {'object':>9} {'run ms':>8} "
+          f"{'us/member':>9}  digest", flush=True)
     for states in args.states:
         digests = set()
         for arm in args.arms:
@@ -170,7 +174,8 @@ def main() -> None:
             cached = found.get("cached")
             cached = f"{cached:>8.2f}" if cached is not None else f"{'-':>8}"
             print(f"{states:>6} {arm:>7} {found['ops']:>8} {found['instr']:>8} "
-                  f"{found['first']:>8.2f} {hawk:>7.2f} {found['llvm']:>7.2f} {cached} "
+                  f"{found['first']:>8.2f} {hawk:>7.2f} {found['llvm']:>7.2f} "
+                  f"{found['first_step_llvm']:>8.2f} {cached} "
                   f"{found['object']:>9} {found['run'] * 1e3:>8.2f} "
                   f"{found['run'] / args.members * 1e6:>9.1f}  {found['digest']} "
                   f"(load {found['load']:.2f})", flush=True)

@@ -334,9 +334,9 @@ print(json.dumps({"compiled": sorted(compiled),
 
 def test_the_first_step_kernel_is_compiled_for_one_step(tmp_path):
     """The first-step kernel (its flag set to the constant True: ``Program.runs_once``) goes
-    through LLVM at -O1 without the vectorisers (``native.compile_ir(once=True)``), the step
-    kernel as before; the solution has the bits of both compiled alike (fresh processes,
-    empty caches)."""
+    through LLVM's -O1 passes without the vectorisers and -O0 code generation
+    (``native.compile_ir(once=True)``), the step kernel as before; the solution has the bits
+    of both compiled alike (fresh processes, empty caches)."""
     import json
     import os
     import subprocess

@@ -509,8 +509,8 @@ class Program:
         """Every sample takes one step and is done: the step sets its ``Terminated`` flag to
         the constant True (``hawk.ode.dopri5_start_kernel``'s first step, run once per sample
         with ``max_steps=1``). A backend may compile such a kernel for a short life (the CPU's
-        ``eagle.cpu.native.compile_ir``: -O1, no vectorisers). Read from the ops, so it is no
-        part of ``digest`` and changes no program's text."""
+        ``eagle.cpu.native.compile_ir``: -O1 passes, no vectorisers, -O0 code generation). Read
+        from the ops, so it is no part of ``digest`` and changes no program's text."""
         if self.terminated is None:
             return False
         flag = self.ops[self.terminated]

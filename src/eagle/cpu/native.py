@@ -62,12 +62,20 @@ VECTORISER_LIMIT = 6_000
 #: allocator and instruction selection on one block, which only loops over scratch memory in
 #: place of the unrolled LU would bound (issue 42).
 SCHEDULER_LIMIT = 20_000
-#: The optimisation level (LLVM's pass pipeline and code generation) of a kernel whose samples
-#: take one step each (``compile_ir``'s ``once``), with neither vectoriser: at 64 states the
-#: ``rodas5p`` first-step kernel cost 1 to 2 s of a 4.2 s first ``solve`` at -O2 with the
-#: vectorisers, for a step each sample takes once (``benchmarks/stiff_compile.py``, arm
-#: ``no-once``, has the before and after).
+#: LLVM's optimisation levels for a kernel whose samples take one step each (``compile_ir``'s
+#: ``once``; the ODE solvers' first-step kernel): the -O1 pass pipeline without either
+#: vectoriser, and code generation at -O0 (fast instruction selection and register
+#: allocation). It runs once per sample, so compiling it fast beats running it fast, and here
+#: it does not even run slower. ``rodas5p``'s first-step kernel on the Brusselator (a shared
+#: 2-core machine at load 5 to 7, 20,000 samples, one thread), compile and run against
+#: codegen at -O1: at 16 states 0.10 s and 0.38 us a sample against 0.18 s and 0.31 us; at 64
+#: states 0.25 s and 1.61 us against 0.59 s and 1.82 us; at 128 states 0.43 s and 3.05 us
+#: against 1.1 to 1.6 s and 3.9 us (the -O1 passes took 0.05 s of it, code generation the
+#: rest). Before, at -O2 with the vectorisers (``pipeline``'s choice by size), it took 1.8 s of
+#: LLVM at 64 states (``benchmarks/stiff_compile.py``'s ``1st llvm`` column, arm ``no-once``).
+#: Every level gives the same bits (no fast-math flags; the benchmark checks).
 ONCE_SPEED_LEVEL = 1
+ONCE_CODEGEN_LEVEL = 0
 _lock = threading.Lock()
 
 
@@ -95,16 +103,17 @@ def compile_ir(steps: str, machinery: str, name: str, once: bool = False) -> byt
     only (its loops run once per set or per lane of a launch: the full pipeline took three
     times as long for nothing measurable); then linked into one object. ``once``: a kernel
     whose samples take one step each (``hawk.ir.Program.runs_once``: the ODE solvers' first
-    step) goes through -O1 without the vectorisers (``ONCE_SPEED_LEVEL``): it runs once per
-    sample, so compiling it fast beats running it fast. ``name`` (the kernel's) is in the
-    error raised for text LLVM refuses."""
+    step) goes through the -O1 passes without the vectorisers and code generation at -O0
+    (``ONCE_SPEED_LEVEL``, ``ONCE_CODEGEN_LEVEL``): it runs once per sample, so compiling it
+    fast beats running it fast. ``name`` (the kernel's) is in the error raised for text LLVM
+    refuses."""
     import llvmlite.binding as ll
 
     loop, slp, scheduler = pipeline(steps)
     if once:
         loop = slp = False
     with _lock:
-        machine = _machine(ONCE_SPEED_LEVEL if once else 2 if scheduler else 1)
+        machine = _machine(ONCE_CODEGEN_LEVEL if once else 2 if scheduler else 1)
         modules = []
         for text in (steps, machinery):
             try:
