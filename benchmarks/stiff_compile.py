@@ -33,8 +33,8 @@ every other kernel (-O2, the vectorisers by size) rather than through the -O1 pa
 vectorisers and -O0 code generation: the cost before that rule. The arm is forced by replacing
 ``native.pipeline`` in the child. Every arm of a state count must end on the same state bit
 for bit (vectorising reorders nothing in IEEE arithmetic here: no fast-math flags), or the
-script says so. A process past ``--timeout`` seconds is stopped and its row marked. ``uptime``'s load is printed with the table (the
-machine is shared: repeat and compare).
+script says so. A process past ``--timeout`` seconds is stopped and its row marked.
+``uptime``'s load is printed with the table (the machine is shared: repeat and compare).
 """
 
 from __future__ import annotations
