@@ -65,14 +65,18 @@ SCHEDULER_LIMIT = 20_000
 #: LLVM's optimisation levels for a kernel whose samples take one step each (``compile_ir``'s
 #: ``once``; the ODE solvers' first-step kernel): the -O1 pass pipeline without either
 #: vectoriser, and code generation at -O0 (fast instruction selection and register
-#: allocation). It runs once per sample, so compiling it fast beats running it fast, and here
-#: it does not even run slower. ``rodas5p``'s first-step kernel on the Brusselator (a shared
-#: 2-core machine at load 5 to 7, 20,000 samples, one thread), compile and run against
-#: codegen at -O1: at 16 states 0.10 s and 0.38 us a sample against 0.18 s and 0.31 us; at 64
-#: states 0.25 s and 1.61 us against 0.59 s and 1.82 us; at 128 states 0.43 s and 3.05 us
-#: against 1.1 to 1.6 s and 3.9 us (the -O1 passes took 0.05 s of it, code generation the
-#: rest). Before, at -O2 with the vectorisers (``pipeline``'s choice by size), it took 1.8 s of
-#: LLVM at 64 states (``benchmarks/stiff_compile.py``'s ``1st llvm`` column, arm ``no-once``).
+#: allocation). It runs once per sample, so compiling it fast beats running it fast.
+#: ``rodas5p``'s first-step kernel on the Brusselator (a shared 2-core machine at load 3 to 7,
+#: one thread), compile and run against code generation at -O1, 20,000 samples: at 16 states
+#: 0.10 s and 0.38 us a sample against 0.18 s and 0.31 us; at 64 states 0.25 s and 1.61 us
+#: against 0.59 s and 1.82 us; at 128 states 0.43 s and 3.05 us against 1.1 to 1.6 s and
+#: 3.9 us (the -O1 passes took 0.05 s of it, code generation the rest); at 128 states on
+#: 2,000 samples 6.2 us against 3.5 us for -O2 with the vectorisers: a few microseconds a
+#: sample either way, where the 128-state solve after it takes 10 ms a member. In a whole
+#: first ``solve`` (``benchmarks/stiff_compile.py``'s ``1st llvm`` column, arms ``auto``
+#: against ``no-once``, 64 members, two runs at load 2.7 to 3.9) its LLVM time went from 0.26 s
+#: to 0.05-0.08 s at 16 states, from 1.3-2.1 s to 0.11 s at 64 (the first ``solve`` from
+#: 4.3-5.3 s to 3.1-3.2 s), and from 1.4-1.7 s to 0.21-0.24 s at 128.
 #: Every level gives the same bits (no fast-math flags; the benchmark checks).
 ONCE_SPEED_LEVEL = 1
 ONCE_CODEGEN_LEVEL = 0
