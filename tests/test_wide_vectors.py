@@ -1,4 +1,4 @@
-"""Vectors of any width from 2 to 64 (issue 28, its first part): ``hawk.Vector[K]`` as a
+"""Vectors of any width from 2 to 128 (issue 28, its first part; 128 from issue 42): ``hawk.Vector[K]`` as a
 per-sample input, ``Mutable``, ``Out`` and ``Series``, built with ``hawk.vector(...)``, read
 with constant and loop indices, passed through funcs; every backend equal to the reference
 executor bit for bit (the emulated GPU and NVRTC included), hypothesis choosing the widths; and
@@ -283,6 +283,39 @@ def test_a_checkpoint_of_wide_vectors_and_their_series_resumes_bit_identically(t
     restored.run()
     assert_bitwise_equal({k: restored.arrays[k] for k in ("u", "t", "energy", "track")},
                          {k: expected[k] for k in ("u", "t", "energy", "track")})
+
+
+def test_a_checkpoint_of_the_widest_vector_resumes_bit_identically(tmp_path):
+    """A ``Vector[128]`` state (``MAX_WIDTH``) and its Series: the checkpoint keeps the
+    ``(128, n)`` and ``(T, 128, n)`` arrays, and the restored run ends on the bits of one
+    run."""
+    widest = load_kernel("""\
+import hawk
+from hawk import Mutable, Scalar, Series, Terminated, Vector
+
+
+@hawk.kernel
+def widest(terminated: Terminated, u: Mutable[Vector[128]], t: Mutable[Scalar],
+           track: Series[Vector[128]]):
+    u = 0.99 * u + 0.01 * (u * u + t)
+    t = t + 1.0
+    track[hawk.step()] = u
+    terminated = t >= 12.0
+""", tmp_path, "widest")
+    n = 37
+    bindings = dict(terminated=np.zeros(n, bool), t=np.zeros(n),
+                    u=np.random.default_rng(5).normal(size=(128, n)),
+                    track=np.zeros((12, 128, n)))
+    expected, _ = reference_run(widest, bindings, 20)
+    plan = eagle.deploy(widest, "cpu")
+    runner = eagle.until_done(plan, max_steps=5, **bindings)
+    with pytest.warns(eagle.TruncationWarning):
+        runner.run()
+    restored = eagle.Runner.restore(runner.checkpoint(tmp_path / "widest.npz"), plan)
+    restored.max_steps = 20
+    restored.run()
+    assert_bitwise_equal({k: restored.arrays[k] for k in ("u", "t", "track")},
+                         {k: expected[k] for k in ("u", "t", "track")})
 
 
 @hawk.kernel
