@@ -1,8 +1,9 @@
 """Vectors of any width from 2 to 128 (issue 28, its first part; 128 from issue 42):
 ``hawk.Vector[K]`` as a per-sample input, ``Mutable``, ``Out`` and ``Series``, built with
-``hawk.vector(...)``, read with constant and loop indices, passed through funcs; every backend equal to the reference
-executor bit for bit (the emulated GPU and NVRTC included), hypothesis choosing the widths; and
-``eagle.ode.solve`` with any number of states and parameters, against SciPy."""
+``hawk.vector(...)``, read with constant and loop indices, passed through funcs; every backend
+equal to the reference executor bit for bit (the emulated GPU and NVRTC included), hypothesis
+choosing the widths; and ``eagle.ode.solve`` with any number of states and parameters, against
+SciPy."""
 
 from __future__ import annotations
 
