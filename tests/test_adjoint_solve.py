@@ -386,24 +386,27 @@ def test_a_number_per_sample_and_a_shared_one_as_arguments_have_their_exact_grad
 
 
 @hawk.func
-def network(u, t, W1T, b1, W2, b2):
+def network(u, t, W1T, b1, W2, b2, W3):
     out = b2
     for i in range(16):
         a = math.tanh(W1T[0, i] * u[0] + W1T[1, i] * u[1] + b1[i])
         out = out + a * hawk.vec2(W2[0, i], W2[1, i])
+    for i in range(4):  # a damping by a row sum of W3 (which makes the arguments 146 numbers)
+        out = out - 0.01 * hawk.vec2(W3[i, 0] + W3[i, 15], W3[i, 7]) * u[i % 2]
     return out
 
 
 def test_shared_network_arguments_packed_as_a_matrix_against_central_differences():
-    """82 shared numbers (packed as a ``Matrix[6, 16]``): the gradient of ``<du, u(1)>``
-    along three random directions of all four arguments against central differences of the
-    solve at rtol 1e-12 (they agreed to 1e-9 to 5e-9 of the sum of the terms' sizes; the
-    bound is 1e-6)."""
+    """146 shared numbers (more than a ``Vector``'s 128: packed as a ``Matrix[10, 16]``): the
+    gradient of ``<du, u(1)>`` along three random directions of all five arguments against
+    central differences of the solve at rtol 1e-12 (82 numbers, before the fifth, agreed to
+    1e-9 to 5e-9 of the sum of the terms' sizes; the bound is 1e-6)."""
     rng = np.random.default_rng(2)
     n = 2
     u0 = rng.uniform(-1.0, 1.0, (2, n))
     given = (rng.normal(scale=0.5, size=(2, 16)), rng.normal(scale=0.5, size=16),
-             rng.normal(scale=0.3, size=(2, 16)), np.array([0.1, -0.2]))
+             rng.normal(scale=0.3, size=(2, 16)), np.array([0.1, -0.2]),
+             rng.normal(scale=0.5, size=(4, 16)))
     du = rng.normal(size=(2, n))
     kw = dict(method="dopri5", rtol=1e-12, atol=1e-12)
     g = eagle.ode.solve(network, u0, (0.0, 1.0), args=given, adjoint=True, **kw).vjp(du)

@@ -209,8 +209,11 @@ def test_the_backward_kernel_with_table_gradients_equals_the_reference_on_every_
     (dict(adjoint=True, table_gradients=True, tables=()), r"table_gradients=True needs "
                                                            r"tables="),
     (dict(adjoint=True, table_gradients=1), r"table_gradients must be True or False"),
-    (dict(adjoint=True, table_gradients=True, tables=(XS, np.linspace(0.0, 1.0, 60))),
-     r"at most 64 elements together .* these hold 66 \(tables\[0\]: 6, tables\[1\]: 60\)"),
+    (dict(adjoint=True, table_gradients=True,
+          tables=(XS, np.linspace(0.0, 1.0, MAX_TABLE_GRADIENT_ELEMENTS - 4))),
+     rf"at most {MAX_TABLE_GRADIENT_ELEMENTS} elements together .* these hold "
+     rf"{MAX_TABLE_GRADIENT_ELEMENTS + 2} \(tables\[0\]: 6, tables\[1\]: "
+     rf"{MAX_TABLE_GRADIENT_ELEMENTS - 4}\)"),
     (dict(adjoint=True, table_gradients=True, tables=(XS, FS.astype(np.float32))),
      r"tables\[1\] is float32"),
 ])
@@ -238,11 +241,12 @@ def test_a_solve_without_table_gradients_has_none():
 
 
 def test_the_backward_kernel_refuses_table_sizes_it_cannot_take():
-    assert MAX_TABLE_GRADIENT_ELEMENTS == 64
+    assert MAX_TABLE_GRADIENT_ELEMENTS == hawk.ir.MAX_WIDTH
     with pytest.raises(ValueError, match="table_sizes must be one int >= 0 per table"):
         backward_kernel(forced, Scalar, Scalar, tables=(1, 1), table_sizes=(6,))
-    with pytest.raises(ValueError, match="hold 65 elements together, more than 64"):
-        backward_kernel(forced, Scalar, Scalar, tables=(1, 1), table_sizes=(5, 60))
+    most = MAX_TABLE_GRADIENT_ELEMENTS
+    with pytest.raises(ValueError, match=f"hold {most + 1} elements together, more than {most}"):
+        backward_kernel(forced, Scalar, Scalar, tables=(1, 1), table_sizes=(5, most - 4))
 
 
 # -- hawk.table_values in a kernel ----------------------------------------------------------------
@@ -300,8 +304,8 @@ def test_interps_cotangents_in_the_values_are_the_interpolation_weights(tmp_path
 
 @pytest.mark.parametrize("body, message", [
     ("out = hawk.grad(f, hawk.table_values(fs, 3), fs)", r"is an item of a tuple x"),
-    ("out = hawk.grad(f, (x, hawk.table_values(fs, 65)), fs)[0]",
-     r"size must be an int literal from 1 to 64"),
+    (f"out = hawk.grad(f, (x, hawk.table_values(fs, {hawk.ir.MAX_WIDTH + 1})), fs)[0]",
+     rf"size must be an int literal from 1 to {hawk.ir.MAX_WIDTH}"),
     ("out = hawk.grad(f, (x, hawk.table_values(fs, x)), fs)[0]", r"size must be an int"),
     ("out = hawk.grad(f, (x, hawk.table_values(x, 3)), fs)[0]",
      r"first argument must be a Table parameter"),

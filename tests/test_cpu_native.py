@@ -100,9 +100,9 @@ from kernels import spread_oscillator
 
 compiles = []
 compile_ir = native.compile_ir
-def counted(*modules_and_name):
+def counted(*modules_and_name, **options):
     compiles.append(modules_and_name[-1])
-    return compile_ir(*modules_and_name)
+    return compile_ir(*modules_and_name, **options)
 native.compile_ir = counted
 n = 3000
 values = dict(x=np.ones(n), v=np.zeros(n), t=np.zeros(n), omega=np.linspace(1.0, 3.0, n),

@@ -108,13 +108,13 @@ def test_which_recordings_are_located_after_the_run():
     assert recorded_row_width(vec2, None, False, True) == 3  # (u, h)
     assert recorded_row_width(vec2, None, False, True, tstops=True) == 6  # (u, k1, t_new, h)
     assert recorded_row_width(hawk.Scalar, None, (False, False), True) == 2
-    assert recorded_row_width(hawk.Vector[63], None, False, True) == 64
+    assert recorded_row_width(hawk.Vector[127], None, False, True) == 128
     assert recorded_row_width(vec2, None, (False, True), True) == 0  # one ends the sample
     assert recorded_row_width(vec2, None, None, True) == 0  # terminal by default
     assert recorded_row_width(vec2, spring, False, True) == 0  # an on_event acts
     assert recorded_row_width(vec2, None, False, False) == 0  # nothing recorded
-    assert recorded_row_width(hawk.Vector[32], None, False, True, tstops=True) == 0  # too wide
-    assert recorded_row_width(hawk.Vector[64], None, False, True) == 0
+    assert recorded_row_width(hawk.Vector[64], None, False, True, tstops=True) == 0  # too wide
+    assert recorded_row_width(hawk.Vector[128], None, False, True) == 0
 
 
 def test_event_samples_one_looks_at_the_steps_ends_only():

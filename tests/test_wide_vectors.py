@@ -1,8 +1,9 @@
-"""Vectors of any width from 2 to 64 (issue 28, its first part): ``hawk.Vector[K]`` as a
-per-sample input, ``Mutable``, ``Out`` and ``Series``, built with ``hawk.vector(...)``, read
-with constant and loop indices, passed through funcs; every backend equal to the reference
-executor bit for bit (the emulated GPU and NVRTC included), hypothesis choosing the widths; and
-``eagle.ode.solve`` with any number of states and parameters, against SciPy."""
+"""Vectors of any width from 2 to 128 (issue 28, its first part; 128 from issue 42):
+``hawk.Vector[K]`` as a per-sample input, ``Mutable``, ``Out`` and ``Series``, built with
+``hawk.vector(...)``, read with constant and loop indices, passed through funcs; every backend
+equal to the reference executor bit for bit (the emulated GPU and NVRTC included), hypothesis
+choosing the widths; and ``eagle.ode.solve`` with any number of states and parameters, against
+SciPy."""
 
 from __future__ import annotations
 
@@ -85,15 +86,15 @@ def chain_bindings(n: int) -> dict:
 
 def test_vector_k_is_one_family_with_the_named_types():
     assert hawk.Vector[2] is hawk.Vec2 and hawk.Vector[3] is hawk.Vec3
-    assert hawk.Vector[4] is hawk.Vec4 and hawk.Vector[64] is hawk.Vector[64]
+    assert hawk.Vector[4] is hawk.Vec4 and hawk.Vector[128] is hawk.Vector[128]
     assert hawk.Vector[6].width == 6 and repr(Mutable[hawk.Vector[6]]) == "Mutable[Vector[6]]"
-    for bad in (1, 65, 0, 2.0, True, "6"):
-        with pytest.raises(TypeError, match="Vector\\[K\\] takes an int K from 2 to 64"):
+    for bad in (1, 129, 0, 2.0, True, "6"):
+        with pytest.raises(TypeError, match="Vector\\[K\\] takes an int K from 2 to 128"):
             hawk.Vector[bad]
     assert hawk.vector(*range(6)).shape == (6,)
     assert hawk.vector(np.ones(5), 2.0, 3.0, 4.0, 5.0, 6.0, 7.0).shape == (7, 5)
-    with pytest.raises(TypeError, match="vector\\(\\) takes 2 to 64 components, got 65"):
-        hawk.vector(*range(65))
+    with pytest.raises(TypeError, match="vector\\(\\) takes 2 to 128 components, got 129"):
+        hawk.vector(*range(129))
 
 
 @pytest.mark.parametrize("case", ["orbit", "chain"])
@@ -262,10 +263,10 @@ def test_ten_states_and_ten_parameters_per_sample_match_scipy():
 
 
 def test_ode_shapes_outside_the_range_are_refused_by_name():
-    with pytest.raises(ValueError, match=r"u0 must have shape .* k in 1\.\.64"):
-        eagle.ode.solve(chain_rhs, np.ones((65, 4)), (0.0, 1.0))
-    with pytest.raises(ValueError, match=r"p as a sequence must have 2 to 64 entries"):
-        eagle.ode.solve(chain_rhs, np.ones((10, 4)), (0.0, 1.0), p=[1.0] * 65)
+    with pytest.raises(ValueError, match=r"u0 must have shape .* k in 1\.\.128"):
+        eagle.ode.solve(chain_rhs, np.ones((129, 4)), (0.0, 1.0))
+    with pytest.raises(ValueError, match=r"p as a sequence must have 2 to 128 entries"):
+        eagle.ode.solve(chain_rhs, np.ones((10, 4)), (0.0, 1.0), p=[1.0] * 129)
 
 
 def test_a_checkpoint_of_wide_vectors_and_their_series_resumes_bit_identically(tmp_path):
@@ -283,6 +284,39 @@ def test_a_checkpoint_of_wide_vectors_and_their_series_resumes_bit_identically(t
     restored.run()
     assert_bitwise_equal({k: restored.arrays[k] for k in ("u", "t", "energy", "track")},
                          {k: expected[k] for k in ("u", "t", "energy", "track")})
+
+
+def test_a_checkpoint_of_the_widest_vector_resumes_bit_identically(tmp_path):
+    """A ``Vector[128]`` state (``MAX_WIDTH``) and its Series: the checkpoint keeps the
+    ``(128, n)`` and ``(T, 128, n)`` arrays, and the restored run ends on the bits of one
+    run."""
+    widest = load_kernel("""\
+import hawk
+from hawk import Mutable, Scalar, Series, Terminated, Vector
+
+
+@hawk.kernel
+def widest(terminated: Terminated, u: Mutable[Vector[128]], t: Mutable[Scalar],
+           track: Series[Vector[128]]):
+    u = 0.99 * u + 0.01 * (u * u + t)
+    t = t + 1.0
+    track[hawk.step()] = u
+    terminated = t >= 12.0
+""", tmp_path, "widest")
+    n = 37
+    bindings = dict(terminated=np.zeros(n, bool), t=np.zeros(n),
+                    u=np.random.default_rng(5).normal(size=(128, n)),
+                    track=np.zeros((12, 128, n)))
+    expected, _ = reference_run(widest, bindings, 20)
+    plan = eagle.deploy(widest, "cpu")
+    runner = eagle.until_done(plan, max_steps=5, **bindings)
+    with pytest.warns(eagle.TruncationWarning):
+        runner.run()
+    restored = eagle.Runner.restore(runner.checkpoint(tmp_path / "widest.npz"), plan)
+    restored.max_steps = 20
+    restored.run()
+    assert_bitwise_equal({k: restored.arrays[k] for k in ("u", "t", "track")},
+                         {k: expected[k] for k in ("u", "t", "track")})
 
 
 @hawk.kernel

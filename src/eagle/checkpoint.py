@@ -229,9 +229,9 @@ def _validate(path: Path, meta: dict, arrays: dict[str, np.ndarray], flags: np.n
 
 def _per_sample_shape(shape: tuple[int, ...], n: int) -> bool:
     """A shape a per-sample array of ``n`` samples may have: ``(n,)``, ``(k, n)`` for a vector
-    of k = 2 to 64 components, ``(r, c, n)`` for a matrix, and these with ``T`` rows in front
-    for a Series (which parameter is which, and the exact shape, the kernel says when the
-    runner is restored: its bindings are checked again)."""
+    of k = 2 to 128 components (``MAX_WIDTH``), ``(r, c, n)`` for a matrix, and these with
+    ``T`` rows in front for a Series (which parameter is which, and the exact shape, the kernel
+    says when the runner is restored: its bindings are checked again)."""
     if not shape or shape[-1] != n or len(shape) > 4:
         return False
     return all(1 <= side <= MAX_WIDTH for side in shape[1:-1])

@@ -93,7 +93,7 @@ def table_values(table, size):
 
     Args:
         table: a float ``Table`` parameter (1 to 3 dimensions).
-        size: its number of elements, an int literal from 1 to ``MAX_WIDTH`` (64), known when
+        size: its number of elements, an int literal from 1 to ``MAX_WIDTH`` (128), known when
             the kernel is compiled: the caller binds a table of exactly that many elements
             (an element past ``size`` gets no cotangent).
     """

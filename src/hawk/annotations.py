@@ -1,7 +1,7 @@
 """The annotations a kernel's parameters are declared with, and hawk's vector helpers.
 
 ``Scalar``, ``Param``, ``Terminated`` and the vector types ``Vec2``, ``Vec3``, ``Vec4`` and
-``Vector[K]`` (K from 2 to 64) are used bare; ``Mutable[...]``, ``Out[...]`` and
+``Vector[K]`` (K from 2 to 128) are used bare; ``Mutable[...]``, ``Out[...]`` and
 ``Series[...]`` wrap ``Scalar`` or a vector type (a ``Series`` is bound to ``(T, n)`` or
 ``(T, k, n)``: rows the body writes at computed indices).
 A vector type's width is a property of the type (``Vec3.width == 3``): the frontend, the
@@ -48,7 +48,7 @@ class Annotation:
 
     Attributes:
         role: the parameter's ``hawk.ir.Role`` (read-only input, mutable state, output...).
-        width: the components: 1 for a scalar, 2 to 64 for ``Vec2`` ... ``Vector[64]``,
+        width: the components: 1 for a scalar, 2 to 128 for ``Vec2`` ... ``Vector[128]``,
             ``R * C`` for a ``Matrix[R, C]``.
         columns: a matrix's columns, 0 otherwise.
         ndim: a ``Table``'s dimensions, 1 to 3; 0 for every other annotation.
@@ -90,7 +90,7 @@ class _Vec(Annotation):
 
 class _VectorFamily:
     """``hawk.Vector[K]``: the vector type of ``K`` components, for ``K`` from 2 to
-    ``MAX_WIDTH`` (64); ``Vector[3] is Vec3``. Its components are read as ``u[i]`` (a constant
+    ``MAX_WIDTH`` (128); ``Vector[3] is Vec3``. Its components are read as ``u[i]`` (a constant
     or a ``for i in range(K)`` index; ``.x .y .z .w`` name the first four)."""
 
     def __getitem__(self, width) -> _Vec:
@@ -120,7 +120,7 @@ class _Mat(Annotation):
 class _MatrixFamily:
     """``hawk.Matrix[R, C]``: the matrix type of ``R`` rows and ``C`` columns, each from 1 to
     ``MAX_ARGUMENT_MATRIX_SIDE`` (16), not both 1 (each component is an argument of the
-    kernel; a matrix built in a body goes up to ``MAX_MATRIX_SIDE``, 64). Read as ``m[i, j]``
+    kernel; a matrix built in a body goes up to ``MAX_MATRIX_SIDE``, 128). Read as ``m[i, j]``
     (an element) or ``m[i]`` (row ``i``, a ``Vector[C]``), with constant or loop indices."""
 
     def __getitem__(self, shape) -> _Mat:
@@ -200,7 +200,7 @@ def _matrix_type(rows: int, columns: int) -> _Mat:
 
 def value_matrix_type(rows: int, columns: int) -> _Mat:
     """The type of a matrix value a kernel builds (a Jacobian, what a user's ``jac=``
-    returns): ``Matrix[rows, columns]``, each side up to ``MAX_MATRIX_SIDE`` (64) where an
+    returns): ``Matrix[rows, columns]``, each side up to ``MAX_MATRIX_SIDE`` (128) where an
     argument's is up to ``MAX_ARGUMENT_MATRIX_SIDE`` (16)."""
     if not (1 <= rows <= MAX_MATRIX_SIDE and 1 <= columns <= MAX_MATRIX_SIDE):
         raise ValueError(f"a matrix value has 1 to {MAX_MATRIX_SIDE} rows and columns, got "
@@ -209,7 +209,7 @@ def value_matrix_type(rows: int, columns: int) -> _Mat:
 
 
 def vector(*components):
-    """A vector of any width from 2 to 64 from its components (stacked along axis 0, the SoA
+    """A vector of any width from 2 to 128 from its components (stacked along axis 0, the SoA
     layout): ``hawk.vector(a, b, c, d, e, f)`` is a ``Vector[6]``.
 
     Args:

@@ -205,12 +205,16 @@ class Op:
 
 
 #: The widest vector a kernel takes: its components are registers and arguments, one each.
-MAX_WIDTH = 64
+#: 128 (issue 42: stiff models up to 128 states): a 128-state ``rodas5p`` step kernel with
+#: ``saveat`` passes 3,336 bytes of CUDA kernel parameters, inside the 4 KB every CUDA version
+#: takes (``eagle.cuda.emit.MAX_PARAMETER_BYTES``; a kernel above it is refused by name).
+MAX_WIDTH = 128
 #: The most rows, and the most columns, of a matrix a kernel builds (``hawk.identity``,
 #: ``hawk.zeros``, ``hawk.matrix``, a Jacobian, a user's ``jac=``, the LU of ``hawk.solve``):
 #: a state of ``MAX_WIDTH`` components has a ``MAX_WIDTH`` x ``MAX_WIDTH`` Jacobian, so the
 #: stiff methods run at every state width (issue 42). Its components are values of the
-#: straight-line program (4,096 at most), never arguments.
+#: straight-line program, or per-sample scratch memory above ``hawk.linalg.UNROLLED_SIDE``,
+#: never arguments.
 MAX_MATRIX_SIDE = MAX_WIDTH
 #: The most rows, and the most columns, of a matrix a kernel takes as an argument
 #: (``Matrix[R, C]``, a per-sample ``p`` of shape ``(R, C, n)``): each component is an
@@ -249,7 +253,7 @@ class Parameter:
     Attributes:
         name: the Python parameter's name.
         role: its ``Role`` (from the annotation).
-        width: its components: 1 for a scalar, 2 to 64 for a vector, rows x columns for a
+        width: its components: 1 for a scalar, 2 to 128 for a vector, rows x columns for a
             matrix, stored row-major (component ``r * columns + c`` is ``m[r, c]``).
         dtype: the element ``DType`` (default float64).
         columns: a matrix's columns, or 0 for a scalar or a vector.
@@ -499,6 +503,18 @@ class Program:
         """The program reads the sample's index or step number (every draw does): its compiled
         launch takes ``COUNTER_ARGUMENTS`` after the slots. False: the launch is as before."""
         return any(op.kind in COUNTER_OPS for op in self.ops)
+
+    @functools.cached_property
+    def runs_once(self) -> bool:
+        """Every sample takes one step and is done: the step sets its ``Terminated`` flag to
+        the constant True (``hawk.ode.dopri5_start_kernel``'s first step, run once per sample
+        with ``max_steps=1``). A backend may compile such a kernel for a short life (the CPU's
+        ``eagle.cpu.native.compile_ir``: -O1 passes, no vectorisers, -O0 code generation). Read
+        from the ops, so it is no part of ``digest`` and changes no program's text."""
+        if self.terminated is None:
+            return False
+        flag = self.ops[self.terminated]
+        return flag.kind is OpKind.CONST and flag.attr is True
 
     @property
     def accumulate(self) -> bool:

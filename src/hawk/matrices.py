@@ -48,7 +48,7 @@ def matrix(*rows):
     ``hawk.matrix((a, b), (c, d))`` is ``[[a, b], [c, d]]`` (``Matrix[2, 2]``).
 
     Args:
-        rows: 1 to 64 rows of 1 to 64 components each (numbers or arrays of shape ``(n,)``
+        rows: 1 to 128 rows of 1 to 128 components each (numbers or arrays of shape ``(n,)``
             outside a kernel, scalar values inside one).
     """
     lengths = {len(row) for row in rows}
@@ -186,7 +186,7 @@ def concat(*values):
     ``u[a:b]`` (a slice with compile-time bounds) its inverse.
 
     Args:
-        values: 1 to 64 numbers, vectors or matrices.
+        values: 1 to 128 numbers, vectors or matrices.
     """
     raise TypeError("hawk.concat() is understood inside a @hawk.kernel body (or a @hawk.func) "
                     "only: outside one, np.concatenate the component axes you mean")

@@ -9,7 +9,7 @@ import ast
 import operator
 
 from . import linalg
-from .ir import MAX_MATRIX_SIDE, DType, OpKind
+from .ir import MAX_MATRIX_SIDE, MAX_WIDTH, DType, OpKind
 from .values import Lit, S, V
 
 __all__ = ["Ops", "lower_call", "matmul", "matrix_value", "ARITY"]
@@ -17,7 +17,7 @@ __all__ = ["Ops", "lower_call", "matmul", "matrix_value", "ARITY"]
 #: how many arguments each helper takes
 ARITY = {"matrix": range(1, MAX_MATRIX_SIDE + 1), "zeros": (1, 2), "identity": (1,),
          "outer": (2,), "transpose": (1,), "matmul": (2,), "trace": (1,), "det": (1,),
-         "inverse": (1,), "solve": (2,), "concat": range(1, 65)}  # fmt: skip
+         "inverse": (1,), "solve": (2,), "concat": range(1, MAX_WIDTH + 1)}  # fmt: skip
 
 
 class Ops(linalg.Arithmetic):
@@ -163,7 +163,7 @@ def _concat(lowering, args: list, node: ast.AST):
 def lower_call(lowering, name: str, args: list, node: ast.AST):
     """Lower ``hawk.<name>(*args)``; ``args`` are values (a tuple for a tuple literal)."""
     if len(args) not in ARITY[name]:
-        counts = (f"1 to {MAX_MATRIX_SIDE}" if name == "matrix"
+        counts = (f"1 to {ARITY[name][-1]}" if name in ("matrix", "concat")
                   else " or ".join(map(str, ARITY[name])))
         raise lowering.error(f"hawk.{name}() takes {counts} argument(s), got {len(args)}", node)
     ops = Ops(lowering, node)

@@ -37,7 +37,7 @@ class Lit:
 
 @dataclass(frozen=True)
 class V:
-    """A vector: ``width`` scalar values of one dtype (its width is its type's, 2 to 64); or,
+    """A vector: ``width`` scalar values of one dtype (its width is its type's, 2 to 128); or,
     with ``shape`` ``(R, C)``, a matrix of ``R * C`` values, row-major."""
 
     comps: tuple[S, ...]

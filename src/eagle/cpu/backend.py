@@ -269,7 +269,7 @@ def _build(program: Program, shape: Shape, module_name: str, key: str):
     text = "\n".join(modules)  # emit_launch's text
     digest = _sha256(text)
     path = _reader_copy(path, digest, program, shape, text)
-    code = native.compile_ir(*modules, kernel)
+    code = native.compile_ir(*modules, kernel, once=program.runs_once)
     if code_path is not None:
         try:
             seal = cache.seal(key, code_path.name, SYMBOL.encode(), digest.encode(), code)

@@ -62,6 +62,24 @@ VECTORISER_LIMIT = 6_000
 #: allocator and instruction selection on one block, which only loops over scratch memory in
 #: place of the unrolled LU would bound (issue 42).
 SCHEDULER_LIMIT = 20_000
+#: LLVM's optimisation levels for a kernel whose samples take one step each (``compile_ir``'s
+#: ``once``; the ODE solvers' first-step kernel): the -O1 pass pipeline without either
+#: vectoriser, and code generation at -O0 (fast instruction selection and register
+#: allocation). It runs once per sample, so compiling it fast beats running it fast.
+#: ``rodas5p``'s first-step kernel on the Brusselator (a shared 2-core machine at load 3 to 7,
+#: one thread), compile and run against code generation at -O1, 20,000 samples: at 16 states
+#: 0.10 s and 0.38 us a sample against 0.18 s and 0.31 us; at 64 states 0.25 s and 1.61 us
+#: against 0.59 s and 1.82 us; at 128 states 0.43 s and 3.05 us against 1.1 to 1.6 s and
+#: 3.9 us (the -O1 passes took 0.05 s of it, code generation the rest); at 128 states on
+#: 2,000 samples 6.2 us against 3.5 us for -O2 with the vectorisers: a few microseconds a
+#: sample either way, where the 128-state solve after it takes 10 ms a member. In a whole
+#: first ``solve`` (``benchmarks/stiff_compile.py``'s ``1st llvm`` column, arms ``auto``
+#: against ``no-once``, 64 members, two runs at load 2.7 to 3.9) its LLVM time went from 0.26 s
+#: to 0.05-0.08 s at 16 states, from 1.3-2.1 s to 0.11 s at 64 (the first ``solve`` from
+#: 4.3-5.3 s to 3.1-3.2 s), and from 1.4-1.7 s to 0.21-0.24 s at 128.
+#: Every level gives the same bits (no fast-math flags; the benchmark checks).
+ONCE_SPEED_LEVEL = 1
+ONCE_CODEGEN_LEVEL = 0
 _lock = threading.Lock()
 
 
@@ -79,7 +97,7 @@ def target() -> tuple[str, str, str]:
     return ll.get_process_triple(), name, features
 
 
-def compile_ir(steps: str, machinery: str, name: str) -> bytes:
+def compile_ir(steps: str, machinery: str, name: str, once: bool = False) -> bytes:
     """The object code of a launch (``emit.emit_modules``) for this machine (``target``): the
     steps' module through LLVM's -O2 pipeline, loop and SLP vectorisation included up to a
     size, and the machine scheduler in code generation up to a larger one (``pipeline``:
@@ -87,13 +105,19 @@ def compile_ir(steps: str, machinery: str, name: str) -> bytes:
     option is turned off for the one compile, under this module's lock); the
     machinery's through promotion to registers, instruction combining and CFG simplification
     only (its loops run once per set or per lane of a launch: the full pipeline took three
-    times as long for nothing measurable); then linked into one object. ``name`` (the
-    kernel's) is in the error raised for text LLVM refuses."""
+    times as long for nothing measurable); then linked into one object. ``once``: a kernel
+    whose samples take one step each (``hawk.ir.Program.runs_once``: the ODE solvers' first
+    step) goes through the -O1 passes without the vectorisers and code generation at -O0
+    (``ONCE_SPEED_LEVEL``, ``ONCE_CODEGEN_LEVEL``): it runs once per sample, so compiling it
+    fast beats running it fast. ``name`` (the kernel's) is in the error raised for text LLVM
+    refuses."""
     import llvmlite.binding as ll
 
     loop, slp, scheduler = pipeline(steps)
+    if once:
+        loop = slp = False
     with _lock:
-        machine = _machine(2 if scheduler else 1)
+        machine = _machine(ONCE_CODEGEN_LEVEL if once else 2 if scheduler else 1)
         modules = []
         for text in (steps, machinery):
             try:
@@ -106,7 +130,7 @@ def compile_ir(steps: str, machinery: str, name: str) -> bytes:
             module.data_layout = str(machine.target_data)
             modules.append(module)
         fast, light = modules
-        tuning = ll.create_pipeline_tuning_options(speed_level=2)
+        tuning = ll.create_pipeline_tuning_options(speed_level=ONCE_SPEED_LEVEL if once else 2)
         tuning.loop_vectorization, tuning.slp_vectorization = loop, slp
         passes = ll.create_pass_builder(machine, tuning)
         passes.getModulePassManager().run(fast, passes)

@@ -79,10 +79,12 @@ from hawk.philox import (
 )
 
 from ..codegen import ExpressionRenderer, block_fill_value, invariant_ops, stale_reads, walk
+from .parameters import MAX_PARAMETER_BYTES, check_parameter_space, parameter_bytes
 
 __all__ = ["emit_cuda", "slot_ctype", "CONTROL_FIELDS", "STEP_KERNEL", "DECIDE_KERNEL",
            "START_KERNEL", "BLOCK_SIZE", "MIN_BLOCKS_PER_SM",
-           "LOCAL_BYTES_FOR_ONE_BLOCK"]
+           "LOCAL_BYTES_FOR_ONE_BLOCK", "MAX_PARAMETER_BYTES", "parameter_bytes",
+           "check_parameter_space"]
 
 STEP_KERNEL = "eagle_step"
 DECIDE_KERNEL = "eagle_decide"
@@ -581,7 +583,9 @@ def _step_body(program: Program) -> list[str]:
 
 def emit_cuda(program: Program, min_blocks: int = MIN_BLOCKS_PER_SM) -> str:
     """CUDA C++ source defining ``eagle_step`` and ``eagle_decide`` for ``program``, the step
-    kernel bounded so that ``min_blocks`` blocks fit on one SM."""
+    kernel bounded so that ``min_blocks`` blocks fit on one SM; ``CompileFailed`` for a
+    kernel whose parameters exceed ``MAX_PARAMETER_BYTES``."""
+    check_parameter_space(program)
     counters = ["unsigned long long seed", "long long first_sample"] if program.counters else []
     arguments = ",\n    ".join(["long long n", "EagleControl* __restrict__ control",
                                 "bool* __restrict__ flags",

@@ -22,7 +22,7 @@ def sensitivity_columns(params, sensitivity, states: int, refused: dict) -> int:
             raise ValueError(f"sensitivity={sensitivity!r} does not go with {name} yet")
     if params.columns:
         raise ValueError("sensitivity='p' takes p as numbers or a vector (not a matrix), or "
-                         "args of at most 64 numbers in all")
+                         f"args of at most {MAX_WIDTH} numbers in all")
     columns = params.width if sensitivity == "p" else states
     width = states + states * columns
     if width > MAX_WIDTH:

@@ -2,12 +2,13 @@
 
 SciPy's ``solve_ivp(args=...)`` and diffrax's ``args`` pass any tuple to the model; a hawk
 kernel has a fixed list of typed parameters. So the arguments are packed, on the host, into one
-array the kernels bind as ``p`` (a ``Vector[S]`` for up to 64 numbers in all, else a
-``Matrix[R, 16]``, row by row; shared by every sample, or per sample when any argument is), and
-every user func is wrapped in a ``@hawk.func`` that takes them out again, element by element at
-compile-time positions, and calls ``f(u, t, W1, b1, W2, b2, *tables)``. A copy changes no bit,
-so the model computes exactly what it computes on arrays passed one by one; and the kernels of
-``hawk.ode`` (and their golden digests) are untouched: they see one ``p``, as always.
+array the kernels bind as ``p`` (a ``Vector[S]`` for up to ``MAX_WIDTH``, 128, numbers in all,
+else a ``Matrix[R, 16]``, row by row; shared by every sample, or per sample when any argument
+is), and every user func is wrapped in a ``@hawk.func`` that takes them out again, element by
+element at compile-time positions, and calls ``f(u, t, W1, b1, W2, b2, *tables)``. A copy
+changes no bit, so the model computes exactly what it computes on arrays passed one by one; and
+the kernels of ``hawk.ode`` (and their golden digests) are untouched: they see one ``p``, as
+always.
 
 Separate arguments read best in hawk: ``f(u, t, W1, b1, W2, b2)`` is SciPy's ``fun(t, y,
 *args)``, and each argument has its own type (a ``Matrix[8, 4]``, a ``Vector[8]``, a number)

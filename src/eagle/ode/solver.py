@@ -181,7 +181,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
     Args:
         f: the right-hand side, a ``@hawk.func`` ``f(u, t, p)`` returning ``du/dt``.
         u0: the initial states: an array ``(n,)`` (a number per sample) or ``(k, n)`` (a
-            ``Vector[k]`` per sample, k in 1..64; ``(1, n)`` is solved as ``(n,)`` and given
+            ``Vector[k]`` per sample, k in 1..128; ``(1, n)`` is solved as ``(n,)`` and given
             back in its shape); NumPy runs on the CPU, CuPy on its GPU, a dask array on the
             workers of ``client`` (see there). Not changed (the solution is in new arrays).
         t_span: ``(t0, t_end)``: numbers, or arrays ``(n,)`` per sample; ``t_end > t0`` for
@@ -191,7 +191,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             ``(first, last, count)`` with ``last < first`` and ``(first, every)`` with
             ``every < 0``, and ``direction`` keeps its meaning in ``t``).
         p: the model's parameters, passed to ``f`` as ``p``: a number (one for all); per
-            sample, an array ``(n,)``, ``(k, n)`` (a ``Vector[k]``, k up to 64) or
+            sample, an array ``(n,)``, ``(k, n)`` (a ``Vector[k]``, k up to 128) or
             ``(r, c, n)`` (a ``Matrix[r, c]``, r and c up to 16); shared by every sample (one
             value passed by value), any other array ``(m,)`` (a ``Vector[m]``) or ``(r, c)``
             (a ``Matrix[r, c]``, say a rate matrix); or a sequence of k numbers or arrays
@@ -206,7 +206,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             ``eagle.ode.model_args``; all per sample when one of them is). A tuple ``p`` is
             always one ``Vector[k]``; arrays of different shapes in ``p`` are refused with a
             pointer here. With ``sensitivity="p"``, ``du_dp``'s columns are the arguments'
-            numbers in order (each flattened row by row), 64 numbers in all at most.
+            numbers in order (each flattened row by row), 128 numbers in all at most.
         method: one of ``hawk.ode.METHODS`` (the registry): ``"dopri5"`` (default; adaptive
             Dormand-Prince 5(4)), ``"tsit5"`` (Tsitouras's
             5(4) pair, usually a little cheaper for the same accuracy; everything ``"dopri5"``
@@ -288,7 +288,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
         sensitivity: ``"p"`` for ``Solution.du_dp`` (the derivatives of the end state in each
             of ``p``'s components), ``"u0"`` for ``Solution.du_du0``, by forward sensitivity:
             the tangent system is integrated with the state (``hawk.ode.sensitivity``), under
-            the same error control; ``k + k * m`` components at most 64; through tables
+            the same error control; ``k + k * m`` components at most 128; through tables
             too (``hawk.interp``'s slope) and to a terminal event's time (``Solution.dt_dp``),
             but not with ``on_event``, several events, stops or noise.
         tables: up to three read-only arrays (1 to 3 dimensions each, NumPy or on the device of
@@ -335,7 +335,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
         table_gradients: with ``adjoint``, ``Solution.vjp`` also gives the cotangents of the
             tables' values (``Gradients.tables``, one array per table shaped as it, summed
             over the samples in a fixed order): for tables of the solve's float type holding
-            at most 64 elements together (each sample carries a cotangent of every element).
+            at most 128 elements together (each sample carries a cotangent of every element).
 
     Returns a ``Solution``. Samples still running at ``max_steps`` are reported there
     (``status == 0``) with an ``eagle.TruncationWarning``.

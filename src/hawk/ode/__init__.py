@@ -18,7 +18,7 @@ Two ways to use them:
   ``sde_kernel`` build the ensemble kernel for a right-hand side; ``eagle.ode.solve`` binds
   one to arrays and runs it.
 
-The state ``u`` is a number or a vector (``Vec2`` ... ``Vector[64]``); ``p`` is whatever ``f``
+The state ``u`` is a number or a vector (``Vec2`` ... ``Vector[128]``); ``p`` is whatever ``f``
 takes.
 """
 

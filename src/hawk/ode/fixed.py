@@ -2,7 +2,7 @@
 Euler-Maruyama for stochastic differential equations.
 
 Each is a ``@hawk.func`` that takes the model as a func ``f(u, t, p)`` returning ``du/dt`` for a
-state ``u`` (a number or a vector, ``Vec2`` ... ``Vector[64]``), its time ``t`` and whatever
+state ``u`` (a number or a vector, ``Vec2`` ... ``Vector[128]``), its time ``t`` and whatever
 parameters ``p`` the model needs (a number, a vector or a tuple), and returns the state one
 step later.
 """

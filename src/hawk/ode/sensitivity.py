@@ -37,7 +37,7 @@ def _p_first(p, u, t, f, *tables):
 @hawk.func
 def _unit(m, j):
     """The ``j``-th of ``m`` unit vectors (a number for ``m == 1``; zeros for ``j == m``),
-    built by ``concat``: ``hawk.zeros`` takes at most 16 components, ``p`` up to 64."""
+    built by ``concat``: ``hawk.zeros`` takes at most 16 components, ``p`` up to 128."""
     unit = 1.0 if j == 0 else 0.0
     for i in range(1, m):
         unit = hawk.concat(unit, 1.0 if i == j else 0.0)
