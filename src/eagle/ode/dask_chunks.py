@@ -27,7 +27,7 @@ the workers. A worker that dies has its chunk's blocks made again from the graph
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
@@ -121,13 +121,24 @@ def chunk_arrays(recipe: ChunkRecipe, lo: int, hi: int, **blocks) -> dict:
     else:
         numbers_of = dict(dt=_each(recipe, "dt", m, blocks, positive=True))
     u = ensemble.start_state(layout, np.asarray(blocks["u0"]), np, m)
-    arrays = ensemble.make(layout, np, m, u0=u, p=p, t=t, t_end=t_end, **numbers_of)
+    arrays = ensemble.make(_columns(layout, lo, hi), np, m, u0=u, p=p, t=t, t_end=t_end,
+                           **numbers_of)
     if recipe.memory is not None:
         arrays["c"] = events.memory_from(recipe.memory, np, p, arrays["u"], t, recipe.tables)
     if recipe.prepare is not None:
         simulate(recipe.prepare, max_steps=1, **ensemble.first_step_bindings(arrays, np, m),
                  **recipe.tables)
     return {name: arrays[name] for name in recipe.per_sample}
+
+
+def _columns(layout: ensemble.Layout, lo: int, hi: int) -> ensemble.Layout:
+    """``layout`` for samples ``lo`` to ``hi - 1``: ``saveat`` times per sample ``(T, n)``
+    cut to their columns (each sample's first recorded time is found in its own; the kernel
+    is still bound to the whole table, which it reads by the global sample index)."""
+    listed = layout.save_every
+    if isinstance(listed, np.ndarray) and listed.ndim == 2:
+        return replace(layout, save_every=listed[:, lo:hi])
+    return layout
 
 
 def _each(recipe: ChunkRecipe, name: str, m: int, blocks: dict, **checks):
@@ -184,14 +195,16 @@ def run(lazy: LazyInputs, layout: ensemble.Layout, plan, prepare, tables: dict, 
     m = lazy.first["u0"].shape[-1]
     ones = np.ones(m)
     stand_in = ensemble.make(  # the first samples, to tell per-sample arrays from shared ones
-        layout, np, m, u0=ensemble.start_state(layout, lazy.first["u0"], np, m), p=bound_p,
-        t=np.zeros(m), t_end=ones, rtol=ones, atol=ones, max_step=ones, dt=ones)
+        _columns(layout, 0, m), np, m,
+        u0=ensemble.start_state(layout, lazy.first["u0"], np, m), p=bound_p, t=np.zeros(m),
+        t_end=ones, rtol=ones, atol=ones, max_step=ones, dt=ones)
     if memory is not None:
         stand_in["c"] = np.empty((1 + memory[1], m), dtype=layout.dtype)
     roles = {p.name: p.role for p in plan.kernel.params}
     per_sample = tuple(name for name, value in stand_in.items()
                        if isinstance(value, np.ndarray) and roles[name] not in _WHOLE)
     shared = {name: value for name, value in stand_in.items() if name not in per_sample}
+    shared["save_every"] = layout.save_every  # saveat times per sample: the whole table
     shared_p = roles["p"] in _WHOLE
     recipe = ChunkRecipe(
         layout=layout, numbers=lazy.numbers, prepare=prepare, memory=memory, tables=tables,

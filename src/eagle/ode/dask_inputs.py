@@ -15,9 +15,9 @@ shared ``p`` or a shared argument of ``args``) are sent whole in the tasks. The 
 solve makes of each sample's value (``rtol`` positive, ``t_end`` on the same side of ``t0``
 for every sample) run on the worker that makes the chunk, and are refused by the same name.
 
-What stays refused, by name: ``saveat`` as times per sample (a ``(T, n)`` table that every
-chunk would need whole; the kernels read it by the global sample index) and ``adjoint=True``
-(``eagle.ode.adjoint`` refuses ``client``).
+``saveat`` as times per sample is a NumPy ``(T, n)`` array (its times are a table the kernels
+read by each sample's global index, sent once per run to every worker); a dask ``saveat`` is
+refused by name, as is ``adjoint=True`` (``eagle.ode.adjoint`` refuses ``client``).
 """
 
 from __future__ import annotations
@@ -103,10 +103,10 @@ def inputs(client, chunks, u0, p, *, t_span, rtol, atol, max_step, dt, args, sav
     if not is_dask(u0):
         raise ValueError("p is a dask array: pass u0 as a dask array too (its chunks cut the "
                          "samples on the workers)")
-    if is_dask(saveat) or getattr(saveat, "ndim", 0) == 2:
-        raise ValueError("saveat as times per sample does not go with a dask u0 yet (every "
-                         "chunk would need the whole (T, n) table): pass NumPy arrays, or "
-                         "times (T,) shared by every sample")
+    if is_dask(saveat):
+        raise ValueError("saveat as a dask array: pass its times as a NumPy array, (T,) or "
+                         "(T, n) (the kernels read the times whole, by each sample's global "
+                         "index)")
     if adjoint:
         raise ValueError("adjoint=True does not go with a dask u0 yet (nor with client=): "
                          "pass NumPy arrays without client=")

@@ -521,7 +521,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
     stochastic = hawk_ode.METHODS[method].stochastic
     listed = None  # saveat as an array of times, in the integration's variable
     if arguments.is_array(saveat):
-        listed = arguments.listed_times("saveat", saveat, xp, n, dtype, backward)
+        listed = arguments.listed_times("saveat", saveat, xp, n if lazy is None else lazy.n,
+                                        dtype, backward)
     if backward:  # solved forward in s = -t: du/ds = -f(u, -s, p)
         if stochastic:
             raise ValueError(f"t_span: an SDE (method={method!r}) runs forward in time "
