@@ -17,7 +17,9 @@ for every sample) run on the worker that makes the chunk, and are refused by the
 
 ``saveat`` as times per sample is a NumPy ``(T, n)`` array (its times are a table the kernels
 read by each sample's global index, sent once per run to every worker); a dask ``saveat`` is
-refused by name, as is ``adjoint=True`` (``eagle.ode.adjoint`` refuses ``client``).
+refused by name, as is ``adjoint=True`` (its recorded steps and ``Solution.vjp``'s backward pass
+would have to stay on the workers; with NumPy inputs and ``client=`` the adjoint's forward run
+goes over the cluster and ``vjp`` runs on the client).
 """
 
 from __future__ import annotations
@@ -108,8 +110,9 @@ def inputs(client, chunks, u0, p, *, t_span, rtol, atol, max_step, dt, args, sav
                          "(T, n) (the kernels read the times whole, by each sample's global "
                          "index)")
     if adjoint:
-        raise ValueError("adjoint=True does not go with a dask u0 yet (nor with client=): "
-                         "pass NumPy arrays without client=")
+        raise ValueError("adjoint=True does not go with a dask u0 yet (its recorded steps "
+                         "and the backward pass would stay on the workers): pass NumPy "
+                         "arrays, with client= or without")
     if u0.ndim not in (1, 2):
         raise ValueError(f"u0 must have shape (n,) or (k, n), got {tuple(u0.shape)}")
     n = int(u0.shape[-1])

@@ -269,7 +269,7 @@ def _integrate(kernel, prepare, arrays: dict, bound: dict, tables: dict, xp, n: 
                      **tables)
         plan = deploy(kernel)
         if client is not None:  # the integration on the cluster, into these same arrays
-            return plan, None, cluster.run(plan, client, chunks, arrays, tables,
+            return plan, None, cluster.run(plan, client, chunks, bound, tables,
                                            max_steps=max_steps, seed=seed, progress=progress,
                                            checkpoint=checkpoint)
         runner = until_done(plan, max_steps=max_steps, seed=seed, **bound, **tables)
@@ -508,7 +508,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
     if adjoint:
         adjoint_steps = adjoints.check(method, adjoint_steps, {
             "on_event": on_event, "tstops": tstops, "on_stop": on_stop,
-            "sensitivity": sensitivity, "client": client, "noise": noise, "jac": jac})
+            "sensitivity": sensitivity, "noise": noise, "jac": jac})
         adjoints.check_event(event, direction, terminal, record_events)
     _check_funcs(f, state, params, table_dims, jac=jac, noise=noise, on_stop=on_stop,
                  on_event=on_event,
