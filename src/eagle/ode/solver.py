@@ -417,10 +417,12 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             per-sample ``p``) as dask arrays, no sample's numbers come here: each chunk's
             arrays are made from its blocks on a worker, and the ``Solution``'s per-sample
             arrays are dask arrays over the results kept there (``.compute()`` gathers them; a
-            reduction such as ``sol.u.mean(axis=-1)`` runs there), ``t_span``, ``rtol``,
-            ``atol``, ``max_step`` and ``dt`` numbers (``eagle.ode.dask_inputs``; not yet with
-            ``args``, a sensitivity with an event, events only recorded, or ``saveat`` times
-            per sample). With a CuPy ``u0`` each chunk runs on its worker's GPU (dask-cuda's one
+            reduction such as ``sol.u.mean(axis=-1)`` runs there); every per-sample argument
+            may then be a dask array (``p``, the per-sample parts of ``args``, ``t_span``,
+            ``rtol``, ``atol``, ``max_step``, ``dt``), shared ones numbers or NumPy arrays
+            (``saveat`` times per sample too), and a sensitivity's event correction and the
+            location of events only recorded run on the workers (``eagle.ode.dask_inputs``,
+            ``eagle.ode.dask_chunks``; not yet ``adjoint=True``). With a CuPy ``u0`` each chunk runs on its worker's GPU (dask-cuda's one
             worker per GPU) and the ``Solution`` is CuPy, the local GPU solve's bit for bit.
         chunks: with ``client``, the number of chunks (default: the workers' threads, or a
             dask ``u0``'s own sample chunks).
@@ -434,7 +436,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             (a grid or an array of times: ``vjp(dsaved=...)``), ``args`` (the gradients in
             ``Gradients.args``, one per argument) and one terminal ``event`` (its time moves
             with ``p`` and ``u0``), without several events, ``on_event``, ``record_events``,
-            stops, ``sensitivity`` or ``client`` yet.
+            stops or ``sensitivity`` yet; with ``client`` (NumPy inputs) the forward run goes
+            over the cluster and ``vjp`` runs here.
             The end state is the plain solve's, bit for bit.
         adjoint_steps: with ``adjoint``, the accepted steps kept per sample (default 1024; each
             costs ``(k + 2) * 8`` bytes per sample in float64); a sample that needs more is
