@@ -422,8 +422,9 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             ``rtol``, ``atol``, ``max_step``, ``dt``), shared ones numbers or NumPy arrays
             (``saveat`` times per sample too), and a sensitivity's event correction and the
             location of events only recorded run on the workers (``eagle.ode.dask_inputs``,
-            ``eagle.ode.dask_chunks``; not yet ``adjoint=True``). With a CuPy ``u0`` each chunk runs on its worker's GPU (dask-cuda's one
-            worker per GPU) and the ``Solution`` is CuPy, the local GPU solve's bit for bit.
+            ``eagle.ode.dask_chunks``; not yet ``adjoint=True``). With a CuPy ``u0`` each
+            chunk runs on its worker's GPU (dask-cuda's one worker per GPU) and the
+            ``Solution`` is CuPy, the local GPU solve's bit for bit.
         chunks: with ``client``, the number of chunks (default: the workers' threads, or a
             dask ``u0``'s own sample chunks).
         checkpoint: with ``client``, a folder every worker can see: each finished chunk is
