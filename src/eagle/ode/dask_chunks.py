@@ -111,15 +111,19 @@ def chunk_arrays(recipe: ChunkRecipe, lo: int, hi: int, **blocks) -> dict:
     ``blocks`` of the dask inputs, made by the local solve's code (``ensemble``) and
     first-stepped: run on a Dask worker (``run_on_cluster``'s ``init``)."""
     layout, m = recipe.layout, hi - lo
-    t, t_end = chunk_times(recipe, m, blocks)
-    p = chunk_p(recipe, m, blocks)
-    if layout.adaptive:
-        numbers_of = dict(rtol=_each(recipe, "rtol", m, blocks, positive=True),
-                          atol=_each(recipe, "atol", m, blocks, positive=True),
-                          max_step=_each(recipe, "max_step", m, blocks, positive=True,
-                                         infinite=True))
-    else:
-        numbers_of = dict(dt=_each(recipe, "dt", m, blocks, positive=True))
+    try:  # each sample's values checked as a local solve checks them
+        t, t_end = chunk_times(recipe, m, blocks)
+        p = chunk_p(recipe, m, blocks)
+        if layout.adaptive:
+            numbers_of = dict(rtol=_each(recipe, "rtol", m, blocks, positive=True),
+                              atol=_each(recipe, "atol", m, blocks, positive=True),
+                              max_step=_each(recipe, "max_step", m, blocks, positive=True,
+                                             infinite=True))
+        else:
+            numbers_of = dict(dt=_each(recipe, "dt", m, blocks, positive=True))
+    except ValueError as error:  # say where: "sample k" counts within this chunk
+        raise ValueError(f"{error} (in the chunk of samples {lo} to {hi - 1}, its samples "
+                         f"counted from 0)") from None
     u = ensemble.start_state(layout, np.asarray(blocks["u0"]), np, m)
     arrays = ensemble.make(_columns(layout, lo, hi), np, m, u0=u, p=p, t=t, t_end=t_end,
                            **numbers_of)
