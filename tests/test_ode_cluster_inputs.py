@@ -244,3 +244,27 @@ def test_what_a_dask_solve_still_cannot_serve_is_refused_by_name(client):
         f = lorenz_by_args if "args" in given else lorenz
         with pytest.raises(ValueError, match=message):
             eagle.ode.solve(f, lazy_u0, (0.0, 1.0), client=client, **given)
+
+
+@hawk.func
+def decay_scalar(u, t, k):
+    return -k * u
+
+
+@hawk.func
+def below_level(u, t, k):
+    return u - 1.2
+
+
+def test_a_pure_recording_of_a_column_u0_records_its_state_as_a_terminal_one_does(client):
+    """``u0`` ``(1, n)`` (solved as ``(n,)``): the located events' states are ``(K, n)``, as
+    the kernel records them for an event that acts (a local solve refused its own arrays
+    before), and the cluster's are the same bits."""
+    u0, k = np.linspace(1.0, 2.0, N)[None], np.linspace(0.5, 1.5, N)
+    options = dict(p=k, event=below_level, terminal=False, direction=0, record_events=2)
+    local = eagle.ode.solve(decay_scalar, u0, (0.0, 2.0), **options)
+    acting = eagle.ode.solve(decay_scalar, u0, (0.0, 2.0), **{**options, "terminal": True})
+    assert local.u_events.shape == acting.u_events.shape == (2, N)
+    remote = eagle.ode.solve(decay_scalar, lazy(u0), (0.0, 2.0), client=client, chunks=3,
+                             **{**options, "p": lazy(k)})
+    assert_same(local, remote)

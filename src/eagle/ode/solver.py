@@ -693,6 +693,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
         u, saved, split = _split_sensitivity(u, saved, states, columns, sensitivity,
                                              saveat is not None)
         sensitivities.update(split)
+    state_shape = u.shape  # a (1, n) u0's events are recorded as its state's, (n,)
     if column:
         u, saved = u[None], saved[:, None]
     recorded = {}
@@ -710,14 +711,15 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
                 which = arrays["which_events"]
                 t_events, u_events, arrays["which_events"] = lazy_run.per_chunk(
                     functools.partial(dask_chunks.locate_recorded, locator, per_sample_p,
-                                      u.shape[:-1], one_component),
+                                      state_shape[:-1], one_component),
                     {"t_events": t_events, "u_events": u_events, "which_events": which},
-                    [(t_events.shape[:-1], dtype), ((t_events.shape[0], *u.shape[:-1]), dtype),
+                    [(t_events.shape[:-1], dtype),
+                     ((t_events.shape[0], *state_shape[:-1]), dtype),
                      (which.shape[:-1], which.dtype)])
             else:
                 t_events, u_events = locate_recorded(
                     locator, xp, p, per_sample_p, t_events, u_events, arrays["which_events"],
-                    u.shape, tables, one_component, t_end)
+                    state_shape, tables, one_component, t_end)
         recorded = dict(t_events=-t_events if backward else t_events, u_events=u_events,
                         which_events=arrays["which_events"])
     if backward:
