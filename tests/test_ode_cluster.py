@@ -319,7 +319,7 @@ def test_what_a_dask_solve_cannot_serve_is_refused_by_name(client):
     u0, p = lorenz_sweep(10)
     lazy_u0, lazy_p = da.from_array(u0, chunks=(3, 5)), da.from_array(p, chunks=(3, 5))
     refusals = [
-        (dict(u0=lazy_u0, p=p, client=None), "u0 or p is a dask array: pass client="),
+        (dict(u0=lazy_u0, p=p, client=None), "u0 is a dask array: pass client="),
         (dict(u0=u0, p=lazy_p), "p is a dask array: pass u0 as a dask array too"),
         (dict(u0=lazy_u0, p=p), r"p of shape \(3, 10\) is per sample: beside a dask u0 pass "
                                 "it as a dask array too"),

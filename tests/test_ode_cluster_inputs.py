@@ -239,11 +239,15 @@ def test_what_a_dask_solve_still_cannot_serve_is_refused_by_name(client):
          r"rtol must be a number or a dask array \(24,\) beside a dask u0"),
         (dict(p=lazy_p, atol=lazy(np.ones((2, N)))),
          r"atol as a dask array is per sample: it must have shape \(24,\)"),
+        (dict(u0=u0, p=p, rtol=lazy(np.full(N, 1e-8))),
+         "rtol is a dask array: pass u0 as a dask array too"),
+        (dict(u0=u0, args=(lazy(p[0]), p[1]), client=None),
+         r"args\[0\] is a dask array: pass client="),
     ]
     for given, message in refusals:
         f = lorenz_by_args if "args" in given else lorenz
         with pytest.raises(ValueError, match=message):
-            eagle.ode.solve(f, lazy_u0, (0.0, 1.0), client=client, **given)
+            eagle.ode.solve(f, t_span=(0.0, 1.0), **{"u0": lazy_u0, "client": client, **given})
 
 
 @hawk.func

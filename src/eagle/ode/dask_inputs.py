@@ -87,24 +87,31 @@ def array_module():
     return da
 
 
-def _any_dask(u0, p, args, t_span, others) -> bool:
-    values = [u0, p, *others, *(t_span if isinstance(t_span, tuple | list) else ())]
-    values += list(args) if isinstance(args, tuple | list) else []
-    return any(is_dask(v) for v in values)
+def _dask_names(u0, p, args, t_span, others: dict) -> list[str]:
+    """The names of the arguments given as dask arrays."""
+    given = {"u0": u0, "p": p, **others}
+    if isinstance(t_span, tuple | list) and len(t_span) == 2:
+        given.update({"t_span[0]": t_span[0], "t_span[1]": t_span[1]})
+    if isinstance(args, tuple | list):
+        given.update({f"args[{i}]": value for i, value in enumerate(args)})
+    return [name for name, value in given.items() if is_dask(value)]
 
 
 def inputs(client, chunks, u0, p, *, t_span, rtol, atol, max_step, dt, args, saveat,
            adjoint=False) -> LazyInputs | None:
-    """None unless ``u0`` or another per-sample argument is a dask array; else what ``solve``
-    needs of them, after refusing by name what a dask solve cannot serve."""
-    if not _any_dask(u0, p, args, t_span, (rtol, atol, max_step, dt, saveat)):
+    """None unless ``u0`` or another argument is a dask array; else what ``solve`` needs of
+    them, after refusing by name what a dask solve cannot serve."""
+    named = _dask_names(u0, p, args, t_span, dict(rtol=rtol, atol=atol, max_step=max_step,
+                                                  dt=dt, saveat=saveat))
+    if not named:
         return None
+    which = f"{', '.join(named)} {'is a dask array' if len(named) == 1 else 'are dask arrays'}"
     if client is None:
-        raise ValueError("u0 or p is a dask array: pass client= (a distributed.Client) to "
-                         "solve on its workers, or .compute() them to solve here")
+        raise ValueError(f"{which}: pass client= (a distributed.Client) to solve on its "
+                         "workers, or .compute() them to solve here")
     if not is_dask(u0):
-        raise ValueError("p is a dask array: pass u0 as a dask array too (its chunks cut the "
-                         "samples on the workers)")
+        raise ValueError(f"{which}: pass u0 as a dask array too (its chunks cut the samples "
+                         "on the workers)")
     if is_dask(saveat):
         raise ValueError("saveat as a dask array: pass its times as a NumPy array, (T,) or "
                          "(T, n) (the kernels read the times whole, by each sample's global "
