@@ -272,3 +272,32 @@ def test_a_pure_recording_of_a_column_u0_records_its_state_as_a_terminal_one_doe
     remote = eagle.ode.solve(decay_scalar, lazy(u0), (0.0, 2.0), client=client, chunks=3,
                              **{**options, "p": lazy(k)})
     assert_same(local, remote)
+
+
+@hawk.func
+def energy(q, k):
+    return 0.5 * k * q.x * q.x + 0.25 * q.y * q.y * q.y * q.y
+
+
+@hawk.func
+def hamiltonian(u, t, k):
+    """The force as ``hawk.grad`` of the energy, inside the model."""
+    force = hawk.grad(energy, hawk.vec2(u.x, u.y), k)
+    return hawk.vec4(u.z, u.w, -force.x, -force.y)
+
+
+def test_a_model_differentiated_by_hawk_grad_with_the_adjoint_over_the_cluster(client):
+    """``hawk.grad`` in ``f`` travels in the kernel's IR; with ``adjoint=True`` over the
+    cluster (NumPy inputs) ``vjp`` gives the local gradients, and a dask solve the local
+    states."""
+    u0 = np.stack([np.linspace(0.5, 1.0, N), np.zeros(N), np.zeros(N), np.ones(N)])
+    k = np.linspace(1.0, 2.0, N)
+    options = dict(p=k, saveat=(0.0, 2.0, 3), adjoint=True)
+    local = eagle.ode.solve(hamiltonian, u0, (0.0, 2.0), **options)
+    remote = eagle.ode.solve(hamiltonian, u0, (0.0, 2.0), client=client, chunks=3, **options)
+    assert_same(local, remote)
+    here, there = local.vjp(np.ones_like(u0)), remote.vjp(np.ones_like(u0))
+    assert here.p.tobytes() == there.p.tobytes() and here.u0.tobytes() == there.u0.tobytes()
+    kept = eagle.ode.solve(hamiltonian, lazy(u0), (0.0, 2.0), client=client, chunks=3,
+                           **{**options, "p": lazy(k), "adjoint": False})
+    assert_same(local, kept)
