@@ -36,7 +36,7 @@ the same two per chunk on its worker (``eagle.distributed._devices``).
 
 This path suits ensembles whose arrays fit on the client: every member's inputs go out and its
 results come back through it. With dask-array inputs nothing of a member comes to the client
-(``eagle.ode.dask_inputs``).
+(``eagle.ode.dask_inputs`` checks them, ``eagle.ode.dask_chunks`` runs them).
 
 Why this split rather than the whole ``solve`` on each chunk: the Solution's post-processing
 and the checks stay in one place (``solver``), the funcs never travel (only the kernels' IR

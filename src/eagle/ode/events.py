@@ -25,7 +25,8 @@ from hawk.ode.recorded import event_value_kernel
 from ..runner import simulate
 from . import probes
 
-__all__ = ["stacked", "as_one_event", "per_component", "locate_recorded", "carried_memory"]
+__all__ = ["stacked", "as_one_event", "per_component", "locate_recorded", "carried_memory",
+           "memory_kernel", "memory_from"]
 
 
 @functools.cache
@@ -117,10 +118,23 @@ def carried_memory(event, state, params, table_dims, xp, p, u, t, tables):
     """The ``c`` a kernel that carries the event starts with (``hawk.ode.kernels.
     carries_event``), ``(1 + w, n)`` for an event of ``w`` components: ``C_START`` (the
     controller's memory), then ``g(u0, t0, p)`` by ``event_value_kernel``."""
-    width, n = event_width(event, state, params, table_dims), t.shape[0]
+    return memory_from(memory_kernel(event, state, params, table_dims), xp, p, u, t, tables)
+
+
+def memory_kernel(event, state, params, table_dims) -> tuple:
+    """``(kernel, w)``: the ``event_value_kernel`` that starts ``carried_memory`` and the
+    event's components ``w``, built once (a dask solve sends the kernel to its workers)."""
+    return (event_value_kernel(event, state, params, tables=table_dims),
+            event_width(event, state, params, table_dims))
+
+
+def memory_from(kernel_and_width: tuple, xp, p, u, t, tables):
+    """``carried_memory`` by ``memory_kernel``'s kernel."""
+    kernel, width = kernel_and_width
+    n = t.shape[0]
     c = xp.empty((1 + width, n), dtype=t.dtype)
     c[0] = C_START
     value = c[1] if width == 1 else c[1:]  # rows of a C-ordered array: contiguous
-    simulate(event_value_kernel(event, state, params, tables=table_dims), max_steps=1, p=p,
-             u=u, t=t, value=value, terminated=xp.zeros(n, dtype=bool), **tables)
+    simulate(kernel, max_steps=1, p=p, u=u, t=t, value=value,
+             terminated=xp.zeros(n, dtype=bool), **tables)
     return c

@@ -41,12 +41,14 @@ MAX_NUMBERS = SIDE * SIDE
 _COLUMNS = SIDE
 
 
-def pack(given, xp, n: int, dtype):
+def pack(given, xp, n: int, dtype, per_sample_args: tuple[bool, ...] | None = None):
     """``args`` as ``(packed, annotation, layout, per_sample)``: the new array bound as ``p``,
     how it is bound, the layout ``((offset, shape), ...)``, the compile-time positions of each
     argument in the packed numbers (``shape`` ``()`` for a number), and whether each argument
     has a value per sample (for cutting a cotangent of the packed ``p`` back into arguments:
-    ``eagle.ode.adjoint``). ``ValueError`` or
+    ``eagle.ode.adjoint``). ``per_sample_args`` says which arguments are per sample instead of
+    their last axis (a chunk of ``n`` samples of a dask solve, where a shared argument's last
+    axis may happen to be ``n``). ``ValueError`` or
     ``TypeError`` naming ``args[i]`` for an argument that is not real numbers of at most two
     dimensions besides the samples."""
     if not isinstance(given, tuple | list) or not given:
@@ -66,7 +68,8 @@ def pack(given, xp, n: int, dtype):
             raise TypeError(f"{name} must be a number or an array, got "
                             f"{type(value).__name__}") from None
         arguments.numeric(name, array)
-        samples = array.ndim >= 1 and array.shape[-1] == n
+        samples = array.ndim >= 1 and array.shape[-1] == n if per_sample_args is None \
+            else per_sample_args[i]
         shape = tuple(array.shape[:-1] if samples else array.shape)
         if len(shape) > 2 or (len(shape) == 2 and not all(1 <= s <= SIDE
                                                           for s in shape)) \

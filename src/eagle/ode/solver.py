@@ -26,8 +26,14 @@ from ..plan import deploy
 from ..runner import simulate, until_done
 from ..threads import get_num_threads, set_num_threads
 from . import adjoint as adjoints
-from . import arguments, cluster, dask_inputs, ensemble, model_args, probes
-from .events import as_one_event, carried_memory, locate_recorded, per_component
+from . import arguments, cluster, dask_chunks, dask_inputs, ensemble, model_args, probes
+from .events import (
+    as_one_event,
+    locate_recorded,
+    memory_from,
+    memory_kernel,
+    per_component,
+)
 from .forward_sensitivity import sensitivity_columns, split_sensitivity, with_sensitivity
 from .solution import Solution
 
@@ -151,7 +157,7 @@ def _integrate(kernel, prepare, arrays: dict, bound: dict, tables: dict, xp, n: 
                      **tables)
         plan = deploy(kernel)
         if client is not None:  # the integration on the cluster, into these same arrays
-            return plan, None, cluster.run(plan, client, chunks, arrays, tables,
+            return plan, None, cluster.run(plan, client, chunks, bound, tables,
                                            max_steps=max_steps, seed=seed, progress=progress,
                                            checkpoint=checkpoint)
         runner = until_done(plan, max_steps=max_steps, seed=seed, **bound, **tables)
@@ -307,11 +313,14 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             per-sample ``p``) as dask arrays, no sample's numbers come here: each chunk's
             arrays are made from its blocks on a worker, and the ``Solution``'s per-sample
             arrays are dask arrays over the results kept there (``.compute()`` gathers them; a
-            reduction such as ``sol.u.mean(axis=-1)`` runs there), ``t_span``, ``rtol``,
-            ``atol``, ``max_step`` and ``dt`` numbers (``eagle.ode.dask_inputs``; not yet with
-            ``args``, a sensitivity with an event, events only recorded, or ``saveat`` times
-            per sample). With a CuPy ``u0`` each chunk runs on its worker's GPU (dask-cuda's one
-            worker per GPU) and the ``Solution`` is CuPy, the local GPU solve's bit for bit.
+            reduction such as ``sol.u.mean(axis=-1)`` runs there); every per-sample argument
+            may then be a dask array (``p``, the per-sample parts of ``args``, ``t_span``,
+            ``rtol``, ``atol``, ``max_step``, ``dt``), shared ones numbers or NumPy arrays
+            (``saveat`` times per sample too), and a sensitivity's event correction and the
+            location of events only recorded run on the workers (``eagle.ode.dask_inputs``,
+            ``eagle.ode.dask_chunks``; not yet ``adjoint=True``). With a CuPy ``u0`` each
+            chunk runs on its worker's GPU (dask-cuda's one worker per GPU) and the
+            ``Solution`` is CuPy, the local GPU solve's bit for bit.
         chunks: with ``client``, the number of chunks (default: the workers' threads, or a
             dask ``u0``'s own sample chunks).
         checkpoint: with ``client``, a folder every worker can see: each finished chunk is
@@ -324,7 +333,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             (a grid or an array of times: ``vjp(dsaved=...)``), ``args`` (the gradients in
             ``Gradients.args``, one per argument) and one terminal ``event`` (its time moves
             with ``p`` and ``u0``), without several events, ``on_event``, ``record_events``,
-            stops, ``sensitivity`` or ``client`` yet.
+            stops or ``sensitivity`` yet; with ``client`` (NumPy inputs) the forward run goes
+            over the cluster and ``vjp`` runs here.
             The end state is the plain solve's, bit for bit.
         adjoint_steps: with ``adjoint``, the accepted steps kept per sample (default 1024; each
             costs ``(k + 2) * 8`` bytes per sample in float64); a sample that needs more is
@@ -348,10 +358,10 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
     # dask inputs: checked and compiled for here on their first sample, made on the workers
     lazy = dask_inputs.inputs(client, chunks, u0, p, t_span=t_span, rtol=rtol, atol=atol,
                                max_step=max_step, dt=dt, args=args, saveat=saveat,
-                               sensitivity=sensitivity, event=event,
-                               record_events=record_events)
+                               adjoint=adjoint)
     if lazy is not None:
-        u0, p = lazy.first_u0, lazy.first_p
+        u0, p, args, t_span, rtol, atol, max_step, dt = lazy.first_arguments(
+            u0, p, args, t_span, rtol, atol, max_step, dt)
     xp = arguments.array_module(u0)
     cluster.check_options(client, chunks, checkpoint)
     arguments.numeric("u0", u0)
@@ -383,7 +393,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
         if p is not None:
             raise ValueError("pass the model's parameters as p (f(u, t, p)) or as args "
                              "(f(u, t, *args)), not both")
-        p, params, layout, args_per_sample = model_args.pack(args, xp, n, dtype)
+        p, params, layout, args_per_sample = model_args.pack(
+            args, xp, n, dtype, None if lazy is None else lazy.args_per_sample)
     else:
         p, params = arguments.params(0.0 if p is None else p, xp, n, dtype)
     tables, table_dims = arguments.tables(tables, xp)
@@ -402,7 +413,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
     if adjoint:
         adjoint_steps = adjoints.check(method, adjoint_steps, {
             "on_event": on_event, "tstops": tstops, "on_stop": on_stop,
-            "sensitivity": sensitivity, "client": client, "noise": noise, "jac": jac,
+            "sensitivity": sensitivity, "noise": noise, "jac": jac,
             "linsolve='refined'": True if linsolve == "refined" else None})
         adjoints.check_event(event, direction, terminal, record_events)
     _check_funcs(f, state, params, table_dims, jac=jac, noise=noise, on_stop=on_stop,
@@ -416,7 +427,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
     stochastic = hawk_ode.METHODS[method].stochastic
     listed = None  # saveat as an array of times, in the integration's variable
     if arguments.is_array(saveat):
-        listed = arguments.listed_times("saveat", saveat, xp, n, dtype, backward)
+        listed = arguments.listed_times("saveat", saveat, xp, n if lazy is None else lazy.n,
+                                        dtype, backward)
     if backward:  # solved forward in s = -t: du/ds = -f(u, -s, p)
         if stochastic:
             raise ValueError(f"t_span: an SDE (method={method!r}) runs forward in time "
@@ -506,11 +518,14 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
         save_count=save_count, saveat=saveat is not None, record_events=record_events,
         row_width=row_width, stop_first=stop_first, stop_every=stop_every, backward=backward,
         column=column, sensitivity=sensitivity, states=states, columns=columns)
+    memory = memory_kernel(event, state, params, table_dims) if adaptive and carries_event(
+        state, on_event, on_stop, terminal, record_events > 0) else None
     if lazy is not None:  # dask inputs: the arrays are made, and stay, on the workers
         plan, runner, small = deploy(kernel), None, np
-        arrays, report = dask_inputs.run(
-            lazy, arrays_layout, plan, prepare if adaptive else None, tables, p,
+        lazy_run = dask_chunks.run(
+            lazy, arrays_layout, plan, prepare if adaptive else None, tables, p, memory=memory,
             max_steps=max_steps, seed=seed, progress=progress, checkpoint=checkpoint)
+        arrays, report = lazy_run.arrays, lazy_run.report
         xp, n = dask_inputs.array_module(), lazy.n
         u, saved, t = arrays["u"], arrays["saved"], arrays["t"]
         zeros = (lambda: xp.zeros(n, dtype=np.int64, chunks=lazy.chunks))
@@ -526,8 +541,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             adjoints.check_least_steps(adjoint_steps, xp, t, t_end, max_step,
                                        save_count - arrays["saves"] if saveat is not None
                                        else None)
-        if adaptive and carries_event(state, on_event, on_stop, terminal, record_events > 0):
-            arrays["c"] = carried_memory(event, state, params, table_dims, xp, p, u, t, tables)
+        if memory is not None:
+            arrays["c"] = memory_from(memory, xp, p, u, t, tables)
         bound = arrays
         if adaptive and adjoint:  # the same steps, each accepted one recorded
             record = adjoints.Record(f, state, params, table_dims, method, params.role is
@@ -563,32 +578,51 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
         ts = save_first + small.arange(save_count) * save_every
     sensitivities = {}
     if sensitivity is not None and event is not None:  # the end moves with a terminal event
-        moved = xp.empty((columns, n) if columns > 1 else n, dtype=dtype)
-        simulate(hawk_ode.event_correction_kernel(model, event, states, columns,
-                                                  sensitivity == "p", params, table_dims),
-                 max_steps=1, p=p, t=t, status=status, big=u, dt=moved,
-                 terminated=xp.zeros(n, dtype=bool), **tables)
+        correction = hawk_ode.event_correction_kernel(model, event, states, columns,
+                                                      sensitivity == "p", params, table_dims)
+        if lazy is not None:  # on the workers, chunk by chunk
+            u, moved = lazy_run.per_chunk(
+                functools.partial(dask_chunks.correct_event_time, correction, columns),
+                {"u": u, "t": t, "status": status},
+                [(u.shape[:-1], dtype), ((columns,) if columns > 1 else (), dtype)])
+            arrays["u"] = u
+        else:
+            moved = xp.empty((columns, n) if columns > 1 else n, dtype=dtype)
+            simulate(correction, max_steps=1, p=p, t=t, status=status, big=u, dt=moved,
+                     terminated=xp.zeros(n, dtype=bool), **tables)
         sensitivities["dt_dp" if sensitivity == "p" else "dt_du0"] = -moved if backward \
             else moved
     if sensitivity is not None:
         u, saved, split = split_sensitivity(u, saved, states, columns, sensitivity,
                                             saveat is not None)
         sensitivities.update(split)
+    state_shape = u.shape  # a (1, n) u0's events are recorded as its state's, (n,)
     if column:
         u, saved = u[None], saved[:, None]
     recorded = {}
     if record_events and adaptive:
         t_events, u_events = arrays["t_events"], arrays["u_events"]
-        if row_width:
-            located = locate_recorded(
-                event_location_kernel(f, state, params, event=event,
-                                               direction=direction, tables=table_dims,
-                                               method=method, jac=jac, linsolve=linsolve,
-                                               event_samples=int(event_samples),
-                                               tstops=tstops is not None),
-                xp, p, params.role is Role.SCALAR, t_events, u_events, arrays["which_events"],
-                u.shape, tables, event_width(event, state, params, table_dims) == 1, t_end)
-            t_events, u_events = located
+        if row_width:  # each recorded step's event located, one per sample
+            locator = event_location_kernel(f, state, params, event=event,
+                                            direction=direction, tables=table_dims,
+                                            method=method, jac=jac, linsolve=linsolve,
+                                            event_samples=int(event_samples),
+                                            tstops=tstops is not None)
+            per_sample_p = params.role is Role.SCALAR
+            one_component = event_width(event, state, params, table_dims) == 1
+            if lazy is not None:  # on the workers, chunk by chunk
+                which = arrays["which_events"]
+                t_events, u_events, arrays["which_events"] = lazy_run.per_chunk(
+                    functools.partial(dask_chunks.locate_recorded, locator, per_sample_p,
+                                      state_shape[:-1], one_component),
+                    {"t_events": t_events, "u_events": u_events, "which_events": which},
+                    [(t_events.shape[:-1], dtype),
+                     ((t_events.shape[0], *state_shape[:-1]), dtype),
+                     (which.shape[:-1], which.dtype)])
+            else:
+                t_events, u_events = locate_recorded(
+                    locator, xp, p, per_sample_p, t_events, u_events, arrays["which_events"],
+                    state_shape, tables, one_component, t_end)
         recorded = dict(t_events=-t_events if backward else t_events, u_events=u_events,
                         which_events=arrays["which_events"])
     if backward:
