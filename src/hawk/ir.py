@@ -207,7 +207,7 @@ class Op:
 #: The widest vector a kernel takes: its components are registers and arguments, one each.
 #: 128 (issue 42: stiff models up to 128 states): a 128-state ``rodas5p`` step kernel with
 #: ``saveat`` passes 3,336 bytes of CUDA kernel parameters, inside the 4 KB every CUDA version
-#: takes (``eagle.cuda.emit.MAX_PARAMETER_BYTES``; a kernel above it is refused by name).
+#: takes (``eagle.cuda.parameters.MAX_PARAMETER_BYTES``; a kernel above it is refused by name).
 MAX_WIDTH = 128
 #: The most rows, and the most columns, of a matrix a kernel builds (``hawk.identity``,
 #: ``hawk.zeros``, ``hawk.matrix``, a Jacobian, a user's ``jac=``, the LU of ``hawk.solve``):
