@@ -32,6 +32,10 @@ from eagle.distributed import traffic  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
+#: the bytes one number per sample adds between the byte-counting tests' two sizes (2,000 and
+#: 40,000 samples): a quarter of it bounds what may grow with n through the scheduler
+ONE_NUMBER_PER_SAMPLE = (40_000 - 2_000) * 8
+
 
 def make_spread(lo, hi, n, k=1000):
     """``init``: samples lo..hi-1 of the spread ensemble of ``n`` samples, from their global
@@ -382,7 +386,7 @@ def test_an_ode_solve_moves_its_samples_around_the_scheduler_and_matches_a_local
     # ...not the scheduler: it carries the run's description (the kernel's IR, ~100 kB for
     # dopri5 on Lorenz with saveat, sent to every worker for the check before the run and
     # once in the graph) and reports, the same whatever n (0.56 MB at both n here)
-    assert abs(large["scheduler"] - small["scheduler"]) < 40_000, moved
+    assert abs(large["scheduler"] - small["scheduler"]) < ONE_NUMBER_PER_SAMPLE // 4, moved
     assert large["scheduler"] < 1_500_000, moved
 
 
@@ -416,5 +420,8 @@ def test_an_ode_solve_over_dask_inputs_moves_no_samples_through_the_client(cli):
     small, large = moved[2_000], moved[40_000]
     samples = 40_000 * 8 * (3 + 3 + 3 * 6)  # the larger run's u0, p and saved, in bytes
     for who in ("client", "scheduler"):
-        assert abs(large[who] - small[who]) < 40_000, moved
+        # any array of one number per sample would add 304 kB (38,000 more samples x 8 bytes);
+        # what does grow is the workers' heartbeats and metrics over a longer run (44 kB once,
+        # in a clean-clone CI run at load 4 beside other jobs)
+        assert abs(large[who] - small[who]) < ONE_NUMBER_PER_SAMPLE // 4, moved
         assert large[who] < samples / 4, moved

@@ -57,7 +57,12 @@ def two_product(a, b):
 
 @hawk.func
 def refined_solve(w, b):
-    """``w \\ b`` corrected once by ``w \\ r``, ``r = b - w x`` summed in doubled precision."""
+    """``w \\ b`` corrected once by ``w \\ r``, ``r = b - w x`` summed in doubled precision.
+
+    Args:
+        w: the matrix (a ``Matrix[k, k]``; a number for a scalar ``b``).
+        b: the right-hand side (a ``Vector[k]`` or a number).
+    """
     x = _solve(w, b)
     if hawk.width(b) == 1:
         product, product_error = two_product(w, x)
