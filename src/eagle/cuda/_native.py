@@ -8,7 +8,8 @@ into the exception the Python layer raises today (``CudaError`` with the ``CUres
 the call, ``BackendUnavailable``, ``CaptureError``, ``ArtifactError``, ``BindingTypeError``).
 
 The switch: with ``EAGLE_CUDA_NATIVE=1`` (read once, when the GPU path first asks;
-``use_native_door`` chooses for a block instead, without writing the environment), ``GraphPipeline`` captures and replays through the C++
+``use_native_door`` chooses for a block instead, without writing the environment),
+``GraphPipeline`` captures and replays through the C++
 ``StreamCapturer``/``Graph``/``GraphExec``, ``LoadedVector`` loads and launches through the
 C++ ``LoadedVector`` (its bindings still checked by Python's ``bind``) and ``repeat_while`` on a
 GPU array records its body and runs the C++ ``repeat_while``, ``GraphComposer`` forks and
