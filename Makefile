@@ -28,14 +28,10 @@ test: venv
 
 # Everything (what CI runs, via .ci/run): the fast tier and the slow one (fresh venvs and
 # processes with cold caches, long fuzzing and stress runs, cluster processes, gpu-check's
-# own runs); then the GPU suites once more through the native door, in a process of their own
-# (tests/native_door.py says why).
-NATIVE_DOOR_TESTS := tests/test_gpu_defects.py tests/test_gpu_emulated.py tests/test_gpu_plumbing.py \
-	tests/test_gpu_refill.py
+# own runs, the GPU suites through both doors: tests/native_door.py).
 test-all: venv
 	$(PY) -m ruff check src tests benchmarks examples docs
 	$(PY) -m pytest -q
-	EAGLE_TEST_DOORS=native $(PY) -m pytest -q -p no:cacheprovider -k native $(NATIVE_DOOR_TESTS)
 	$(MAKE) test-cuda13.0
 	$(MAKE) native-example
 

@@ -1,7 +1,8 @@
 """The native door in this process, for the suites written against the ``cuda.bindings`` door.
 
 ``tests/fake_driver.py`` and ``tests/emulated_gpu.py`` stand in for ``cuda.bindings.driver``
-under eagle's Python GPU layer. The same suites also run with ``EAGLE_CUDA_NATIVE=1``, where
+under eagle's Python GPU layer. The same suites also run through the native door
+(``use_native_door``, what ``EAGLE_CUDA_NATIVE=1`` selects), where
 ``until_done``'s runner, ``GraphPipeline``, ``GraphComposer``, ``LoadedVector`` and
 ``repeat_while`` go through ``libeagle_cuda`` (``native/``) to the stand-in libcuda
 (``native/tests/fakecuda``), which runs the generated kernels from host builds
@@ -13,7 +14,8 @@ an array.
 
 The library and the stand-in are loaded once per process (the driver table is read on first
 use), so the first test that opens the native door decides for the process; a process that
-already loaded the library without the stand-in skips these tests.
+already loaded the library without the stand-in skips these tests (no test in this process
+should load it so: test_docs_outputs points ``eagle info`` at no library).
 """
 
 from __future__ import annotations
@@ -34,14 +36,14 @@ NATIVE = ROOT / "build" / "native"
 LIBRARY = NATIVE / "install" / "lib" / "libeagle_cuda.so"
 STANDIN = NATIVE / "install" / "lib" / "libfakecuda.so"
 
-#: the ids of a ``door`` parameter: ``bindings``, or with ``EAGLE_TEST_DOORS=native`` (what
-#: ``make test-all`` runs in a pytest process of its own, after the main one) the native door
-#: alone, which is the slow tier (it builds native/). The two doors never share a process: in
-#: one process, the bindings door's emulated-GPU runs after the native layer and its stand-in
-#: were loaded crashed it (a corrupted heap, found at random later places: 4 of 4 full runs,
-#: 0 of 4 without the native cases; the cause is not found yet)
-DOORS = [pytest.param("native", marks=pytest.mark.slow)] \
-    if os.environ.get("EAGLE_TEST_DOORS") == "native" else ["bindings"]
+#: the ids of a ``door`` parameter: both doors, in one pytest process (the native one is the
+#: slow tier: it builds native/); ``EAGLE_TEST_DOORS=bindings`` or ``=native`` runs one.
+#: (They ran in separate processes for a while after 4 full runs crashed with a corrupted heap
+#: once both had run; that crash was not reproduced since, in runs of these suites and the
+#: emulated-GPU ones after them under glibc's malloc checks and under ASan, and the door no
+#: longer follows ``os.environ``: see ``opened``.)
+DOORS = [pytest.param(door, marks=pytest.mark.slow) if door == "native" else door
+         for door in os.environ.get("EAGLE_TEST_DOORS", "bindings,native").split(",")]
 
 _built: list[str] = []  # "" once make native passed in this process, else why it did not
 
@@ -74,6 +76,8 @@ class NativeDevice:
         self.lib.fakecuda_log.restype = ctypes.c_char_p
         self.lib.fakecuda_counter.restype = ctypes.c_longlong
         self.lib.fakecuda_counter.argtypes = [ctypes.c_char_p]
+        self.lib.fakecuda_set_host_modules.argtypes = [ctypes.c_char_p]
+        self.lib.fakecuda_set_host_modules(str(folder).encode())
         self.lib.fakecuda_reset()
 
     def counter(self, name: str) -> int:
@@ -156,33 +160,51 @@ class NativeArray:
         return out
 
 
+_loaded: list[str | None] = []  # why the native layer cannot run over the stand-in, or None
+
+
+def load_over_the_standin() -> str | None:
+    """Load ``libeagle_cuda`` over the stand-in, once per process; return why the native door
+    cannot open here, or None. The library and the stand-in read ``EAGLE_CUDA_LIBRARY`` and
+    ``EAGLE_LIBCUDA`` when they load and never again, so those two are set for that moment
+    only: before any native object exists, with no run going on in any thread. The door
+    itself is chosen by ``use_native_door`` and the stand-in's folder of host builds by
+    ``fakecuda_set_host_modules``: nothing here writes the environment while runs go on."""
+    if not _loaded:
+        from eagle.cuda import _native
+
+        names = {"EAGLE_CUDA_LIBRARY": str(LIBRARY), "EAGLE_LIBCUDA": str(STANDIN)}
+        saved = {name: os.environ.get(name) for name in names}
+        os.environ.update(names)
+        try:
+            _loaded.append(_native.unavailable())
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+    return _loaded[0]
+
+
 @contextmanager
 def opened(folder: Path):
-    """``EAGLE_CUDA_NATIVE=1`` over the stand-in, with a CUDA backend that builds kernels for
-    the host in ``folder``, for the ``with`` block; yields a ``NativeDevice``."""
+    """The native door (``use_native_door``) over the stand-in, with a CUDA backend that
+    builds kernels for the host in ``folder``, for the ``with`` block; yields a
+    ``NativeDevice``."""
     build()
     from eagle.backend import registered
-    from eagle.cuda import _native
+    from eagle.cuda._native import use_native_door
     from eagle.cuda.backend import CudaBackend
     from eagle.cuda.hostbuild import host_module_compiler
 
-    saved = {k: os.environ.get(k) for k in ("EAGLE_CUDA_NATIVE", "EAGLE_CUDA_LIBRARY",
-                                             "EAGLE_LIBCUDA", "FAKECUDA_HOST_MODULES")}
-    os.environ.update(EAGLE_CUDA_NATIVE="1", EAGLE_CUDA_LIBRARY=str(LIBRARY),
-                      EAGLE_LIBCUDA=str(STANDIN), FAKECUDA_HOST_MODULES=str(folder))
-    try:
-        why = _native.unavailable()
-        if why:
-            pytest.skip(f"the native layer was loaded in this process without the stand-in "
-                        f"libcuda: {why}")
-        with registered(CudaBackend(host_module_compiler(folder))):
-            yield NativeDevice(folder)
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    why = load_over_the_standin()
+    if why:
+        pytest.skip(f"the native layer was loaded in this process without the stand-in "
+                    f"libcuda: {why}")
+    device = NativeDevice(folder)
+    with use_native_door(), registered(CudaBackend(host_module_compiler(folder))):
+        yield device
 
 
 @contextmanager

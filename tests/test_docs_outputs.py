@@ -132,6 +132,9 @@ def test_info_shows_a_cache_under_home_as_tilde(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("EAGLE_CACHE_DIR", str(tmp_path / ".cache" / "eagle"))
+    # no native library: loaded here without the stand-in libcuda, it would stay so for the
+    # process, and the GPU suites' native-door cases after this one would skip (native_door)
+    monkeypatch.setenv("EAGLE_CUDA_LIBRARY", str(tmp_path / "no-libeagle_cuda.so"))
     assert info() == 0
     printed = capsys.readouterr().out
     assert "cache: ~/.cache/eagle (" in printed and str(tmp_path) not in printed

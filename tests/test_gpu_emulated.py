@@ -9,6 +9,8 @@ Skipped where a real GPU is present (tests/test_gpu.py runs there) or no host C+
 from __future__ import annotations
 
 import copy
+import os
+import threading
 
 import numpy as np
 import pytest
@@ -245,3 +247,55 @@ def test_progress_on_the_emulated_gpu_reads_the_device_count(gpu, capsys):
     assert report.done == 1000 and "1000/1000" in capsys.readouterr().err
     assert runner.graph_loop().live_now() == 0  # what the decide kernel wrote to host memory
     assert np.array_equal(back(arrays)["x"], expected["x"])
+
+
+@pytest.mark.slow
+def test_a_native_run_stays_native_while_threads_set_eagle_cuda_native(tmp_path_factory):
+    """The door is chosen once, never read from ``os.environ`` at each call: a runner and an
+    array made through the native door run, clear and copy back through it while
+    ``EAGLE_CUDA_NATIVE`` is set to ``0``, unset and set again under them: once before they are
+    made, then from another thread, which also adds and removes other variables all along (a
+    ``setenv`` moves the C environment while the stand-in and the native layer run). Read at
+    each call, the door changed mid-operation: the Python layer was asked to compile, fill and
+    copy for memory and runs the native layer had made."""
+    from native_door import opened
+
+    bindings = spread_bindings(600)
+    expected, steps = reference_run(spread_oscillator, bindings, 4000)
+    with opened(tmp_path_factory.mktemp("door")) as device, pytest.MonkeyPatch.context() as env:
+        env.setenv("EAGLE_CUDA_NATIVE", "0")  # as another thread may, at any moment
+        arrays = to_gpu(device, bindings)
+        runner = eagle.until_done(eagle.deploy(spread_oscillator), max_steps=4000,
+                                  steps_per_launch=40, **arrays)
+        backend = backend_for("cuda:0")
+        filled = backend.full((600,), 2.5, np.float64, "cuda:0")
+        stop, flips = threading.Event(), [0]
+
+        def churn():
+            while not stop.is_set() or flips[0] < 200:
+                names = [f"EAGLE_DOOR_STRESS_{flips[0]}_{k}" for k in range(16)]
+                for name in names:
+                    os.environ[name] = "x" * 64
+                os.environ["EAGLE_CUDA_NATIVE"] = ("0", "1")[flips[0] % 2]
+                for name in names:
+                    del os.environ[name]
+                os.environ.pop("EAGLE_CUDA_NATIVE", None)
+                flips[0] += 1
+
+        thread = threading.Thread(target=churn)
+        thread.start()
+        try:
+            runner.max_steps = steps // 2
+            with pytest.warns(eagle.TruncationWarning):
+                runner.run()
+            runner.max_steps = 4000
+            report = runner.run()
+            results = back(arrays)
+            backend.clear(filled)
+            cleared = backend.to_host(filled)
+        finally:
+            stop.set()
+            thread.join()
+    assert not report.truncated and runner.steps == steps
+    assert device.graph_launches >= 2  # both runs were the stand-in's
+    assert np.array_equal(results["x"], expected["x"]) and not cleared.any()

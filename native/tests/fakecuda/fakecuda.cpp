@@ -7,13 +7,14 @@
 // section it follows as [API: section, function]. Rules that are this stand-in's own (not the
 // driver's) say so.
 //
-// Configuration (environment, read at first use):
+// Configuration (environment, read once, at first use):
 //   FAKECUDA_DRIVER_VERSION  the version it reports (default 13000; below 12030 it hands out no
 //                            conditional-node entry points, as such a driver has none)
 //   FAKECUDA_DEVICES         the device count (default 1)
 //   FAKECUDA_HOST_MODULES    ':'-separated .so files or folders of *.host.so: host builds, found
 //                            by the SHA-256 of the PTX they were built beside
-// Control functions (C): fakecuda_log, fakecuda_reset, fakecuda_fail, fakecuda_counter.
+// Control functions (C): fakecuda_log, fakecuda_reset, fakecuda_fail, fakecuda_counter,
+// fakecuda_set_host_modules.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <dirent.h>
@@ -137,6 +138,7 @@ struct State {
     long long fail_nth = 0;
     CUresult fail_code = CUDA_SUCCESS;
     std::map<std::string, void*> host_libs;  // path -> dlopen handle
+    std::string host_modules;  // FAKECUDA_HOST_MODULES at first use, or fakecuda_set_host_modules'
 };
 
 State& S() {
@@ -144,6 +146,7 @@ State& S() {
         auto* st = new State();
         if (const char* v = std::getenv("FAKECUDA_DRIVER_VERSION")) st->version = std::atoi(v);
         if (const char* v = std::getenv("FAKECUDA_DEVICES")) st->devices = std::atoi(v);
+        if (const char* v = std::getenv("FAKECUDA_HOST_MODULES")) st->host_modules = v;
         for (int k = 0; k < st->devices; ++k) st->primary.push_back(new Context{k});
         return st;
     }();
@@ -299,9 +302,7 @@ void* open_host(const std::string& path, std::string& why) {
 }
 
 void* find_host_build(const std::string& digest) {
-    const char* env = std::getenv("FAKECUDA_HOST_MODULES");
-    if (!env) return nullptr;
-    std::string list = env, why;
+    std::string list = S().host_modules, why;  // never getenv here: see fakecuda_set_host_modules
     std::size_t at = 0;
     while (at <= list.size()) {
         std::size_t end = list.find(':', at);
@@ -1358,6 +1359,14 @@ EXPORT void fakecuda_reset() {
     S().log.clear();
     S().counters.clear();
     S().fail_name.clear();
+}
+// Where host builds are looked for from now on (FAKECUDA_HOST_MODULES' form), instead of the
+// variable read at first use: a process that runs many stand-in sessions (the tests' native
+// door) points each at its folder without writing the environment, which would race the
+// getenv of any other thread (glibc's environment is not thread-safe).
+EXPORT void fakecuda_set_host_modules(const char* list) {
+    std::lock_guard<std::recursive_mutex> hold(S().lock);
+    S().host_modules = list ? list : "";
 }
 // The `nth` next call of `name` fails with `code` (fault injection).
 EXPORT void fakecuda_fail(const char* name, long long nth, int code) {

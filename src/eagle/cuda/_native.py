@@ -7,8 +7,9 @@ a checkout's ``build/native/install`` (``make native``). ``check(rc)`` turns a f
 into the exception the Python layer raises today (``CudaError`` with the ``CUresult`` name and
 the call, ``BackendUnavailable``, ``CaptureError``, ``ArtifactError``, ``BindingTypeError``).
 
-The switch: with ``EAGLE_CUDA_NATIVE=1`` (read when a ``GraphPipeline`` is built or a
-``LoadedVector`` made), ``GraphPipeline`` captures and replays through the C++
+The switch: with ``EAGLE_CUDA_NATIVE=1`` (read once, when the GPU path first asks;
+``use_native_door`` chooses for a block instead, without writing the environment),
+``GraphPipeline`` captures and replays through the C++
 ``StreamCapturer``/``Graph``/``GraphExec``, ``LoadedVector`` loads and launches through the
 C++ ``LoadedVector`` (its bindings still checked by Python's ``bind``) and ``repeat_while`` on a
 GPU array records its body and runs the C++ ``repeat_while``, ``GraphComposer`` forks and
@@ -27,6 +28,7 @@ import contextlib
 import ctypes
 import functools
 import os
+import threading
 from pathlib import Path
 
 from ..backend import DeviceLoop
@@ -36,7 +38,7 @@ from ..paths import shown
 __all__ = ["ABI_VERSION", "PROTOTYPES", "library_path", "library", "check", "describe",
            "enabled", "Stream", "Event", "current_stream", "wait_for_producers",
            "StreamCapturer", "Graph", "GraphExec", "Loaded", "Buffer", "repeat_while", "Kernel",
-           "Loop", "device_full", "unavailable", "clear", "to_host"]
+           "Loop", "device_full", "unavailable", "clear", "to_host", "use_native_door"]
 
 ABI_VERSION = 1
 
@@ -188,9 +190,38 @@ def describe() -> list[str]:
                   f"{version.value % 1000 // 10}; the Python GPU path does not use it yet)"]
 
 
+_door_lock = threading.Lock()
+_from_environment: list[bool] = []  # EAGLE_CUDA_NATIVE == "1", read once, at first use
+_selected: list[bool] = []  # use_native_door's choices, innermost last
+
+
 def enabled() -> bool:
-    """Whether ``EAGLE_CUDA_NATIVE=1`` asks for the native layer (see the module docstring)."""
-    return os.environ.get("EAGLE_CUDA_NATIVE") == "1"
+    """Whether the native layer serves the GPU path: the innermost ``use_native_door`` in
+    force, else ``EAGLE_CUDA_NATIVE=1``, read once, at the first call (see the module
+    docstring). Read once because one operation asks several times (allocate, compile, copy
+    back): a door that followed ``os.environ`` at each call would change under a live run
+    when any thread set the variable, handing one door's memory to the other."""
+    with _door_lock:
+        if _selected:
+            return _selected[-1]
+        if not _from_environment:
+            _from_environment.append(os.environ.get("EAGLE_CUDA_NATIVE") == "1")
+        return _from_environment[0]
+
+
+@contextlib.contextmanager
+def use_native_door(on: bool = True):
+    """Inside the block the GPU path goes through the native layer (``on``) or through
+    ``cuda.bindings`` (not ``on``), whatever ``EAGLE_CUDA_NATIVE`` says, in every thread; no
+    environment variable is written (a ``setenv`` from Python races every ``getenv`` in C:
+    glibc's environment is not thread-safe). Blocks nest."""
+    with _door_lock:
+        _selected.append(bool(on))
+    try:
+        yield
+    finally:
+        with _door_lock:
+            _selected.pop()
 
 
 class _Handle:
