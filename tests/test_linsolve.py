@@ -141,8 +141,6 @@ def test_a_scalar_state_is_refined_by_division():
     (dict(linsolve="refined", u0=np.ones((REFINED_MAX_STATES + 1, 2))),
      rf"linsolve='refined' takes at most {REFINED_MAX_STATES} states .* this system has "
      rf"{REFINED_MAX_STATES + 1}"),
-    (dict(linsolve="refined", adjoint=True),
-     r"adjoint=True does not go with linsolve='refined' yet"),
 ])
 def test_refusals_name_linsolve(kwargs, message):
     kwargs = {"u0": np.ones(2), "method": "rodas5p", **kwargs}

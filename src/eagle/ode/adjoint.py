@@ -104,6 +104,8 @@ class Record:
             None.
         table_sizes: with ``table_gradients=True``, each table's elements (``check_tables``);
             else None.
+        jac: the user's Jacobian (``solve``'s ``jac=``, in the kernel's time), or None.
+        linsolve: the Rosenbrock stages' solve (``solve``'s ``linsolve=``).
     """
 
     f: object
@@ -121,6 +123,15 @@ class Record:
     saving: object = True
     arguments: object = None
     table_sizes: tuple | None = None
+    jac: object = None
+    linsolve: str = "lu"
+
+    @property
+    def solving(self) -> dict:
+        """The kernels' ``jac``/``linsolve`` where the solve set them (else nothing: the
+        kernels' defaults)."""
+        return {**({} if self.jac is None else {"jac": self.jac}),
+                **({} if self.linsolve == "lu" else {"linsolve": self.linsolve})}
 
 
 def check(method: str, steps, refused: dict) -> int:
@@ -206,7 +217,7 @@ def kernel(record: Record):
                             method=record.method,
                             saveat=record.saving if record.first_save is not None else False,
                             event=record.event, direction=record.direction,
-                            event_samples=record.event_samples)
+                            event_samples=record.event_samples, **record.solving)
 
 
 #: the forward kernel's parameters that the plain adaptive kernel's arrays also hold
@@ -305,7 +316,7 @@ def vjp(solution, du=None, dsaved=None) -> Gradients:
                            method=record.method, event=record.event,
                            saveat=record.saving if dsaved is not None else False,
                            **({} if record.table_sizes is None
-                              else {"table_sizes": record.table_sizes}))
+                              else {"table_sizes": record.table_sizes}), **record.solving)
     extra = {}
     if record.table_sizes is not None:
         elements = sum(record.table_sizes)

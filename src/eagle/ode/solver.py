@@ -329,7 +329,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             checkpoint).
         adjoint: keep each sample's accepted steps, for ``Solution.vjp`` (reverse-mode
             gradients in ``p`` and ``u0`` for any number of parameters; ``eagle.ode.adjoint``):
-            every adaptive method (the Rosenbrock ones without ``jac=``), with ``saveat``
+            every adaptive method (the Rosenbrock ones with ``jac=`` and ``linsolve=`` too: the
+            backward pass differentiates the user's Jacobian), with ``saveat``
             (a grid or an array of times: ``vjp(dsaved=...)``), ``args`` (the gradients in
             ``Gradients.args``, one per argument) and one terminal ``event`` (its time moves
             with ``p`` and ``u0``), without several events, ``on_event``, ``record_events``,
@@ -413,8 +414,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
     if adjoint:
         adjoint_steps = adjoints.check(method, adjoint_steps, {
             "on_event": on_event, "tstops": tstops, "on_stop": on_stop,
-            "sensitivity": sensitivity, "noise": noise, "jac": jac,
-            "linsolve='refined'": True if linsolve == "refined" else None})
+            "sensitivity": sensitivity, "noise": noise})
         adjoints.check_event(event, direction, terminal, record_events)
     _check_funcs(f, state, params, table_dims, jac=jac, noise=noise, on_stop=on_stop,
                  on_event=on_event,
@@ -550,7 +550,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
                                      None if saveat is None else arrays["saves"].copy(), event,
                                      direction, int(event_samples), saving=saving or True,
                                      arguments=None if layout is None
-                                     else (layout, args_per_sample), table_sizes=table_sizes)
+                                     else (layout, args_per_sample), table_sizes=table_sizes,
+                                     jac=jac, linsolve=linsolve)
             kernel = adjoints.kernel(record)
             arrays.update(adjoints.scratch(xp, adjoint_steps, u.shape, dtype))
             bound = {name: arrays[name] for name in adjoints.PARAMETERS}

@@ -44,11 +44,13 @@ from .kernel_args import (
     MAX_TABLES,
     _check_func,
     _check_types,
+    _given_jacobian,
     _never,
     _save_times,
     _table_types,
     _with_tables,
 )
+from .linsolve import with_linsolve
 from .methods import METHODS
 
 __all__ = ["ADJOINT_METHODS", "SAVES_PER_STEP", "MAX_TABLE_GRADIENT_ELEMENTS", "recording_kernel",
@@ -68,11 +70,30 @@ def _check_method(method: str) -> None:
                          f"the adjoint, got {method!r}")
 
 
+def _attempt(method: str, jac: Func | None, linsolve: str, count: int):
+    """``method``'s attempt as the adjoint's kernels call it, ``(f, u, k1, t, h, args)``:
+    solving its stages by ``linsolve`` and, given a user's ``jac`` (``count`` tables after
+    ``p``), with that Jacobian. The method's own attempt where neither is asked for, so those
+    kernels lower exactly as before."""
+    attempt = with_linsolve(METHODS[method], linsolve)
+    return attempt if jac is None else _with_jacobian(attempt, _given_jacobian(jac, count))
+
+
+@functools.cache
+def _with_jacobian(attempt, given):
+    @hawk.func
+    def jacobian_given(f, u, k1, t, h, p):
+        return attempt(f, u, k1, t, h, p, given)
+
+    return jacobian_given
+
+
 @functools.cache
 def recording_kernel(f: Func, state, params, *, tables: tuple = (), method: str = "dopri5",
                      saveat=False, saves_per_step: int = SAVES_PER_STEP, event: Func | None = None,
                      direction: int = -1, event_tol: float = 1e-12,
-                     event_iterations: int = 12, event_samples: int = 4) -> hawk.Kernel:
+                     event_iterations: int = 12, event_samples: int = 4,
+                     jac: Func | None = None, linsolve: str = "lu") -> hawk.Kernel:
     """The adaptive ensemble kernel of ``u' = f(u, t, p)`` (``dopri5_kernel``'s parameters,
     without events and stops) that also records each accepted step.
 
@@ -101,7 +122,9 @@ def recording_kernel(f: Func, state, params, *, tables: tuple = (), method: str 
     _check_types(state, params)
     _check_method(method)
     chosen = METHODS[method]
-    stepper = (chosen.attempt, False, _never, chosen.control, chosen.norm)
+    _check_func("jac", jac, required=False)
+    stepper = (_attempt(method, jac, linsolve, len(tables)), False, _never, chosen.control,
+               chosen.norm)
     value = chosen.value
     T0, T1, T2 = _table_types(tables)
     model = _with_tables(f, len(tables))
@@ -167,11 +190,12 @@ def recording_kernel(f: Func, state, params, *, tables: tuple = (), method: str 
 
 
 @functools.cache
-def step_map(method: str):
+def step_map(method: str, jac: Func | None = None, linsolve: str = "lu", count: int = 0):
     """The ``@hawk.func`` ``in_u(u, p, t, h, model, tables)`` of ``method``'s accepted step
-    ``Phi(u, p; t, h)``, ``k1 = model(u, t, args)`` recomputed inside."""
+    ``Phi(u, p; t, h)``, ``k1 = model(u, t, args)`` recomputed inside (``jac``, ``linsolve``
+    and ``count``: ``_attempt``'s)."""
     _check_method(method)
-    attempt = METHODS[method].attempt
+    attempt = _attempt(method, jac, linsolve, count)
 
     @hawk.func
     def in_u(u, p, t, h, model, tables):
@@ -183,7 +207,8 @@ def step_map(method: str):
 
 
 @functools.cache
-def step_objective(method: str, saves_per_step: int, has_event: bool = False):
+def step_objective(method: str, saves_per_step: int, has_event: bool = False,
+                   jac: Func | None = None, linsolve: str = "lu", count: int = 0):
     """The ``@hawk.func`` of the number a backward step differentiates, in ``(u, p)`` at once
     (one ``hawk.grad`` sweep gives both cotangents, the step recomputed once):
     ``<lam, Phi(u, p; t, h)>`` plus ``<cts[j], s_j>`` over the step's recorded times ``j``,
@@ -193,11 +218,10 @@ def step_objective(method: str, saves_per_step: int, has_event: bool = False):
     tuple ``(u, p)``. With ``has_event``, ``ev = (e, theta, c)``: where ``e`` is 1 (the step a
     terminal event ended) ``<lam, Phi>`` is replaced by ``<lam, s(theta)> - c g(s(theta),
     t + theta h)``, ``s`` the interpolant and ``c`` the multiplier that moves ``theta`` with
-    ``u`` and ``p`` (``event_multiplier``)."""
+    ``u`` and ``p`` (``event_multiplier``). ``jac``, ``linsolve``, ``count``: ``_attempt``'s."""
     _check_method(method)
-    chosen = METHODS[method]
-    attempt, value = chosen.attempt, chosen.value
-    count = saves_per_step
+    attempt, value = _attempt(method, jac, linsolve, count), METHODS[method].value
+    saves = saves_per_step
 
     @hawk.func
     def objective(up, t, h, model, tables, lam, cts, thetas, ends, event, ev):
@@ -210,7 +234,7 @@ def step_objective(method: str, saves_per_step: int, has_event: bool = False):
             at = value(u, h, q, ev[1])
             ended = hawk.total(lam * at) - ev[2] * event(at, t + ev[1] * h, args)
             total = (1.0 - ev[0]) * total + ev[0] * ended
-        for j in range(count):
+        for j in range(saves):
             inside = value(u, h, q, thetas[j])
             total = total + hawk.total(cts[j] * (ends[j] * u_new + (1.0 - ends[j]) * inside))
         return total
@@ -219,14 +243,15 @@ def step_objective(method: str, saves_per_step: int, has_event: bool = False):
 
 
 @functools.cache
-def event_multiplier(method: str):
+def event_multiplier(method: str, jac: Func | None = None, linsolve: str = "lu",
+                     count: int = 0):
     """The ``@hawk.func`` ``(lam, theta, u, p, t, h, model, tables, event) -> c``: for the
     step a terminal event ended at ``theta`` (``g(s(theta), t + theta h) = 0``, ``s`` the
     interpolant), ``c = <lam, ds/dtheta> / (dg/dtheta)``, so that ``<lam, s> - c g`` has the
-    gradient of ``<lam, s(theta(u, p))>`` with ``theta`` held (implicit differentiation)."""
+    gradient of ``<lam, s(theta(u, p))>`` with ``theta`` held (implicit differentiation).
+    ``jac``, ``linsolve``, ``count``: ``_attempt``'s."""
     _check_method(method)
-    chosen = METHODS[method]
-    attempt, value = chosen.attempt, chosen.value
+    attempt, value = _attempt(method, jac, linsolve, count), METHODS[method].value
 
     @hawk.func
     def state_at(theta, u, p, t, h, model, tables):
@@ -331,7 +356,8 @@ def _check_table_sizes(tables: tuple, table_sizes: tuple) -> int:
 @functools.cache
 def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str = "dopri5",
                     saves_per_step: int = SAVES_PER_STEP, event: Func | None = None,
-                    saveat=False, table_sizes: tuple | None = None) -> hawk.Kernel:
+                    saveat=False, table_sizes: tuple | None = None, jac: Func | None = None,
+                    linsolve: str = "lu") -> hawk.Kernel:
     """The kernel that walks a sample's recorded steps backward: each eagle step takes row
     ``row - 1``, sets ``lam`` to ``lam^T dPhi/du`` there (plus the cotangents of the states
     the step saved, through the interpolant) and adds the same in ``p`` to ``mu``; the
@@ -371,8 +397,10 @@ def backward_kernel(f: Func, state, params, *, tables: tuple = (), method: str =
     _check_func("f", f)
     _check_types(state, params)
     has_event = event is not None
-    objective = step_objective(method, saves_per_step if saveat else 0, has_event)
-    multiplier = event_multiplier(method)
+    _check_func("jac", jac, required=False)
+    solving = (jac, linsolve, len(tables))
+    objective = step_objective(method, saves_per_step if saveat else 0, has_event, *solving)
+    multiplier = event_multiplier(method, *solving)
     T0, T1, T2 = _table_types(tables)
     model = _with_tables(f, len(tables))
     event = _with_tables(event, len(tables)) if has_event else _never
