@@ -25,6 +25,7 @@ from differential import assert_matches_reference, reference_run
 from hawk import Mutable, Scalar, Table, Terminated, Vector
 from hawk.ode.adjoint import ADJOINT_METHODS, backward_kernel, recording_kernel, step_map
 from hawk.ode.kernels import _with_tables
+from test_rodas import _robertson_jacobian
 
 
 @hawk.func
@@ -180,20 +181,13 @@ def test_robertsons_gradient_in_shared_rates_matches_forward_sensitivities(metho
 
 
 @hawk.func
-def robertson_jacobian(u, t, k):
-    return hawk.matrix((-k[0], k[2] * u[2], k[2] * u[1]),
-                       (k[0], -2.0 * k[1] * u[1] - k[2] * u[2], -k[2] * u[1]),
-                       (0.0, 2.0 * k[1] * u[1], 0.0))
-
-
-@hawk.func
 def frozen_coupling(u, t, k):
     """An approximate Jacobian (the coupling through u[1] dropped): other steps, other bits."""
     return hawk.matrix((-k[0], 0.0, 0.0), (k[0], -k[2] * u[2], 0.0), (0.0, 0.0, 0.0))
 
 
 @pytest.mark.parametrize("method", eagle.ode.IMPLICIT)
-@pytest.mark.parametrize("solving", [dict(jac=robertson_jacobian), dict(jac=frozen_coupling),
+@pytest.mark.parametrize("solving", [dict(jac=_robertson_jacobian), dict(jac=frozen_coupling),
                                      dict(linsolve="refined")])
 def test_a_users_jacobian_and_refined_solves_are_differentiated_in_reverse(method, solving):
     """``jac=`` and ``linsolve=`` with ``adjoint=True``: the recording run ends on the plain

@@ -40,11 +40,11 @@ from hawk.inline import Func
 from hawk.ir import MAX_WIDTH, Role
 
 from . import adaptive_step as adaptive
+from . import kernel_args
 from .kernel_args import (
     MAX_TABLES,
     _check_func,
     _check_types,
-    _given_jacobian,
     _never,
     _save_times,
     _table_types,
@@ -76,7 +76,9 @@ def _attempt(method: str, jac: Func | None, linsolve: str, count: int):
     ``p``), with that Jacobian. The method's own attempt where neither is asked for, so those
     kernels lower exactly as before."""
     attempt = with_linsolve(METHODS[method], linsolve)
-    return attempt if jac is None else _with_jacobian(attempt, _given_jacobian(jac, count))
+    if jac is None:
+        return attempt
+    return _with_jacobian(attempt, kernel_args._given_jacobian(jac, count))
 
 
 @functools.cache
