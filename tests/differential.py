@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 import numpy as np
+import pytest
 
 import eagle
 from eagle.bindings import bind
@@ -75,6 +76,19 @@ def eagle_run(kernel, bindings: dict, max_steps: int, steps_per_launch=None, dev
     report = runner.run()
     arrays = {**runner.bound.arrays, **runner.bound.uniforms}
     return arrays, report
+
+
+def resumed_run(kernel, bindings: dict, stop: int, max_steps: int, path) -> dict:
+    """The arrays of a CPU run cut at ``stop`` steps (its ``TruncationWarning`` expected),
+    checkpointed to ``path``, restored and run on to ``max_steps``."""
+    plan = eagle.deploy(kernel, "cpu")
+    runner = eagle.until_done(plan, max_steps=stop, **bindings)
+    with pytest.warns(eagle.TruncationWarning):
+        runner.run()
+    restored = eagle.Runner.restore(runner.checkpoint(path), plan)
+    restored.max_steps = max_steps
+    restored.run()
+    return restored.arrays
 
 
 def load_kernel(source: str, folder, name: str):

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import eagle
 import hawk
 from backends import target  # noqa: F401  (the fixture)
-from differential import assert_bitwise_equal, load_kernel, reference_run
+from differential import assert_bitwise_equal, load_kernel, reference_run, resumed_run
 from hawk import Matrix, Mutable, Out, Param, Scalar, Series, Terminated, Vec3
 
 N = 1001  # a partial last block on every backend
@@ -324,15 +324,9 @@ def test_a_shared_vector_is_read_once_when_bound():
 def test_a_checkpoint_keeps_shared_vectors_and_matrix_state(tmp_path):
     bindings = linear_bindings(40)
     expected, _ = reference_run(linear, bindings, 50)
-    plan = eagle.deploy(linear, "cpu")
-    runner = eagle.until_done(plan, max_steps=2, **bindings)
-    with pytest.warns(eagle.TruncationWarning):
-        runner.run()
-    restored = eagle.Runner.restore(runner.checkpoint(tmp_path / "linear.npz"), plan)
-    restored.max_steps = 50
-    restored.run()
+    restored = resumed_run(linear, bindings, 2, 50, tmp_path / "linear.npz")
     names = ("m", "x", "d", "k", "hist")
-    assert_bitwise_equal({k: restored.arrays[k] for k in names}, {k: expected[k] for k in names})
+    assert_bitwise_equal({k: restored[k] for k in names}, {k: expected[k] for k in names})
 
 
 # -- eagle.ode.solve with shared parameters ------------------------------------------------------

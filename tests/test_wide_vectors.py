@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import eagle
 import hawk
 from backends import target  # noqa: F401  (the fixture)
-from differential import assert_bitwise_equal, load_kernel, reference_run
+from differential import assert_bitwise_equal, load_kernel, reference_run, resumed_run
 from hawk import Mutable, Out, Param, Scalar, Series, Terminated
 
 N = 1001  # a partial last block on every backend
@@ -274,15 +274,8 @@ def test_a_checkpoint_of_wide_vectors_and_their_series_resumes_bit_identically(t
     vectors a (T, k, n) array was taken for one only with k in 2..4."""
     bindings = orbit_bindings(50)
     expected, _ = reference_run(orbit, bindings, 400)
-    plan = eagle.deploy(orbit, "cpu")
-    runner = eagle.until_done(plan, max_steps=150, **bindings)
-    with pytest.warns(eagle.TruncationWarning):
-        runner.run()
-    path = runner.checkpoint(tmp_path / "orbit.npz")
-    restored = eagle.Runner.restore(path, plan)
-    restored.max_steps = 400
-    restored.run()
-    assert_bitwise_equal({k: restored.arrays[k] for k in ("u", "t", "energy", "track")},
+    restored = resumed_run(orbit, bindings, 150, 400, tmp_path / "orbit.npz")
+    assert_bitwise_equal({k: restored[k] for k in ("u", "t", "energy", "track")},
                          {k: expected[k] for k in ("u", "t", "energy", "track")})
 
 
@@ -308,14 +301,8 @@ def widest(terminated: Terminated, u: Mutable[Vector[128]], t: Mutable[Scalar],
                     u=np.random.default_rng(5).normal(size=(128, n)),
                     track=np.zeros((12, 128, n)))
     expected, _ = reference_run(widest, bindings, 20)
-    plan = eagle.deploy(widest, "cpu")
-    runner = eagle.until_done(plan, max_steps=5, **bindings)
-    with pytest.warns(eagle.TruncationWarning):
-        runner.run()
-    restored = eagle.Runner.restore(runner.checkpoint(tmp_path / "widest.npz"), plan)
-    restored.max_steps = 20
-    restored.run()
-    assert_bitwise_equal({k: restored.arrays[k] for k in ("u", "t", "track")},
+    restored = resumed_run(widest, bindings, 5, 20, tmp_path / "widest.npz")
+    assert_bitwise_equal({k: restored[k] for k in ("u", "t", "track")},
                          {k: expected[k] for k in ("u", "t", "track")})
 
 
