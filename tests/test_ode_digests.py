@@ -5,7 +5,8 @@ it (float64, after ``hawk.passes.optimize``), the key every compilation cache us
 digests mean the same ops, in the same order, on the same constants: the same bits on every
 backend. The kernels are the ones ``eagle.ode.solve`` builds: each case below calls it with the
 runtime replaced by a recorder (nothing is compiled or run), and records every kernel handed to
-``simulate`` (the first step's kernel, a terminal event's sensitivity correction) and to
+``simulate`` (the first step's kernel, a terminal event's location after the run and its
+sensitivity correction: the recorder's run leaves every sample at ``STATUS_LOCATING``) and to
 ``deploy`` (the integrator), by name and digest. The cases cover each method of the registry
 ``hawk.ode.METHODS``, scalar and vector states, plain, with ``saveat``, backward in time, and
 for the adaptive methods with an event, several recorded events, stops with a kick, forward
@@ -116,6 +117,8 @@ def built_kernels(monkeypatch, method, f, u0, span, options) -> list[list[str]]:
         return _FakeRunner(u0)
 
     def until_done(plan, *args, **kwargs):
+        if "status" in kwargs:  # every sample's step crossed: a left location is taken too
+            kwargs["status"][...] = hawk.ode.STATUS_LOCATING
         return plan
 
     monkeypatch.setattr(eagle.ode.solver, "simulate", record)

@@ -17,7 +17,13 @@ from hawk import ode as hawk_ode
 from hawk.annotations import value_matrix_type
 from hawk.inline import Func
 from hawk.ir import Role
-from hawk.ode.kernels import _takes_index, carries_event, event_width, recorded_row_width
+from hawk.ode.kernels import (
+    _takes_index,
+    carries_event,
+    event_width,
+    locates_after,
+    recorded_row_width,
+)
 from hawk.ode.linsolve import LINSOLVES, REFINED_MAX_STATES
 from hawk.ode.recorded import event_location_kernel
 
@@ -144,10 +150,13 @@ def _check_funcs(f: Func, state, params, dims, *, jac, noise, on_stop, on_event,
 
 
 def _integrate(kernel, prepare, arrays: dict, bound: dict, tables: dict, xp, n: int, *,
-               threads, client, chunks, max_steps: int, seed, progress: bool, checkpoint):
+               threads, client, chunks, max_steps: int, seed, progress: bool, checkpoint,
+               locating=None):
     """Each sample's first step (``prepare``, the adaptive methods), then the integration, in
     this process or (``client``) over a Dask cluster, into ``arrays``: ``(plan, runner,
-    report)``; ``bound`` is what the kernel binds of ``arrays``."""
+    report)``; ``bound`` is what the kernel binds of ``arrays``. ``locating``: for a
+    ``kernel`` made with ``locate_after``, the same kernel without it, which takes each step
+    left at ``STATUS_LOCATING`` again and locates its event."""
     saved_threads = get_num_threads()
     if threads is not None:
         set_num_threads(threads)
@@ -161,7 +170,14 @@ def _integrate(kernel, prepare, arrays: dict, bound: dict, tables: dict, xp, n: 
                                            max_steps=max_steps, seed=seed, progress=progress,
                                            checkpoint=checkpoint)
         runner = until_done(plan, max_steps=max_steps, seed=seed, **bound, **tables)
-        return plan, runner, runner.run(progress=progress)
+        report = runner.run(progress=progress)
+        if locating is not None:
+            left = arrays["status"] == hawk_ode.STATUS_LOCATING
+            if left.any():
+                arrays["status"][left] = hawk_ode.STATUS_RUNNING
+                simulate(locating, max_steps=1, seed=seed, **bound,
+                         terminated=xp.logical_not(left), **tables)
+        return plan, runner, report
     finally:
         set_num_threads(saved_threads)
 
@@ -484,6 +500,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
     saving = saveat is not None if listed is None else \
         "sample_times" if listed.ndim == 2 else "times"  # the kernels' saveat
     stop_first, stop_every, row_width = 0.0, 1.0, 0
+    locating = None
     if adaptive:
         rtol = arguments.per_sample("rtol", rtol, xp, n, dtype, positive=True)
         atol = arguments.per_sample("atol", atol, xp, n, dtype, positive=True)
@@ -502,12 +519,18 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
                                        tstops is not None)
         prepare = hawk_ode.dopri5_start_kernel(f, state, params, tables=table_dims,
                                                method=method)
-        kernel = hawk_ode.dopri5_kernel(f, state, params, event=event, on_event=on_event,
-                                        direction=direction, tstops=tstops is not None,
-                                        on_stop=on_stop, saveat=saving,
-                                        tables=table_dims, method=method, terminal=terminal,
-                                        record_events=record_events > 0, jac=jac,
-                                        linsolve=linsolve, event_samples=int(event_samples))
+        step_kernel = functools.partial(
+            hawk_ode.dopri5_kernel, f, state, params, event=event, on_event=on_event,
+            direction=direction, tstops=tstops is not None, on_stop=on_stop, saveat=saving,
+            tables=table_dims, method=method, terminal=terminal,
+            record_events=record_events > 0, jac=jac, linsolve=linsolve,
+            event_samples=int(event_samples))
+        kernel = step_kernel()
+        # a terminal event located after the run, where this process runs it (not over a
+        # cluster, nor in the adjoint's recording)
+        if lazy is None and client is None and not adjoint and locates_after(
+                event, on_event, record_events):
+            kernel, locating = step_kernel(locate_after=True), kernel
     elif stochastic:
         kernel = hawk_ode.sde_kernel(f, noise, state, params, saveat=saving, tables=table_dims)
     else:
@@ -558,7 +581,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
         plan, runner, report = _integrate(
             kernel, prepare if adaptive else None, arrays, bound, tables, xp, n,
             threads=threads, client=client, chunks=chunks, max_steps=max_steps, seed=seed,
-            progress=progress, checkpoint=checkpoint)
+            progress=progress, checkpoint=checkpoint, locating=locating)
     if report.truncated:
         warnings.warn(f"eagle.ode.solve: {report.n - report.done} of {report.n} samples were "
                       f"still running at max_steps={max_steps} (status 0); raise max_steps",

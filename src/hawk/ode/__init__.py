@@ -47,6 +47,7 @@ from .kernels import (
     STATUS_DONE,
     STATUS_EVENT,
     STATUS_FAILED,
+    STATUS_LOCATING,
     STATUS_RUNNING,
     dopri5_kernel,
     dopri5_start_kernel,
@@ -87,6 +88,7 @@ __all__ = [
     "vern7_attempt", "vern7_value", "vern7_control", "vern9_attempt", "vern9_value",
     "vern9_control", "pi_control", "i_control", "controller", "METHODS", "Method",
     "ButcherTableau", "explicit_attempt", "explicit_stages", "polynomial_value",
-    "STATUS_RUNNING", "STATUS_DONE", "STATUS_EVENT", "STATUS_FAILED", "FIXED_METHODS",
+    "STATUS_RUNNING", "STATUS_DONE", "STATUS_EVENT", "STATUS_FAILED", "STATUS_LOCATING",
+    "FIXED_METHODS",
     "MAX_TABLES", "C_START", "BETA", "SAFE", "FAC_MIN", "FAC_MAX",
 ]  # fmt: skip

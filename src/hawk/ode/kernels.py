@@ -32,8 +32,10 @@ from .adaptive_step import (
     STATUS_DONE,
     STATUS_EVENT,
     STATUS_FAILED,
+    STATUS_LOCATING,
     STATUS_RUNNING,
     controlled_attempt,
+    crosses,
     event_end,
     saves_passed,
     step_size,
@@ -70,12 +72,20 @@ from .start import initial_step
 
 # the fixed-step kernels, the event components' names and the step's constants are re-exported
 __all__ = ["dopri5_kernel", "dopri5_start_kernel", "rosenbrock23_kernel", "fixed_step_kernel",
-           "sde_kernel",
-           "STATUS_RUNNING", "STATUS_DONE", "STATUS_EVENT", "STATUS_FAILED", "FIXED_METHODS",
+           "sde_kernel", "locates_after",
+           "STATUS_RUNNING", "STATUS_DONE", "STATUS_EVENT", "STATUS_FAILED", "STATUS_LOCATING",
+           "FIXED_METHODS",
            "MAX_TABLES", "MAX_EVENTS", "LANDING_SLACK", "SMALLEST_STEP", "recorded_row_width",
            "carries_event", "event_width"]
 
 _COUNTS = ("accepted", "rejected", "status", "events", "stops", "saves")
+
+
+def locates_after(event, on_event, record_events) -> bool:
+    """Whether ``dopri5_kernel`` with these event options may take ``locate_after=True``: an
+    event that only ends samples (no ``on_event``, nothing recorded), so the crossing of a
+    terminal component ends the sample and nothing after it in the run depends on where."""
+    return event is not None and on_event is None and not record_events
 
 #: the adaptive methods ``dopri5_kernel`` runs (``METHODS``' adaptive ones)
 ADAPTIVE_METHODS = {name: m for name, m in METHODS.items() if m.adaptive}
@@ -90,7 +100,8 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                   on_stop: Func | None = None, saveat: bool = False,
                   saves_per_step: int = 4, tables: tuple = (),
                   method: str = "dopri5", terminal=None, record_events: bool = False,
-                  jac: Func | None = None, linsolve: str = "lu") -> hawk.Kernel:
+                  jac: Func | None = None, linsolve: str = "lu",
+                  locate_after: bool = False) -> hawk.Kernel:
     """The adaptive Dormand-Prince 5(4) ensemble kernel of ``u' = f(u, t, p)`` (or with
     ``method="tsit5"``, Tsitouras's 5(4) pair with the same controller, events and saveat).
 
@@ -157,6 +168,16 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             ``hawk.jacobian``.
         linsolve: for those methods, how their stages are solved: ``"lu"`` or ``"refined"``
             (``hawk.ode.linsolve``).
+        locate_after: for an event that only ends samples (``locates_after``): a step in
+            which a terminal component crosses is not taken; the sample stops at the step's
+            start with ``status`` ``STATUS_LOCATING``, and the same kernel without
+            ``locate_after``, run one step on those samples (``Terminated`` where ``status``
+            is not ``STATUS_LOCATING``, which is set back to ``STATUS_RUNNING`` first), takes
+            the step again and locates the event: the same ops on the same numbers, so the
+            same bits as locating it in the run. Why: a step is branch-free, so a location in
+            it costs ``event_iterations`` evaluations of ``g`` on the interpolant in every
+            step of every sample, crossed or not (``benchmarks/terminal_event.py``); after
+            the run it costs one step per sample.
 
     The kernel's parameters, to bind (``eagle.ode.solve`` does it): ``p``; ``t_end``, ``rtol``,
     ``atol``, ``max_step`` (``Scalar``: per sample or one number; ``max_step`` bounds every
@@ -215,6 +236,8 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
     save_time, SaveTimes = _save_times(saveat)
     has_event = event is not None
     ends_at_event = on_event is None
+    if locate_after and not locates_after(event, on_event, record_events):
+        raise ValueError("locate_after is for an event without on_event or record_events")
     has_stops = bool(tstops) or on_stop is not None
     kicks_at_stop = on_stop is not None
     model = _with_tables(f, count)
@@ -247,6 +270,7 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                saved: Series[State], table0: T0, table1: T1, table2: T2,
                t_events: TimeRows, u_events: StateRows, which_events: TimeRows):
         args = (p, table0, table1, table2)  # what the model's funcs take after (u, t)
+        start = (u, k1, t, h, c, accepted, rejected, events, stops, saves)
         stopping = (has_stops, stop_first, stop_every, stops)
         saving = (has_saves, saves, saves_per_step, save_count, save_time, save_first,
                   save_every)
@@ -261,8 +285,12 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         u_new, q, k_next, ok, h_next, c_next = controlled_attempt(
             stepper, model, u, k1, t, h_step, h, max_step, args, rtol, atol, memory)
         hit = False
+        leaving = False  # the step crossed the event, and is left for the locating kernel
         t_reached = t_new
-        if has_event and not multi:
+        if has_event and locate_after and not multi:
+            leaving = crosses(event, u, t, h_step, q, args, u_new, t_new, ok, direction,
+                              event_samples, value)
+        elif has_event and not multi:
             hit, theta = terminal_crossing(event, u, t, h_step, q, args, u_new, t_new, ok,
                                            direction, event_samples, event_tol,
                                            event_iterations, value)
@@ -272,15 +300,24 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             else:
                 g_old, g_new = event(u, t, args), event(u_new, t_new, args)
             hit, theta, which = False, 2.0, 0
-            for i in range(hawk.width(g_old)):
-                crossed_i, theta_i = _crossing_of(picked, u, t, h_step, q, (args, i), g_old,
-                                                  g_new, (directions // 3**i) % 3 - 1,
-                                                  event_samples, event_tol,
-                                                  event_iterations, value)
-                # a terminal component ends the sample; with on_event every one acts
-                acts = not ends_at_event or (terminals >> i) & 1 == 1
-                if ok and crossed_i and acts and theta_i < theta:
-                    hit, theta, which = True, theta_i, i
+            if locate_after:  # found, left for the locating kernel
+                for i in range(hawk.width(g_old)):
+                    crossing = _component_crossing(picked, u, t, h_step, q, (args, i), g_old,
+                                                   g_new, (directions // 3**i) % 3 - 1,
+                                                   event_samples, value)
+                    if ok and crossing[0] and (terminals >> i) & 1 == 1:
+                        leaving = True
+            else:
+                for i in range(hawk.width(g_old)):
+                    crossed_i, theta_i = _crossing_of(picked, u, t, h_step, q, (args, i),
+                                                      g_old, g_new,
+                                                      (directions // 3**i) % 3 - 1,
+                                                      event_samples, event_tol,
+                                                      event_iterations, value)
+                    # a terminal component ends the sample; with on_event every one acts
+                    acts = not ends_at_event or (terminals >> i) & 1 == 1
+                    if ok and crossed_i and acts and theta_i < theta:
+                        hit, theta, which = True, theta_i, i
             if records and row_width > 0:  # the step of each crossing, for after the run
                 for i in range(hawk.width(g_old)):
                     crossing = _component_crossing(picked, u, t, h_step, q, (args, i), g_old,
@@ -307,9 +344,12 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
                         u_events[events] = value(u, h_step, q, theta_i)
                         which_events[events] = i
                         events += 1
-        if has_event:
+        kept = ok  # the step is kept: accepted, and not left for the locating kernel
+        if locate_after:
+            kept = ok and not leaving
+        if has_event and not locate_after:
             t_event, u_event, t_reached = event_end(u, t, h_step, q, theta, value, hit, t_new)
-        due, states, saves_next = saves_passed(saving, ok, t, t_new, t_reached, u, u_new,
+        due, states, saves_next = saves_passed(saving, kept, t, t_new, t_reached, u, u_new,
                                                h_step, q, value)
         failed = not h_next > SMALLEST_STEP * abs(t)
         if hit:
@@ -345,6 +385,9 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             h, c = h_next, hawk.concat(c_next, g_new if ok else g_old)
         else:
             h, c = h_next, c_next
+        if locate_after and leaving:
+            u, k1, t, h, c, accepted, rejected, events, stops, saves = start
+            status = STATUS_LOCATING
         terminated = status != STATUS_RUNNING
 
     adaptive.__name__ = adaptive.__qualname__ = method  # the kernel's (and reports') name
