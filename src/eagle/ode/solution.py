@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from ..plan import Plan
 from ..runner import Report, Runner
 from . import adjoint as adjoints
+from . import dask_adjoint
 from .adjoint import Gradients
 
 __all__ = ["Solution"]
@@ -101,6 +102,8 @@ class Solution:
             dsaved: the cotangent of ``Solution.saved``, shaped as it (``dL/d saved``; zeros
                 where a row is NaN); None for none.
         """
+        if self.adjoint is not None and self.adjoint.cluster is not None:
+            return dask_adjoint.vjp(self, du, dsaved)  # each chunk's pass on its worker
         return adjoints.vjp(self, du, dsaved)
 
     @property
