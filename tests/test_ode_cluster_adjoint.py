@@ -210,3 +210,15 @@ def test_cotangents_of_the_wrong_shape_or_chunks_are_refused_by_name(client, mon
     for given, message in refusals:
         with pytest.raises((ValueError, TypeError), match=message):
             remote.vjp(**given)
+
+
+def test_loss_and_grad_refuses_dask_inputs_by_name(client):
+    """Its loss is one sum over every sample (NumPy's pairwise order), which chunks cannot
+    give with the local bits: a dask ``u0`` or ``data`` is refused by name, pointing at
+    ``solve(adjoint=True)`` and ``vjp(dsaved=...)``."""
+    u0, p = lorenz_sweep()
+    data = np.ones((4, 3, N))
+    for given_u0, given_data, name in ((lazy(u0), data, "u0"), (u0, lazy(data), "data")):
+        with pytest.raises(ValueError, match=rf"loss_and_grad takes {name} as NumPy"):
+            eagle.ode.loss_and_grad(lorenz, given_u0, (0.0, 1.0), lazy(p), given_data,
+                                    saveat=(0.0, 1.0, 4), client=client, chunks=3)

@@ -331,9 +331,9 @@ def run_backward(back, record: Record, arrays: dict, lam, rows, first_save, xp) 
     ``(T, *u.shape)``, or zeros ``(1, *u.shape)``); ``first_save`` each sample's first
     recorded time's index (None without ``saveat``). The kernel reads the recorded steps and
     ``saveat`` times per sample by ``hawk.sample_index()``: a chunk's are bound cut to its
-    samples (its times' columns too). Returns ``(lam, mu, mu_tables)``: the cotangents of ``u0`` and of the bound ``p``, per
-    sample, and of every table element together per sample (None without
-    ``table_gradients``)."""
+    samples (its times' columns too). Returns ``(lam, mu, mu_tables)``: the cotangents of
+    ``u0`` and of the bound ``p``, per sample, and of every table element together per sample
+    (None without ``table_gradients``)."""
     u = arrays["u"]
     n = u.shape[-1]
     gradient = gradient_type(record.params)

@@ -33,7 +33,7 @@ from . import adjoint as adjoints
 from . import arguments as args
 from . import ensemble
 from .adjoint import Gradients, Record
-from .dask_chunks import LazyRun, chunk_layout, chunk_p, chunk_times
+from .dask_chunks import LazyRun, chunk_layout, chunk_p, chunk_times, sample_blocks
 from .dask_inputs import LazyInputs, is_dask
 
 __all__ = ["first_saves", "check_budget", "vjp"]
@@ -78,7 +78,7 @@ def check_budget(run: LazyRun, steps: int) -> None:
     short, covered = run.per_chunk(
         partial(_short_of_rows, steps),
         {name: arrays[name] for name in ("status", "accepted", "t", "steps_t")},
-        [((), bool), ((), run.recipe.layout.dtype)])
+        [((), bool), ((), run.recipe.layout.dtype)], inputs=("t0", "t_end"))
     count, first, least = dask.compute(short.sum(), short.argmax(),
                                        covered.min() if covered.size else np.inf)
     states = arrays["u"].shape[0] if arrays["u"].ndim == 2 else 1
@@ -142,7 +142,7 @@ def _cotangent_pieces(name: str, value, expected: tuple, sizes, client) -> list:
                              f"the solve's samples, {tuple(sizes)}, got "
                              f"{tuple(value.chunks[-1])} ({name}.rechunk({{-1: "
                              f"{tuple(sizes)}}}))")
-        return [value[..., lo:hi] for lo, hi in bounds]
+        return sample_blocks(value, sizes)
     host = np.asarray(value)
     pieces = [np.ascontiguousarray(host[..., lo:hi]) for lo, hi in bounds]
     return client.scatter(pieces, direct=True, hash=False)
@@ -170,14 +170,17 @@ def vjp(solution, du=None, dsaved=None) -> Gradients:
     shared = _shared_rows(record)
     p_inputs = {name: value for name, value in run.lazy.blocks.items()
                 if name == "p" or name.startswith("args_")}
+    recorded = {name: sample_blocks(arrays[name], sizes) for name in RECORDED}
+    p_blocks = {name: sample_blocks(value, sizes) for name, value in p_inputs.items()}
+    first_save = None if record.first_save is None else sample_blocks(record.first_save, sizes)
     lams, mus, total = [], [], None
     for k, (lo, hi) in enumerate(_bounds(sizes)):
         m = hi - lo
         made = delayed(_backward_chunk, pure=True, nout=3)(
             back, travelling, run.recipe, shared, lo, hi,
-            {name: arrays[name][..., lo:hi] for name in RECORDED},
-            {name: value[..., lo:hi] for name, value in p_inputs.items()},
-            None if record.first_save is None else record.first_save[lo:hi],
+            {name: blocks[k] for name, blocks in recorded.items()},
+            {name: blocks[k] for name, blocks in p_blocks.items()},
+            None if first_save is None else first_save[k],
             None if du_pieces is None else du_pieces[k],
             None if dsaved_pieces is None else dsaved_pieces[k])
         lams.append(da.from_delayed(made[0], (*u.shape[:-1], m), dtype))

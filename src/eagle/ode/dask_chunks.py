@@ -41,7 +41,7 @@ from . import arguments, ensemble, events, model_args
 from .dask_inputs import PER_SAMPLE_NUMBERS, LazyInputs
 
 __all__ = ["ChunkRecipe", "LazyRun", "chunk_arrays", "chunk_layout", "chunk_p", "chunk_times",
-           "run"]
+           "sample_blocks", "run"]
 
 #: the roles bound to one value shared by every sample (sent whole, never cut)
 _WHOLE = (Role.PARAM, Role.TABLE)
@@ -179,26 +179,40 @@ class LazyRun:
     recipe: ChunkRecipe
     lazy: LazyInputs
 
-    def per_chunk(self, function, results: dict, outputs: list) -> list:
+    def per_chunk(self, function, results: dict, outputs: list, inputs=None) -> list:
         """``function(recipe, m, results, blocks)`` run on each chunk's blocks of ``results``
-        (the run's dask arrays) and of the dask inputs (not ``u0``), on the workers; it
-        returns one array per entry of ``outputs`` (``(lead, dtype)``: its shape before the
-        sample axis), each given back as one dask array over the chunks."""
+        (the run's dask arrays) and of the dask inputs (not ``u0``; only those named in
+        ``inputs`` where given), on the workers; it returns one array per entry of
+        ``outputs`` (``(lead, dtype)``: its shape before the sample axis), each given back as
+        one dask array over the chunks."""
         from dask import array as da
         from dask import delayed
 
         sizes = self.lazy.chunks
         edges = np.concatenate([[0], np.cumsum(sizes)]).tolist()
-        inputs = {name: value for name, value in self.lazy.blocks.items() if name != "u0"}
+        given = {name: value for name, value in self.lazy.blocks.items()
+                 if name != "u0" and (inputs is None or name in inputs)}
+        results = {name: sample_blocks(value, sizes) for name, value in results.items()}
+        given = {name: sample_blocks(value, sizes) for name, value in given.items()}
         parts = [[] for _ in outputs]
-        for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        for k, (lo, hi) in enumerate(zip(edges[:-1], edges[1:], strict=True)):
             made = delayed(_on_chunk, pure=True, nout=len(outputs))(
                 function, self.recipe, hi - lo,
-                {name: value[..., lo:hi] for name, value in results.items()},
-                {name: value[..., lo:hi] for name, value in inputs.items()})
-            for k, (lead, dtype) in enumerate(outputs):
-                parts[k].append(da.from_delayed(made[k], (*lead, hi - lo), dtype))
+                {name: blocks[k] for name, blocks in results.items()},
+                {name: blocks[k] for name, blocks in given.items()})
+            for j, (lead, dtype) in enumerate(outputs):
+                parts[j].append(da.from_delayed(made[j], (*lead, hi - lo), dtype))
         return [da.concatenate(chunks, axis=-1) for chunks in parts]
+
+
+def sample_blocks(value, sizes) -> list:
+    """A dask array's blocks along its last axis (the samples), cut as ``sizes`` (its other
+    axes whole), as one ``Delayed`` each: a task given one runs where that block is, and
+    nothing is concatenated on the way (a slice ``value[..., lo:hi]`` passed to ``delayed``
+    would be made whole by a task of its own, anywhere, moving the block to it)."""
+    whole = {axis: -1 for axis in range(value.ndim - 1)}
+    value = value.rechunk({**whole, value.ndim - 1: tuple(sizes)})
+    return list(value.to_delayed(optimize_graph=False).reshape(-1))
 
 
 def _on_chunk(function, recipe, m, results, blocks):
