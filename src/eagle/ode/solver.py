@@ -328,7 +328,9 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             ``rtol``, ``atol``, ``max_step``, ``dt``), shared ones numbers or NumPy arrays
             (``saveat`` times per sample too), and a sensitivity's event correction and the
             location of events only recorded run on the workers (``eagle.ode.dask_inputs``,
-            ``eagle.ode.dask_chunks``; not yet ``adjoint=True``). With a CuPy ``u0`` each
+            ``eagle.ode.dask_chunks``), and with ``adjoint=True`` each chunk's recorded steps
+            stay there and ``Solution.vjp`` runs each chunk's backward pass there
+            (``eagle.ode.dask_adjoint``). With a CuPy ``u0`` each
             chunk runs on its worker's GPU (dask-cuda's one worker per GPU) and the
             ``Solution`` is CuPy, the local GPU solve's bit for bit.
         chunks: with ``client``, the number of chunks (default: the workers' threads, or a
@@ -345,7 +347,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             ``Gradients.args``, one per argument) and one terminal ``event`` (its time moves
             with ``p`` and ``u0``), without several events, ``on_event``, ``record_events``,
             stops or ``sensitivity`` yet; with ``client`` (NumPy inputs) the forward run goes
-            over the cluster and ``vjp`` runs here.
+            over the cluster and ``vjp`` runs here; with dask inputs both run on the workers,
+            and ``vjp``'s gradients are dask arrays.
             The end state is the plain solve's, bit for bit.
         adjoint_steps: with ``adjoint``, the accepted steps kept per sample (default 1024; each
             costs ``(k + 2) * 8`` bytes per sample in float64); a sample that needs more is
