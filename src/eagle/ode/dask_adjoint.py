@@ -55,8 +55,9 @@ def first_saves(lazy: LazyInputs, layout: ensemble.Layout):
     from dask import delayed
 
     parts = []
-    for lo, hi in _bounds(lazy.chunks):
-        t0 = lazy.blocks["t0"][lo:hi] if "t0" in lazy.blocks else lazy.numbers["t_span[0]"]
+    starts = sample_blocks(lazy.blocks["t0"], lazy.chunks) if "t0" in lazy.blocks else None
+    for k, (lo, hi) in enumerate(_bounds(lazy.chunks)):
+        t0 = lazy.numbers["t_span[0]"] if starts is None else starts[k]
         made = delayed(_first_saves, pure=True)(chunk_layout(layout, lo, hi), t0, hi - lo)
         parts.append(da.from_delayed(made, (hi - lo,), np.int64))
     return da.concatenate(parts)
@@ -126,10 +127,13 @@ def _shared_rows(record: Record) -> _Shared:
                    tables=record.table_sizes is not None)
 
 
-def _cotangent_pieces(name: str, value, expected: tuple, sizes, client) -> list:
+def _cotangent_pieces(name: str, value, expected: tuple, run: LazyRun) -> list:
     """``value`` (``du`` or ``dsaved``) as one piece per chunk (reshaped as the kernel binds
-    it on the worker); refused naming ``name`` unless it is real numbers
-    shaped ``expected`` (a dask one chunked along the samples as the solve was)."""
+    it on the worker): a dask one's blocks, a NumPy one's slices scattered from the client
+    straight to the worker that ran the chunk (where its recorded steps are, if it is still
+    there); refused naming ``name`` unless it is real numbers shaped ``expected`` (a dask one
+    chunked along the samples as the solve was)."""
+    sizes, client = run.lazy.chunks, run.lazy.client
     args.numeric(name, value)
     what = "Solution.u" if name == "du" else "Solution.saved"
     shape = tuple(getattr(value, "shape", np.shape(value)))
@@ -144,8 +148,15 @@ def _cotangent_pieces(name: str, value, expected: tuple, sizes, client) -> list:
                              f"{tuple(sizes)}}}))")
         return sample_blocks(value, sizes)
     host = np.asarray(value)
-    pieces = [np.ascontiguousarray(host[..., lo:hi]) for lo, hi in bounds]
-    return client.scatter(pieces, direct=True, hash=False)
+    alive = set(client.nthreads())
+    ran_on = {chunk.index: chunk.worker for chunk in run.report.chunks}
+    pieces = []
+    for k, (lo, hi) in enumerate(bounds):
+        where = ran_on.get(k)
+        (piece,) = client.scatter([np.ascontiguousarray(host[..., lo:hi])], direct=True,
+                                  hash=False, workers=[where] if where in alive else None)
+        pieces.append(piece)
+    return pieces
 
 
 def vjp(solution, du=None, dsaved=None) -> Gradients:
@@ -162,9 +173,9 @@ def vjp(solution, du=None, dsaved=None) -> Gradients:
     u = arrays["u"]
     dtype = u.dtype
     du_pieces = None if du is None else _cotangent_pieces(
-        "du", du, tuple(solution.u.shape), sizes, client)
+        "du", du, tuple(solution.u.shape), run)
     dsaved_pieces = None if dsaved is None else _cotangent_pieces(
-        "dsaved", dsaved, tuple(solution.saved.shape), sizes, client)
+        "dsaved", dsaved, tuple(solution.saved.shape), run)
     back = adjoints.backward_pass(record, dsaved is not None)
     travelling = record.travelling()
     shared = _shared_rows(record)
