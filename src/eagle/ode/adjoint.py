@@ -32,7 +32,7 @@ Everything the adjoint cannot take is refused here by name, before anything is c
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -129,7 +129,7 @@ class Record:
     table_sizes: tuple | None = None
     jac: object = None
     linsolve: str = "lu"
-    cluster: object = None
+    cluster: object = field(default=None, repr=False, compare=False)
 
     def travelling(self) -> Record:
         """What a worker's backward pass needs of this record: without the user's funcs
