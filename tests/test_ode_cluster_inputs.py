@@ -230,7 +230,6 @@ def test_what_a_dask_solve_still_cannot_serve_is_refused_by_name(client):
     refusals = [
         (dict(p=lazy_p, saveat=lazy(np.linspace(0.1, 0.9, 3)[:, None] * np.ones(N))),
          "saveat as a dask array: pass its times as a NumPy array"),
-        (dict(p=lazy_p, adjoint=True), "adjoint=True does not go with a dask u0 yet"),
         (dict(args=(np.array([10.0, 8.0 / 3.0]), p[1])),
          r"args\[1\] of shape \(24,\) is per sample: beside a dask u0 pass it as a dask array"),
         (dict(args=(np.array([10.0, 8.0 / 3.0]), lazy(p[1])[:5])),
@@ -289,7 +288,7 @@ def hamiltonian(u, t, k):
 def test_a_model_differentiated_by_hawk_grad_with_the_adjoint_over_the_cluster(client):
     """``hawk.grad`` in ``f`` travels in the kernel's IR; with ``adjoint=True`` over the
     cluster (NumPy inputs) ``vjp`` gives the local gradients, and a dask solve the local
-    states."""
+    states and, run on the workers, the local gradients."""
     u0 = np.stack([np.linspace(0.5, 1.0, N), np.zeros(N), np.zeros(N), np.ones(N)])
     k = np.linspace(1.0, 2.0, N)
     options = dict(p=k, saveat=(0.0, 2.0, 3), adjoint=True)
@@ -299,5 +298,8 @@ def test_a_model_differentiated_by_hawk_grad_with_the_adjoint_over_the_cluster(c
     here, there = local.vjp(np.ones_like(u0)), remote.vjp(np.ones_like(u0))
     assert here.p.tobytes() == there.p.tobytes() and here.u0.tobytes() == there.u0.tobytes()
     kept = eagle.ode.solve(hamiltonian, lazy(u0), (0.0, 2.0), client=client, chunks=3,
-                           **{**options, "p": lazy(k), "adjoint": False})
+                           **{**options, "p": lazy(k)})
     assert_same(local, kept)
+    on_workers = kept.vjp(np.ones_like(u0))  # each chunk's backward pass on its worker
+    assert here.p.tobytes() == on_workers.p.compute().tobytes()
+    assert here.u0.tobytes() == on_workers.u0.compute().tobytes()

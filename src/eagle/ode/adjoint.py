@@ -32,7 +32,7 @@ Everything the adjoint cannot take is refused here by name, before anything is c
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -51,7 +51,8 @@ from ..runner import until_done
 from . import arguments as args
 
 __all__ = ["Record", "Gradients", "check", "check_tables", "scratch", "kernel",
-           "check_least_steps", "check_budget", "vjp", "DEFAULT_STEPS"]
+           "check_least_steps", "check_budget", "refuse_budget", "check_request", "backward_pass",
+           "run_backward", "vjp", "DEFAULT_STEPS"]
 
 #: the accepted steps kept per sample unless ``adjoint_steps=`` says otherwise
 DEFAULT_STEPS = 1024
@@ -106,6 +107,9 @@ class Record:
             else None.
         jac: the user's Jacobian (``solve``'s ``jac=``, in the kernel's time), or None.
         linsolve: the Rosenbrock stages' solve (``solve``'s ``linsolve=``).
+        cluster: for a solve with dask inputs, the ``dask_chunks.LazyRun`` whose chunks hold
+            the recorded steps on the workers (``first_save`` is then a dask array); else
+            None.
     """
 
     f: object
@@ -125,6 +129,12 @@ class Record:
     table_sizes: tuple | None = None
     jac: object = None
     linsolve: str = "lu"
+    cluster: object = field(default=None, repr=False, compare=False)
+
+    def travelling(self) -> Record:
+        """What a worker's backward pass needs of this record: without the user's funcs
+        (the backward kernel, sent as its IR, holds them) or the cluster's objects."""
+        return replace(self, f=None, event=None, jac=None, first_save=None, cluster=None)
 
     @property
     def solving(self) -> dict:
@@ -258,17 +268,26 @@ def check_budget(arrays: dict, steps: int, xp) -> None:
     short = (arrays["status"] == hawk_ode.STATUS_RUNNING) & (arrays["accepted"] >= steps)
     count = int(short.sum())
     if count:
-        first = int(xp.argmax(short))
         states = arrays["u"].shape[0] if arrays["u"].ndim == 2 else 1
         which = xp.flatnonzero(short)
         start = arrays["steps_t"][0, which]  # their t0: the first step's start
         least = float(((arrays["t"][which] - start) / (arrays["t_end"][which] - start)).min())
+        refuse_budget(steps, count, int(short.size), int(xp.argmax(short)), least,
+                      (states + 2) * arrays["u"].dtype.itemsize)
+
+
+def refuse_budget(steps: int, count: int, n: int, first: int, least: float,
+                  step_bytes: int) -> None:
+    """``check_budget``'s refusal, where ``count`` of the ``n`` samples (the first: sample
+    ``first``) used every row, the shortest-reaching of them having covered the part
+    ``least`` of its span; nothing where ``count`` is 0."""
+    if count:
         would_do = math.ceil(steps / least) if least > 0 else None
         rate = f" (about {would_do} would do at the rate they went)" if would_do else ""
         raise ValueError(
-            f"adjoint_steps={steps}: {count} of {short.size} samples (the first: sample "
+            f"adjoint_steps={steps}: {count} of {n} samples (the first: sample "
             f"{first}) need more accepted steps than that; raise adjoint_steps{rate}; each "
-            f"step kept costs {(states + 2) * arrays['u'].dtype.itemsize} bytes per sample")
+            f"step kept costs {step_bytes} bytes per sample")
 
 
 def _cotangent(name: str, value, expected: tuple, like, xp):
@@ -282,50 +301,55 @@ def _cotangent(name: str, value, expected: tuple, like, xp):
     return xp.array(xp.asarray(value), dtype=like.dtype, copy=True, order="C")
 
 
-def vjp(solution, du=None, dsaved=None) -> Gradients:
-    """The cotangents of ``p`` and ``u0`` (and of the tables' values for a solve given
-    ``table_gradients=True``) for the cotangents ``du`` of ``solution.u`` and ``dsaved`` of
-    ``solution.saved`` (``Solution.vjp``; either may be None, not both)."""
-    record = solution.adjoint
-    if record is None:
+def check_request(solution, du, dsaved) -> None:
+    """Refuse, by name, a ``vjp`` that cannot run: on a solution made without
+    ``adjoint=True``, with neither cotangent, or ``dsaved`` for a solve without ``saveat``."""
+    if solution.adjoint is None:
         raise ValueError("vjp needs a solution made with eagle.ode.solve(..., adjoint=True): "
                          "this one kept no steps")
-    arrays = solution.arrays
-    u = arrays["u"]
-    xp = args.array_module(u)
     if du is None and dsaved is None:
         raise ValueError("vjp needs du (the cotangent of Solution.u), dsaved (of "
                          "Solution.saved) or both")
-    if dsaved is not None and record.first_save is None:
+    if dsaved is not None and solution.adjoint.first_save is None:
         raise ValueError("dsaved needs a solve with saveat=: this one saved no states")
-    lam = xp.zeros_like(u) if du is None else \
-        _cotangent("du", du, tuple(solution.u.shape), u, xp).reshape(u.shape)
-    saved = arrays["saved"]
-    if dsaved is None:
-        rows = xp.zeros((1, *u.shape), dtype=u.dtype)
-    else:
-        rows = _cotangent("dsaved", dsaved, tuple(solution.saved.shape), u, xp)
-        rows = rows.reshape(saved.shape)
+
+
+def backward_pass(record: Record, dsaved_given: bool):
+    """The backward kernel for ``record``'s model and method (reading the ``saveat`` states'
+    cotangents only where ``dsaved`` was given)."""
+    return backward_kernel(record.f, record.state, record.params, tables=record.table_dims,
+                           method=record.method, event=record.event,
+                           saveat=record.saving if dsaved_given else False,
+                           **({} if record.table_sizes is None
+                              else {"table_sizes": record.table_sizes}), **record.solving)
+
+
+def run_backward(back, record: Record, arrays: dict, lam, rows, first_save, xp) -> tuple:
+    """Run ``back`` (``backward_pass``) over the recorded steps in ``arrays`` (the forward
+    kernel's, by parameter name, ``p`` as bound), from ``lam`` (the end state's cotangent,
+    shaped as ``arrays["u"]``, written) and ``rows`` (the ``saveat`` states' cotangents,
+    ``(T, *u.shape)``, or zeros ``(1, *u.shape)``); ``first_save`` each sample's first
+    recorded time's index (None without ``saveat``). The kernel reads the recorded steps and
+    ``saveat`` times per sample by ``hawk.sample_index()``: a chunk's are bound cut to its
+    samples (its times' columns too). Returns ``(lam, mu, mu_tables)``: the cotangents of
+    ``u0`` and of the bound ``p``, per sample, and of every table element together per sample
+    (None without ``table_gradients``)."""
+    u = arrays["u"]
     n = u.shape[-1]
     gradient = gradient_type(record.params)
     columns = gradient.columns
     mu_shape = (n,) if gradient.width == 1 else \
         ((gradient.width // columns, columns, n) if columns else (gradient.width, n))
     mu = xp.zeros(mu_shape, dtype=u.dtype)
-    back = backward_kernel(record.f, record.state, record.params, tables=record.table_dims,
-                           method=record.method, event=record.event,
-                           saveat=record.saving if dsaved is not None else False,
-                           **({} if record.table_sizes is None
-                              else {"table_sizes": record.table_sizes}), **record.solving)
     extra = {}
     if record.table_sizes is not None:
         elements = sum(record.table_sizes)
         extra["mu_tables"] = xp.zeros((elements, n) if elements > 1 else (n,), dtype=u.dtype)
     row = xp.array(arrays["accepted"], dtype=np.int64, copy=True)
-    if record.first_save is None:
+    if first_save is None:
         first_save, saves = xp.zeros(n, dtype=np.int64), xp.zeros(n, dtype=np.int64)
     else:
-        first_save, saves = record.first_save, xp.array(arrays["saves"], copy=True)
+        saves = xp.array(arrays["saves"], copy=True)
     until_done(back, max_steps=int(row.max()) + 1, p=arrays["p"], steps_u=arrays["steps_u"],
                steps_t=arrays["steps_t"], steps_h=arrays["steps_h"], dsaved=rows,
                save_first=arrays["save_first"], save_every=arrays["save_every"],
@@ -333,8 +357,29 @@ def vjp(solution, du=None, dsaved=None) -> Gradients:
                t_next=xp.array(arrays["t"], copy=True), saves=saves, status=arrays["status"],
                accepted=arrays["accepted"], theta_end=arrays["theta_end"], **record.tables,
                **extra).run()
+    return lam, mu, extra.get("mu_tables")
+
+
+def vjp(solution, du=None, dsaved=None) -> Gradients:
+    """The cotangents of ``p`` and ``u0`` (and of the tables' values for a solve given
+    ``table_gradients=True``) for the cotangents ``du`` of ``solution.u`` and ``dsaved`` of
+    ``solution.saved`` (``Solution.vjp``; either may be None, not both)."""
+    check_request(solution, du, dsaved)
+    record = solution.adjoint
+    arrays = solution.arrays
+    u = arrays["u"]
+    xp = args.array_module(u)
+    lam = xp.zeros_like(u) if du is None else \
+        _cotangent("du", du, tuple(solution.u.shape), u, xp).reshape(u.shape)
+    if dsaved is None:
+        rows = xp.zeros((1, *u.shape), dtype=u.dtype)
+    else:
+        rows = _cotangent("dsaved", dsaved, tuple(solution.saved.shape), u, xp)
+        rows = rows.reshape(arrays["saved"].shape)
+    lam, mu, mu_tables = run_backward(backward_pass(record, dsaved is not None), record,
+                                      arrays, lam, rows, record.first_save, xp)
     u0_bar = lam[None] if record.column else lam
-    tables = None if not extra else _per_table(extra["mu_tables"], record, xp)
+    tables = None if mu_tables is None else _per_table(mu_tables, record, xp)
     if record.arguments is not None:
         return Gradients(p=None, u0=u0_bar, args=_per_argument(mu, record, xp), tables=tables)
     p_bar = _summed(mu, xp) if record.shared else mu

@@ -36,10 +36,12 @@ import hawk
 from hawk.ir import Role
 
 from ..runner import simulate
+from . import adjoint as adjoints
 from . import arguments, ensemble, events, model_args
 from .dask_inputs import PER_SAMPLE_NUMBERS, LazyInputs
 
-__all__ = ["ChunkRecipe", "LazyRun", "chunk_arrays", "run"]
+__all__ = ["ChunkRecipe", "LazyRun", "chunk_arrays", "chunk_layout", "chunk_p", "chunk_times",
+           "sample_blocks", "run"]
 
 #: the roles bound to one value shared by every sample (sent whole, never cut)
 _WHOLE = (Role.PARAM, Role.TABLE)
@@ -65,6 +67,10 @@ class ChunkRecipe:
             ``args_per_sample`` which of them are per sample.
         per_sample: the names of the main kernel's per-sample arrays (what ``chunk_arrays``
             returns).
+        adjoint_steps: with ``adjoint=True``, the accepted steps each sample records (its
+            chunk's rows made beside the arrays: ``adjoint.scratch``); else None.
+        least_steps: with it, whether the samples must be able to reach their end in those
+            rows (no terminal event): ``adjoint.check_least_steps`` before the run.
     """
 
     layout: ensemble.Layout
@@ -77,6 +83,8 @@ class ChunkRecipe:
     args: tuple | None
     args_per_sample: tuple[bool, ...] | None
     per_sample: tuple[str, ...]
+    adjoint_steps: int | None = None
+    least_steps: bool = False
 
 
 def chunk_times(recipe: ChunkRecipe, m: int, blocks: dict) -> tuple:
@@ -121,21 +129,29 @@ def chunk_arrays(recipe: ChunkRecipe, lo: int, hi: int, **blocks) -> dict:
                                              infinite=True))
         else:
             numbers_of = dict(dt=_each(recipe, "dt", m, blocks, positive=True))
+        if recipe.least_steps:  # as a local adjoint solve checks before its run
+            adjoints.check_least_steps(
+                recipe.adjoint_steps, np, t, t_end, numbers_of["max_step"],
+                layout.save_count - ensemble.first_saves(chunk_layout(layout, lo, hi), np, t)
+                if layout.saveat else None)
     except ValueError as error:  # say where: "sample k" counts within this chunk
         raise ValueError(f"{error} (in the chunk of samples {lo} to {hi - 1}, its samples "
                          f"counted from 0)") from None
     u = ensemble.start_state(layout, np.asarray(blocks["u0"]), np, m)
-    arrays = ensemble.make(_columns(layout, lo, hi), np, m, u0=u, p=p, t=t, t_end=t_end,
+    arrays = ensemble.make(chunk_layout(layout, lo, hi), np, m, u0=u, p=p, t=t, t_end=t_end,
                            **numbers_of)
     if recipe.memory is not None:
         arrays["c"] = events.memory_from(recipe.memory, np, p, arrays["u"], t, recipe.tables)
+    if recipe.adjoint_steps is not None:  # the rows each accepted step is recorded into
+        arrays.update(adjoints.scratch(np, recipe.adjoint_steps, arrays["u"].shape,
+                                       layout.dtype))
     if recipe.prepare is not None:
         simulate(recipe.prepare, max_steps=1, **ensemble.first_step_bindings(arrays, np, m),
                  **recipe.tables)
     return {name: arrays[name] for name in recipe.per_sample}
 
 
-def _columns(layout: ensemble.Layout, lo: int, hi: int) -> ensemble.Layout:
+def chunk_layout(layout: ensemble.Layout, lo: int, hi: int) -> ensemble.Layout:
     """``layout`` for samples ``lo`` to ``hi - 1``: ``saveat`` times per sample ``(T, n)``
     cut to their columns (each sample's first recorded time is found in its own; the kernel
     is still bound to the whole table, which it reads by the global sample index)."""
@@ -163,26 +179,40 @@ class LazyRun:
     recipe: ChunkRecipe
     lazy: LazyInputs
 
-    def per_chunk(self, function, results: dict, outputs: list) -> list:
+    def per_chunk(self, function, results: dict, outputs: list, inputs=None) -> list:
         """``function(recipe, m, results, blocks)`` run on each chunk's blocks of ``results``
-        (the run's dask arrays) and of the dask inputs (not ``u0``), on the workers; it
-        returns one array per entry of ``outputs`` (``(lead, dtype)``: its shape before the
-        sample axis), each given back as one dask array over the chunks."""
+        (the run's dask arrays) and of the dask inputs (not ``u0``; only those named in
+        ``inputs`` where given), on the workers; it returns one array per entry of
+        ``outputs`` (``(lead, dtype)``: its shape before the sample axis), each given back as
+        one dask array over the chunks."""
         from dask import array as da
         from dask import delayed
 
         sizes = self.lazy.chunks
         edges = np.concatenate([[0], np.cumsum(sizes)]).tolist()
-        inputs = {name: value for name, value in self.lazy.blocks.items() if name != "u0"}
+        given = {name: value for name, value in self.lazy.blocks.items()
+                 if name != "u0" and (inputs is None or name in inputs)}
+        results = {name: sample_blocks(value, sizes) for name, value in results.items()}
+        given = {name: sample_blocks(value, sizes) for name, value in given.items()}
         parts = [[] for _ in outputs]
-        for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        for k, (lo, hi) in enumerate(zip(edges[:-1], edges[1:], strict=True)):
             made = delayed(_on_chunk, pure=True, nout=len(outputs))(
                 function, self.recipe, hi - lo,
-                {name: value[..., lo:hi] for name, value in results.items()},
-                {name: value[..., lo:hi] for name, value in inputs.items()})
-            for k, (lead, dtype) in enumerate(outputs):
-                parts[k].append(da.from_delayed(made[k], (*lead, hi - lo), dtype))
+                {name: blocks[k] for name, blocks in results.items()},
+                {name: blocks[k] for name, blocks in given.items()})
+            for j, (lead, dtype) in enumerate(outputs):
+                parts[j].append(da.from_delayed(made[j], (*lead, hi - lo), dtype))
         return [da.concatenate(chunks, axis=-1) for chunks in parts]
+
+
+def sample_blocks(value, sizes) -> list:
+    """A dask array's blocks along its last axis (the samples), cut as ``sizes`` (its other
+    axes whole), as one ``Delayed`` each: a task given one runs where that block is, and
+    nothing is concatenated on the way (a slice ``value[..., lo:hi]`` passed to ``delayed``
+    would be made whole by a task of its own, anywhere, moving the block to it)."""
+    whole = {axis: -1 for axis in range(value.ndim - 1)}
+    value = value.rechunk({**whole, value.ndim - 1: tuple(sizes)})
+    return list(value.to_delayed(optimize_graph=False).reshape(-1))
 
 
 def _on_chunk(function, recipe, m, results, blocks):
@@ -190,21 +220,26 @@ def _on_chunk(function, recipe, m, results, blocks):
 
 
 def run(lazy: LazyInputs, layout: ensemble.Layout, plan, prepare, tables: dict, bound_p, *,
-        memory, max_steps: int, seed, progress: bool, checkpoint) -> LazyRun:
+        memory, max_steps: int, seed, progress: bool, checkpoint, adjoint_steps=None,
+        least_steps: bool = False) -> LazyRun:
     """Integrate the ensemble on the workers; ``bound_p`` is ``p`` as ``solve`` binds it (for
     the first samples only, if per sample), ``memory`` the carried event memory's
-    ``(kernel, w)`` or None."""
+    ``(kernel, w)`` or None; with ``adjoint_steps`` (``plan`` the recording kernel) each chunk
+    records its accepted steps there (``ChunkRecipe``)."""
     from ..distributed import run_on_cluster
 
     m = lazy.first["u0"].shape[-1]
     ones = np.ones(m)
     stand_in = ensemble.make(  # the first samples, to tell per-sample arrays from shared ones
-        _columns(layout, 0, m), np, m,
+        chunk_layout(layout, 0, m), np, m,
         u0=ensemble.start_state(layout, lazy.first["u0"], np, m), p=bound_p, t=np.zeros(m),
         t_end=ones, rtol=ones, atol=ones, max_step=ones, dt=ones)
     if memory is not None:
         stand_in["c"] = np.empty((1 + memory[1], m), dtype=layout.dtype)
+    if adjoint_steps is not None:
+        stand_in.update(adjoints.scratch(np, adjoint_steps, stand_in["u"].shape, layout.dtype))
     roles = {p.name: p.role for p in plan.kernel.params}
+    stand_in = {name: value for name, value in stand_in.items() if name in roles}
     per_sample = tuple(name for name, value in stand_in.items()
                        if isinstance(value, np.ndarray) and roles[name] not in _WHOLE)
     shared = {name: value for name, value in stand_in.items() if name not in per_sample}
@@ -216,7 +251,8 @@ def run(lazy: LazyInputs, layout: ensemble.Layout, plan, prepare, tables: dict, 
         args=None if lazy.args is None else tuple(
             None if per else value for value, per in zip(lazy.args, lazy.args_per_sample,
                                                          strict=True)),
-        args_per_sample=lazy.args_per_sample, per_sample=per_sample)
+        args_per_sample=lazy.args_per_sample, per_sample=per_sample,
+        adjoint_steps=adjoint_steps, least_steps=least_steps)
     result = run_on_cluster(plan, lazy.client, max_steps=max_steps, chunks=lazy.chunks,
                             init=partial(chunk_arrays, recipe), init_inputs=lazy.blocks,
                             seed=seed, progress=progress, checkpoint=checkpoint, **shared,

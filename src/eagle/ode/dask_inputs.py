@@ -17,9 +17,8 @@ for every sample) run on the worker that makes the chunk, and are refused by the
 
 ``saveat`` as times per sample is a NumPy ``(T, n)`` array (its times are a table the kernels
 read by each sample's global index, sent once per run to every worker); a dask ``saveat`` is
-refused by name, as is ``adjoint=True`` (its recorded steps and ``Solution.vjp``'s backward pass
-would have to stay on the workers; with NumPy inputs and ``client=`` the adjoint's forward run
-goes over the cluster and ``vjp`` runs on the client).
+refused by name. ``adjoint=True`` keeps each chunk's recorded steps on its worker and runs
+``Solution.vjp``'s backward pass there (``eagle.ode.dask_adjoint``).
 """
 
 from __future__ import annotations
@@ -97,8 +96,8 @@ def _dask_names(u0, p, args, t_span, others: dict) -> list[str]:
     return [name for name, value in given.items() if is_dask(value)]
 
 
-def inputs(client, chunks, u0, p, *, t_span, rtol, atol, max_step, dt, args, saveat,
-           adjoint=False) -> LazyInputs | None:
+def inputs(client, chunks, u0, p, *, t_span, rtol, atol, max_step, dt, args,
+           saveat) -> LazyInputs | None:
     """None unless ``u0`` or another argument is a dask array; else what ``solve`` needs of
     them, after refusing by name what a dask solve cannot serve."""
     named = _dask_names(u0, p, args, t_span, dict(rtol=rtol, atol=atol, max_step=max_step,
@@ -116,10 +115,6 @@ def inputs(client, chunks, u0, p, *, t_span, rtol, atol, max_step, dt, args, sav
         raise ValueError("saveat as a dask array: pass its times as a NumPy array, (T,) or "
                          "(T, n) (the kernels read the times whole, by each sample's global "
                          "index)")
-    if adjoint:
-        raise ValueError("adjoint=True does not go with a dask u0 yet (its recorded steps "
-                         "and the backward pass would stay on the workers): pass NumPy "
-                         "arrays, with client= or without")
     if u0.ndim not in (1, 2):
         raise ValueError(f"u0 must have shape (n,) or (k, n), got {tuple(u0.shape)}")
     n = int(u0.shape[-1])

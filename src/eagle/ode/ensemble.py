@@ -21,7 +21,7 @@ from hawk import ode as hawk_ode
 
 from . import arguments
 
-__all__ = ["Layout", "start_state", "augmented", "make", "first_step_bindings"]
+__all__ = ["Layout", "start_state", "augmented", "first_saves", "make", "first_step_bindings"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,17 @@ def augmented(u0, xp, n: int, states: int, columns: int, sensitivity: str):
     return start
 
 
+def first_saves(layout: Layout, xp, t):
+    """Each sample's first recorded time's index (int64 ``(n,)``): the first ``saveat`` time
+    not before its ``t`` (``t0`` in the integration's variable)."""
+    save_first, save_every, save_count = layout.save_first, layout.save_every, layout.save_count
+    if isinstance(save_every, float):
+        return xp.clip(xp.ceil((t - save_first) / save_every), 0, save_count).astype(np.int64)
+    listed = save_every  # the kernels read time k from the Table bound as save_every
+    return (listed < t).sum(axis=0).astype(np.int64) if listed.ndim == 2 \
+        else xp.searchsorted(listed, t, side="left").astype(np.int64)
+
+
 def make(layout: Layout, xp, n: int, *, u0, p, t, t_end, rtol=None, atol=None, max_step=None,
          dt=None) -> dict:
     """Every array the solve's main kernel binds, for ``n`` samples, by parameter name.
@@ -95,14 +106,7 @@ def make(layout: Layout, xp, n: int, *, u0, p, t, t_end, rtol=None, atol=None, m
     """
     dtype = layout.dtype
     save_first, save_every, save_count = layout.save_first, layout.save_every, layout.save_count
-    listed = save_every if not isinstance(save_every, float) else None
-    if listed is None:
-        first_save = xp.clip(xp.ceil((t - save_first) / save_every), 0,
-                             save_count).astype(np.int64)
-    else:  # the kernels read time k from the Table bound as save_every
-        # the first time not before each sample's t0
-        first_save = (listed < t).sum(axis=0).astype(np.int64) if listed.ndim == 2 \
-            else xp.searchsorted(listed, t, side="left").astype(np.int64)
+    first_save = first_saves(layout, xp, t)
     saved = arguments.allocate("saveat", xp, (save_count, *u0.shape), dtype, np.nan)
     u = xp.array(u0, dtype=dtype, copy=True, order="C")
     arrays = dict(p=p, t_end=t_end, u=u, t=t, save_first=save_first, save_every=save_every,
@@ -127,6 +131,7 @@ def make(layout: Layout, xp, n: int, *, u0, p, t, t_end, rtol=None, atol=None, m
         return arrays
     at_start = first_save < save_count
     if layout.saveat and bool(at_start.any()):  # a recorded time at t0 itself
+        listed = save_every if not isinstance(save_every, float) else None
         if listed is None:
             first_time = save_first + first_save * save_every
         else:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import arguments as args
+from .dask_inputs import is_dask
 from .solver import solve
 
 __all__ = ["loss_and_grad"]
@@ -29,7 +30,10 @@ def loss_and_grad(f, u0, t_span, p, data, *, saveat, **options) -> tuple[float, 
         data: the observations, shaped as ``Solution.saved``: ``(T,) + u0.shape``.
         saveat: ``(first, last, T)``: the times of the observations.
         options: more of ``solve``'s keywords (``method``, ``rtol``, ``atol``,
-            ``adjoint_steps``...).
+            ``adjoint_steps``, ``client`` with NumPy inputs...). A dask ``u0`` or ``data`` is
+            refused by name (the loss is one sum over every sample, which chunks cannot
+            give with the local bits): call ``solve(..., adjoint=True)`` and
+            ``Solution.vjp(dsaved=...)`` with them.
 
     Example, a fit with SciPy (``p`` a shared vector)::
 
@@ -37,6 +41,13 @@ def loss_and_grad(f, u0, t_span, p, data, *, saveat, **options) -> tuple[float, 
             lambda q: eagle.ode.loss_and_grad(f, u0, (0.0, 10.0), q, data, saveat=times),
             p_guess, jac=True, method="L-BFGS-B")
     """
+    lazy = [name for name, value in (("u0", u0), ("data", data)) if is_dask(value)]
+    if lazy:
+        raise ValueError(f"loss_and_grad takes {' and '.join(lazy)} as NumPy or CuPy arrays: "
+                         "its loss is one sum over every sample's squares, which chunks "
+                         "cannot give with the local bits; with dask inputs call "
+                         "solve(..., adjoint=True, client=...) and Solution.vjp(dsaved=2 * "
+                         "residual) (each chunk's backward pass on its worker)")
     args.numeric("data", data)
     shape = tuple(np.shape(data))
     expected_tail = tuple(np.shape(u0))

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from ..plan import Plan
 from ..runner import Report, Runner
 from . import adjoint as adjoints
+from . import dask_adjoint
 from .adjoint import Gradients
 
 __all__ = ["Solution"]
@@ -95,12 +96,19 @@ class Solution:
         ``args=``, ``Gradients.args`` holds one cotangent per argument (``p`` is None); for one
         given ``table_gradients=True``, ``Gradients.tables`` one per table (summed likewise).
 
+        For a solve with dask inputs, each chunk's backward pass runs on the worker that
+        holds its recorded steps, and the gradients are dask arrays (persisted there), the
+        local ones bit for bit (``eagle.ode.dask_adjoint``).
+
         Args:
             du: the cotangent of ``Solution.u`` (say ``dL/du`` of a loss), a NumPy or CuPy
-                array shaped as ``u``; None for none.
+                array shaped as ``u`` (for dask inputs, a NumPy array, scattered, or a dask
+                array chunked along the samples as ``u``); None for none.
             dsaved: the cotangent of ``Solution.saved``, shaped as it (``dL/d saved``; zeros
-                where a row is NaN); None for none.
+                where a row is NaN), taken as ``du`` is; None for none.
         """
+        if self.adjoint is not None and self.adjoint.cluster is not None:
+            return dask_adjoint.vjp(self, du, dsaved)  # each chunk's pass on its worker
         return adjoints.vjp(self, du, dsaved)
 
     @property

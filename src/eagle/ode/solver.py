@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import math
 import warnings
+from dataclasses import replace
 
 import numpy as np
 
@@ -32,7 +33,16 @@ from ..plan import deploy
 from ..runner import simulate, until_done
 from ..threads import get_num_threads, set_num_threads
 from . import adjoint as adjoints
-from . import arguments, cluster, dask_chunks, dask_inputs, ensemble, model_args, probes
+from . import (
+    arguments,
+    cluster,
+    dask_adjoint,
+    dask_chunks,
+    dask_inputs,
+    ensemble,
+    model_args,
+    probes,
+)
 from .events import (
     as_one_event,
     locate_recorded,
@@ -334,7 +344,9 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             ``rtol``, ``atol``, ``max_step``, ``dt``), shared ones numbers or NumPy arrays
             (``saveat`` times per sample too), and a sensitivity's event correction and the
             location of events only recorded run on the workers (``eagle.ode.dask_inputs``,
-            ``eagle.ode.dask_chunks``; not yet ``adjoint=True``). With a CuPy ``u0`` each
+            ``eagle.ode.dask_chunks``), and with ``adjoint=True`` each chunk's recorded steps
+            stay there and ``Solution.vjp`` runs each chunk's backward pass there
+            (``eagle.ode.dask_adjoint``). With a CuPy ``u0`` each
             chunk runs on its worker's GPU (dask-cuda's one worker per GPU) and the
             ``Solution`` is CuPy, the local GPU solve's bit for bit.
         chunks: with ``client``, the number of chunks (default: the workers' threads, or a
@@ -351,7 +363,8 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             ``Gradients.args``, one per argument) and one terminal ``event`` (its time moves
             with ``p`` and ``u0``), without several events, ``on_event``, ``record_events``,
             stops or ``sensitivity`` yet; with ``client`` (NumPy inputs) the forward run goes
-            over the cluster and ``vjp`` runs here.
+            over the cluster and ``vjp`` runs here; with dask inputs both run on the workers,
+            and ``vjp``'s gradients are dask arrays.
             The end state is the plain solve's, bit for bit.
         adjoint_steps: with ``adjoint``, the accepted steps kept per sample (default 1024; each
             costs ``(k + 2) * 8`` bytes per sample in float64); a sample that needs more is
@@ -374,8 +387,7 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
                          f"{method!r}")
     # dask inputs: checked and compiled for here on their first sample, made on the workers
     lazy = dask_inputs.inputs(client, chunks, u0, p, t_span=t_span, rtol=rtol, atol=atol,
-                               max_step=max_step, dt=dt, args=args, saveat=saveat,
-                               adjoint=adjoint)
+                               max_step=max_step, dt=dt, args=args, saveat=saveat)
     if lazy is not None:
         u0, p, args, t_span, rtol, atol, max_step, dt = lazy.first_arguments(
             u0, p, args, t_span, rtol, atol, max_step, dt)
@@ -543,12 +555,28 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
         column=column, sensitivity=sensitivity, states=states, columns=columns)
     memory = memory_kernel(event, state, params, table_dims) if adaptive and carries_event(
         state, on_event, on_stop, terminal, record_events > 0) else None
+    record = None
+    if adaptive and adjoint:  # the same steps, each accepted one recorded (first_save below)
+        record = adjoints.Record(f, state, params, table_dims, method, params.role is
+                                 hawk.Param.role, column, tables, None, event, direction,
+                                 int(event_samples), saving=saving or True,
+                                 arguments=None if layout is None
+                                 else (layout, args_per_sample), table_sizes=table_sizes,
+                                 jac=jac, linsolve=linsolve)
     if lazy is not None:  # dask inputs: the arrays are made, and stay, on the workers
+        if record is not None:  # each chunk records its steps on its worker
+            record = replace(record, first_save=None if saveat is None
+                             else dask_adjoint.first_saves(lazy, arrays_layout))
+            kernel, memory = adjoints.kernel(record), None
         plan, runner, small = deploy(kernel), None, np
         lazy_run = dask_chunks.run(
             lazy, arrays_layout, plan, prepare if adaptive else None, tables, p, memory=memory,
-            max_steps=max_steps, seed=seed, progress=progress, checkpoint=checkpoint)
+            max_steps=max_steps, seed=seed, progress=progress, checkpoint=checkpoint,
+            adjoint_steps=None if record is None else adjoint_steps,
+            least_steps=record is not None and event is None)
         arrays, report = lazy_run.arrays, lazy_run.report
+        if record is not None:
+            record = replace(record, cluster=lazy_run)
         xp, n = dask_inputs.array_module(), lazy.n
         u, saved, t = arrays["u"], arrays["saved"], arrays["t"]
         zeros = (lambda: xp.zeros(n, dtype=np.int64, chunks=lazy.chunks))
@@ -567,14 +595,9 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
         if memory is not None:
             arrays["c"] = memory_from(memory, xp, p, u, t, tables)
         bound = arrays
-        if adaptive and adjoint:  # the same steps, each accepted one recorded
-            record = adjoints.Record(f, state, params, table_dims, method, params.role is
-                                     hawk.Param.role, column, tables,
-                                     None if saveat is None else arrays["saves"].copy(), event,
-                                     direction, int(event_samples), saving=saving or True,
-                                     arguments=None if layout is None
-                                     else (layout, args_per_sample), table_sizes=table_sizes,
-                                     jac=jac, linsolve=linsolve)
+        if record is not None:  # the same steps, each accepted one recorded
+            record = replace(record, first_save=None if saveat is None
+                             else arrays["saves"].copy())
             kernel = adjoints.kernel(record)
             arrays.update(adjoints.scratch(xp, adjoint_steps, u.shape, dtype))
             bound = {name: arrays[name] for name in adjoints.PARAMETERS}
@@ -586,8 +609,11 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
         warnings.warn(f"eagle.ode.solve: {report.n - report.done} of {report.n} samples were "
                       f"still running at max_steps={max_steps} (status 0); raise max_steps",
                       TruncationWarning, stacklevel=2)
-    if adjoint:
-        adjoints.check_budget(arrays, adjoint_steps, xp)
+    if record is not None:  # every sample's steps fitted in its rows
+        if lazy is not None:
+            dask_adjoint.check_budget(lazy_run, adjoint_steps)
+        else:
+            adjoints.check_budget(arrays, adjoint_steps, xp)
     if adaptive:
         status, accepted = arrays["status"], arrays["accepted"]
         rejected, events = arrays["rejected"], arrays["events"]
@@ -655,4 +681,4 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
     return Solution(u=u, t=t, status=status, accepted=accepted, rejected=rejected,
                     events=events, saved=saved if saveat is not None else None, ts=ts,
                     report=report, runner=runner, plan=plan, arrays=arrays, **sensitivities,
-                    **recorded, adjoint=record if adjoint else None)
+                    **recorded, adjoint=record)
