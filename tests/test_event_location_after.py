@@ -208,3 +208,18 @@ def test_both_kernels_equal_the_reference_on_every_backend(target):  # noqa: F81
         bindings = {**bindings, **{k: np.array(expected[k]) for k in names}}
     assert not (bindings["status"] == hawk.ode.STATUS_LOCATING).any()
     assert (bindings["status"] == hawk.ode.STATUS_EVENT).sum() >= n // 4
+
+
+def test_a_cluster_solve_locates_on_the_client_with_the_same_bits(monkeypatch):
+    """With ``client=`` (NumPy inputs) the workers run the kernel that leaves the crossing
+    step, and the steps come back with the arrays: they are taken again here."""
+    distributed = pytest.importorskip("distributed")
+    u0, p = _fall_start()
+    common = dict(rtol=1e-8, atol=1e-8, event=ground, saveat=(0.0, 3.0, 7))
+    in_step = _in_step(monkeypatch, fall, u0, (0.0, 3.0), p, **common)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        remote = eagle.ode.solve(fall, u0, (0.0, 3.0), p, client=client, chunks=4, **common)
+    _assert_same_bits(remote, in_step)
+    assert (remote.status == hawk.ode.STATUS_EVENT).sum() >= N // 4

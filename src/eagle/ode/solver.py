@@ -174,14 +174,14 @@ def _integrate(kernel, prepare, arrays: dict, bound: dict, tables: dict, xp, n: 
         if prepare is not None:
             simulate(prepare, max_steps=1, **ensemble.first_step_bindings(arrays, xp, n),
                      **tables)
-        plan = deploy(kernel)
+        plan, runner = deploy(kernel), None
         if client is not None:  # the integration on the cluster, into these same arrays
-            return plan, None, cluster.run(plan, client, chunks, bound, tables,
-                                           max_steps=max_steps, seed=seed, progress=progress,
-                                           checkpoint=checkpoint)
-        runner = until_done(plan, max_steps=max_steps, seed=seed, **bound, **tables)
-        report = runner.run(progress=progress)
-        if locating is not None:
+            report = cluster.run(plan, client, chunks, bound, tables, max_steps=max_steps,
+                                 seed=seed, progress=progress, checkpoint=checkpoint)
+        else:
+            runner = until_done(plan, max_steps=max_steps, seed=seed, **bound, **tables)
+            report = runner.run(progress=progress)
+        if locating is not None:  # here: one step per sample that crossed
             left = arrays["status"] == hawk_ode.STATUS_LOCATING
             if left.any():
                 arrays["status"][left] = hawk_ode.STATUS_RUNNING
@@ -538,9 +538,9 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             record_events=record_events > 0, jac=jac, linsolve=linsolve,
             event_samples=int(event_samples))
         kernel = step_kernel()
-        # a terminal event located after the run, where this process runs it (not over a
-        # cluster, nor in the adjoint's recording)
-        if lazy is None and client is None and not adjoint and locates_after(
+        # a terminal event located after the run, here (with dask inputs the workers' runs
+        # locate in the step, as the adjoint's recording does)
+        if lazy is None and not adjoint and locates_after(
                 event, on_event, record_events):
             kernel, locating = step_kernel(locate_after=True), kernel
     elif stochastic:
