@@ -14,6 +14,7 @@ stream was created with, and which stream each event was recorded on and who wai
 from __future__ import annotations
 
 import ctypes
+import gc
 import itertools
 import threading
 from contextlib import contextmanager
@@ -305,7 +306,13 @@ def installed(driver: FakeDriver, compiler=None):
 
     backend = CudaBackend() if compiler is None else CudaBackend(compiler)
     with use_driver(driver), registered(backend):
-        yield driver
+        try:
+            yield driver
+        finally:
+            # what a test made on this driver is freed by it, here: a finaliser that the
+            # garbage collector runs later would call the next test's driver, maybe from one
+            # of its threads, where that driver has no context current
+            gc.collect()
 
 
 class GpuArray:
