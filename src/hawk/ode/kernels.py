@@ -155,8 +155,8 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             (tables after ``p``) returning ``df/du`` (a ``Matrix[k, k]``, a number for a
             scalar state) in place of ``hawk.jacobian``'s; ``df/dt`` is still taken by
             ``hawk.jacobian``.
-        linsolve: for those methods, how their stages are solved: ``"lu"`` or ``"refined"``
-            (``hawk.ode.linsolve``).
+        linsolve: for those methods, how their stages are solved: ``"lu"``, ``"refined"``
+            or ``"sparse"`` (``hawk.ode.linsolve``).
 
     The kernel's parameters, to bind (``eagle.ode.solve`` does it): ``p``; ``t_end``, ``rtol``,
     ``atol``, ``max_step`` (``Scalar``: per sample or one number; ``max_step`` bounds every
