@@ -28,7 +28,10 @@ Three tables, each with the load (``os.getloadavg``) it was taken at (the machin
    largest relative difference between the two linsolves' end states.
 
 The models are ``stiff_size_peers``' (POLL: 20 species, t to 60, ``k_1`` times ``U(0.8, 1.2)``
-per member; the Brusselator at 32 and 64 states, t to 10, the diffusion per member).
+per member; the Brusselator at 32 and 64 states, t to 10, the diffusion per member) and
+``gri53``, ``stiff_gri30``'s isothermal GRI-Mech 3.0 (53 species, t to 2 ms, its chain
+branching scaled by ``U(0.8, 1.2)`` per member; no Numba peer). ``--models`` picks; the
+default is all four.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ode_peers  # noqa: E402
+import stiff_gri30  # noqa: E402
 import stiff_size_peers  # noqa: E402
 
 import eagle.ode  # noqa: E402
@@ -55,7 +59,7 @@ from hawk.sparse_lu import SparsePlan  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = {"poll": stiff_size_peers.poll, "bruss32": lambda: stiff_size_peers.brusselator(32),
-          "bruss64": lambda: stiff_size_peers.brusselator(64)}
+          "bruss64": lambda: stiff_size_peers.brusselator(64), "gri53": stiff_gri30.model}
 LINSOLVES = ("lu", "sparse")
 
 CHILD = r'''
