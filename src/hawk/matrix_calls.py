@@ -225,14 +225,31 @@ def lower_call(lowering, name: str, args: list, node: ast.AST):
                              f"{a.type_name}, got {lowering.describe(b)}", node)
     dtype = rows[0][0].dtype
     right = [[lowering.cast(c, dtype) for c in r] for r in right]
-    pattern = structural_pattern(lowering, rows) if name == "sparse_solve" else None
-    if pattern is not None and len(pattern) < len(rows) ** 2:
-        x = sparse_lu.solve(ops, rows, right, sparse_lu.SparsePlan.of(pattern, len(rows)))
+    factored = _sparse_factors(lowering, ops, rows) if name == "sparse_solve" else None
+    if factored is not None:
+        x = sparse_lu.substitute(ops, factored[1], right, factored[0])
     elif len(rows) > linalg.UNROLLED_SIDE:
         x = _solved_by_loops(lowering, rows, right)
     else:
         x = linalg.solve(ops, rows, right)
     return matrix_value(x) if b.is_matrix else _vector_value([r[0] for r in x])
+
+
+def _sparse_factors(lowering, ops: Ops, rows: list[list]):
+    """``(plan, factors)`` of ``hawk.sparse_lu`` for the matrix ``rows``, or None where it has
+    no structural zero (``structural_pattern``; it is solved as ``hawk.solve`` then). Made
+    once per matrix in a lowering (``lowering.sparse_factors``, by its elements' ids): a
+    Rosenbrock step solves one ``W`` eight times, and emitting its factorisation once spares
+    the tracing what common-subexpression elimination would merge anyway."""
+    key = tuple(c.id for row in rows for c in row)
+    if key not in lowering.sparse_factors:
+        pattern, size = structural_pattern(lowering, rows), len(rows)
+        if len(pattern) == size * size:
+            lowering.sparse_factors[key] = None
+        else:
+            plan = sparse_lu.SparsePlan.of(pattern, size)
+            lowering.sparse_factors[key] = (plan, sparse_lu.factor(ops, rows, plan))
+    return lowering.sparse_factors[key]
 
 
 def _solved_by_loops(lowering, a: list[list], b: list[list]) -> list[list]:

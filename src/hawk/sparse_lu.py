@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from .linalg import Arithmetic
 
-__all__ = ["SparsePlan", "markowitz_order", "solve"]
+__all__ = ["SparsePlan", "markowitz_order", "factor", "substitute", "solve"]
 
 Pattern = frozenset[tuple[int, int]]
 
@@ -115,18 +115,28 @@ class SparsePlan:
         return sum(len(self.below[k]) for k in self.order)
 
 
-def solve(ops: Arithmetic, a: list[list], b: list[list], plan: SparsePlan) -> list[list]:
-    """``x`` with ``a @ x == b`` (``b`` and ``x`` rows of one or more columns) by ``plan``:
-    elements of ``a`` outside ``plan.pattern`` are never read. See the module docstring."""
+def factor(ops: Arithmetic, a: list[list], plan: SparsePlan) -> dict[tuple[int, int], object]:
+    """The factors of ``a`` by ``plan``: ``L``'s below the diagonal (each row's factor), ``U``'s
+    on and above it, by ``(row, column)`` over ``plan.filled``. Elements of ``a`` outside
+    ``plan.pattern`` are never read. See the module docstring."""
     m = {(i, j): a[i][j] for (i, j) in plan.pattern}
+    for k in plan.order:
+        for i in plan.below[k]:
+            m[i, k] = ops.div(m[i, k], m[k, k])
+            for j in plan.right[k]:
+                update = ops.mul(m[i, k], m[k, j])
+                m[i, j] = ops.sub(m[i, j], update) if (i, j) in m else ops.neg(update)
+    return m
+
+
+def substitute(ops: Arithmetic, m: dict, b: list[list], plan: SparsePlan) -> list[list]:
+    """``x`` with ``a @ x == b`` from ``m = factor(ops, a, plan)``, ``b`` and ``x`` rows of one
+    or more columns: the factorisation's subtractions on ``b`` in its order, then back
+    substitution. See the module docstring."""
     c = [list(row) for row in b]
     for k in plan.order:
         for i in plan.below[k]:
-            factor = ops.div(m[i, k], m[k, k])
-            for j in plan.right[k]:
-                update = ops.mul(factor, m[k, j])
-                m[i, j] = ops.sub(m[i, j], update) if (i, j) in m else ops.neg(update)
-            c[i] = [ops.sub(x, ops.mul(factor, y)) for x, y in zip(c[i], c[k], strict=True)]
+            c[i] = [ops.sub(x, ops.mul(m[i, k], y)) for x, y in zip(c[i], c[k], strict=True)]
     x: list[list] = [[] for _ in range(plan.size)]
     for k in reversed(plan.order):
         row = []
@@ -137,3 +147,7 @@ def solve(ops: Arithmetic, a: list[list], b: list[list], plan: SparsePlan) -> li
         x[k] = row
     return x
 
+
+def solve(ops: Arithmetic, a: list[list], b: list[list], plan: SparsePlan) -> list[list]:
+    """``x`` with ``a @ x == b``: ``substitute(ops, factor(ops, a, plan), b, plan)``."""
+    return substitute(ops, factor(ops, a, plan), b, plan)
