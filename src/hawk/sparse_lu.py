@@ -18,11 +18,12 @@ it:
    rows and columns not yet eliminated; the smallest index on a tie, so the order is
    deterministic), and the pattern with the fill that elimination in that order causes
    (symbolic factorisation). The diagonal is always in the pattern.
-2. ``solve(ops, a, b, plan)``: Gaussian elimination in that order **without pivoting**: for
+2. ``factor(ops, a, plan)``: Gaussian elimination in that order **without pivoting**: for
    pivot ``k`` in turn, each row ``i`` below it with ``a[i][k]`` in the pattern gets the
    factor ``f = a[i][k] / a[k][k]`` and ``a[i][j] - f a[k][j]`` for every ``j`` after ``k``
-   with ``a[k][j]`` in the pattern (``-(f a[k][j])`` where ``a[i][j]`` is fill); the
-   right-hand sides get the same subtractions, in the same order; then back substitution,
+   with ``a[k][j]`` in the pattern (``-(f a[k][j])`` where ``a[i][j]`` is fill).
+3. ``substitute(ops, factors, b, plan)``: the right-hand sides get the same subtractions, in
+   the same order; then back substitution,
    ``x[k] = (c[k] - u[k][j1] x[j1] - u[k][j2] x[j2] - ...) / u[k][k]`` over the pattern, the
    ``j`` in pivot order. Rows and columns are visited in pivot order throughout.
 
@@ -30,8 +31,11 @@ The trade against ``hawk.solve``: no row swaps, so a zero or tiny pivot is divid
 NaN components, never an error), and the bits differ from partial pivoting's. For ``W`` of a
 Rosenbrock stage this is safe where it is used: ``W``'s diagonal holds ``1 / (h gamma)``,
 which dominates ``J`` for the small steps a stiff solve takes; where it does not (a step too
-large for the model), the step's error estimate rejects it as it rejects any bad step. A
+large for the model), an inf or NaN from a zero pivot makes the step's error norm inf or NaN,
+which ``hawk.ode.control`` rejects and shrinks the step after, as it does any bad step. A
 pattern element that holds a zero value costs its operations but changes nothing else.
+``solve`` is ``substitute`` after ``factor``; a kernel factors a matrix once however many
+times it solves with it (``hawk.matrix_calls``).
 """
 
 from __future__ import annotations
