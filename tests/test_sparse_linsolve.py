@@ -30,7 +30,10 @@ from differential import (
     load_kernel,
     reference_run,
 )
+from hawk.ir import DType, Op, OpKind
+from hawk.matrix_calls import structural_pattern
 from hawk.sparse_lu import SparsePlan, markowitz_order
+from hawk.values import S
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import stiff_poll  # noqa: E402
@@ -54,6 +57,27 @@ def test_the_markowitz_order_keeps_an_arrowhead_from_filling_in():
     assert ordered.order[-2:] == (0, size - 1) or ordered.order[-1] == 0
     assert ordered.multiply_adds == size - 1 < natural.multiply_adds
     assert markowitz_order(frozenset(_arrowhead(size)), size) == ordered.order  # deterministic
+
+
+def test_zero_by_construction_is_a_constant_zero_and_what_finite_arithmetic_keeps_zero():
+    """``structural_pattern``'s rules on a hand-made op list: a product with a zero factor, a
+    quotient of a zero, a sum, difference, negation, cast or select of zeros are zero; a
+    difference of equal values (zero by value, not by construction) and ``0 / x``'s divisor
+    are not, nor is anything loaded."""
+    f = DType.FLOAT64
+    ops = [Op(OpKind.LOAD, f, (), ("x", None)), Op(OpKind.CONST, f, (), 0.0),  # %0 x, %1 0
+           Op(OpKind.CONST, f, (), -0.0), Op(OpKind.CONST, f, (), 2.0),  # %2 -0, %3 2
+           Op(OpKind.MUL, f, (0, 1)), Op(OpKind.DIV, f, (1, 0)),  # %4 x*0, %5 0/x
+           Op(OpKind.DIV, f, (0, 1)), Op(OpKind.SUB, f, (4, 2)),  # %6 x/0, %7 x*0 - -0
+           Op(OpKind.SUB, f, (0, 0)), Op(OpKind.NEG, f, (5,)),  # %8 x-x, %9 -(0/x)
+           Op(OpKind.ADD, f, (3, 1)), Op(OpKind.LT, DType.BOOL, (0, 3)),  # %10 2+0, %11 x<2
+           Op(OpKind.SELECT, f, (11, 4, 1)), Op(OpKind.SELECT, f, (11, 0, 1))]  # %12, %13
+    lowering = type("FakeLowering", (), {"ops": ops})()
+    rows = [[S(i, f) for i in (0, 1, 2, 3)], [S(i, f) for i in (4, 5, 6, 7)],
+            [S(i, f) for i in (8, 9, 10, 12)], [S(13, f)] * 4]
+    zeros = {(0, 1), (0, 2), (1, 0), (1, 1), (1, 3), (2, 1), (2, 3)}
+    assert structural_pattern(lowering, rows) == {
+        (i, j) for i in range(4) for j in range(4)} - zeros
 
 
 def test_the_host_solve_is_right_on_a_diagonally_dominant_sparse_matrix():

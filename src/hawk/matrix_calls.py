@@ -290,11 +290,13 @@ def _zero_when(op) -> tuple[tuple[int, ...], bool] | None:
 def structural_pattern(lowering, rows: list[list]) -> frozenset[tuple[int, int]]:
     """The ``(row, column)`` of each element of ``rows`` that is not zero by construction:
     zero by construction is a constant 0, or arithmetic that gives 0 whatever finite values
-    its other operands hold (a product with a factor zero by construction, a quotient of one,
+    its other operands hold (a product with a factor zero by construction, a quotient of one
+    by a nonzero divisor,
     a sum, difference, negation, cast, ``min``/``max``/``abs``/select of such values). These
     are ``hawk.jacobian``'s structural zeros (an output that does not depend on an input gets
-    the constant 0) carried through ``scale * identity - J``. Only for a value that would be
-    inf or NaN (an infinite ``1 / (h gamma)``) does such an element differ from 0."""
+    the constant 0) carried through ``scale * identity - J``. Only where an operand is inf or
+    NaN (an infinite ``1 / (h gamma)``) or a divisor 0 does such an element differ from 0;
+    the sparse solve then reads it as 0 where ``hawk.solve`` would spread the NaN."""
     memo: dict[int, bool] = {}
 
     def zero(index: int) -> bool:  # depth-first without recursion: a sum may be long
