@@ -32,7 +32,7 @@ from differential import (
 )
 from hawk.ir import DType, Op, OpKind
 from hawk.matrix_calls import structural_pattern
-from hawk.sparse_lu import SparsePlan, markowitz_order
+from hawk.sparse_lu import SparsePlan, markowitz_order, plan_for
 from hawk.values import S
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -80,6 +80,22 @@ def test_zero_by_construction_is_a_constant_zero_and_what_finite_arithmetic_keep
         (i, j) for i in range(4) for j in range(4)} - zeros
 
 
+def test_a_pattern_too_dense_to_pay_is_left_to_the_dense_solve():
+    """``plan_for``: None (``hawk.solve``) for a full pattern and for one whose Markowitz
+    elimination still makes more than ``DENSE_SHARE`` of the dense multiply-subtracts; the
+    arrowhead's plan otherwise."""
+    size = 10
+    full = {(i, j) for i in range(size) for j in range(size)}
+    assert plan_for(full, size) is None
+    assert plan_for(full - {(size - 1, 0)}, size) is None
+    assert plan_for(_arrowhead(size), size).multiply_adds == size - 1
+    rng = np.random.default_rng(5)
+    a = rng.normal(size=(4, 4, 3)) + 4.0 * np.eye(4)[:, :, None]
+    a[3, 2] = 0.0
+    b = rng.normal(size=(4, 3))
+    assert_bitwise_equal({"x": hawk.sparse_solve(a, b)}, {"x": hawk.solve(a, b)})
+
+
 def test_the_host_solve_is_right_on_a_diagonally_dominant_sparse_matrix():
     rng = np.random.default_rng(3)
     a, b = _arrowhead_values(rng, 5), rng.normal(size=(SIDE, 5))
@@ -103,7 +119,8 @@ from hawk import Matrix, Out, Terminated, Vector
 @hawk.kernel
 def solver(d: Vector[{SIDE}], top: Vector[{SIDE}], left: Vector[{SIDE}], b: Vector[{SIDE}],
            dense: Matrix[4, 4], terminated: Terminated, x: Out[Vector[{SIDE}]],
-           sparse_dense: Out[Vector[4]], solved_dense: Out[Vector[4]]):
+           sparse_dense: Out[Vector[4]], solved_dense: Out[Vector[4]],
+           sparse_one_zero: Out[Vector[4]], solved_one_zero: Out[Vector[4]]):
     rows = (top,)
     for i in range(1, {SIDE}):
         row = ()
@@ -114,6 +131,10 @@ def solver(d: Vector[{SIDE}], top: Vector[{SIDE}], left: Vector[{SIDE}], b: Vect
     x = hawk.sparse_solve(w, b)
     sparse_dense = hawk.sparse_solve(dense, b[0:4])
     solved_dense = hawk.solve(dense, b[0:4])
+    one_zero = hawk.matrix(dense[0], dense[1], dense[2],
+                           hawk.vector(dense[3, 0], dense[3, 1], 0.0, dense[3, 3]))
+    sparse_one_zero = hawk.sparse_solve(one_zero, b[0:4])
+    solved_one_zero = hawk.solve(one_zero, b[0:4])
     terminated = True
 """
 
@@ -125,7 +146,9 @@ def _bindings(samples: int) -> tuple[dict, np.ndarray]:
     bindings = dict(d=np.stack([a[k, k] for k in range(SIDE)]), top=a[0], left=a[:, 0],
                     b=rng.normal(size=(SIDE, samples)), dense=dense,
                     terminated=np.zeros(samples, bool), x=np.zeros((SIDE, samples)),
-                    sparse_dense=np.zeros((4, samples)), solved_dense=np.zeros((4, samples)))
+                    sparse_dense=np.zeros((4, samples)), solved_dense=np.zeros((4, samples)),
+                    sparse_one_zero=np.zeros((4, samples)),
+                    solved_one_zero=np.zeros((4, samples)))
     return bindings, a
 
 
@@ -133,12 +156,14 @@ def test_a_kernels_sparse_solve_is_the_hosts_and_a_dense_matrix_is_solved_as_haw
         tmp_path):
     """On the reference executor: the arrowhead's solve is the host ``hawk.sparse_solve``'s,
     bit for bit (its pattern, from the values, is the kernel's structural one), and a matrix
-    with no structural zero (a ``Matrix`` argument) gets ``hawk.solve``'s bits."""
+    with no structural zero (a ``Matrix`` argument), or with one zero (an ordered elimination
+    as costly as the dense one: ``DENSE_SHARE``), gets ``hawk.solve``'s bits."""
     kernel = load_kernel(SOURCE, tmp_path, "solver")
     bindings, a = _bindings(24)
     out, _ = reference_run(kernel, bindings, 1)
     assert_bitwise_equal({"x": out["x"]}, {"x": hawk.sparse_solve(a, bindings["b"])})
     assert_bitwise_equal({"x": out["sparse_dense"]}, {"x": out["solved_dense"]})
+    assert_bitwise_equal({"x": out["sparse_one_zero"]}, {"x": out["solved_one_zero"]})
     for s in range(24):
         np.testing.assert_allclose(out["x"][:, s], np.linalg.solve(a[:, :, s],
                                                                    bindings["b"][:, s]),

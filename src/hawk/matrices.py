@@ -190,9 +190,10 @@ def sparse_solve(a, b):
 
     In a kernel the pattern is the elements that are not zero by construction (a constant 0,
     or arithmetic that gives 0 for any finite operands: ``x * 0``, ``0 - 0``: the structural
-    zeros of ``hawk.jacobian``'s Jacobian and of ``hawk.identity``); a matrix with no such
-    zero is solved by ``solve``. Outside a kernel it is the elements not exactly 0 in some
-    sample.
+    zeros of ``hawk.jacobian``'s Jacobian and of ``hawk.identity``). Outside a kernel it is
+    the elements not exactly 0 in some sample. A pattern with no zero, or one whose ordered
+    elimination would still make more than half the dense one's multiply-subtracts
+    (``hawk.sparse_lu.DENSE_SHARE``), is solved by ``solve``.
 
     Args:
         a: a square matrix ``(K, K)`` or ``(K, K, n)`` outside a kernel.
@@ -207,7 +208,9 @@ def sparse_solve(a, b):
         raise ValueError(f"sparse_solve() needs b of {len(rows)} rows, got {len(right)}")
     size = len(rows)
     pattern = [(i, j) for i in range(size) for j in range(size) if np.any(rows[i][j] != 0)]
-    x = sparse_lu.solve(linalg.NUMPY, rows, right, sparse_lu.SparsePlan.of(pattern, size))
+    plan = sparse_lu.plan_for(pattern, size)
+    x = (linalg.solve(linalg.NUMPY, rows, right) if plan is None
+         else sparse_lu.solve(linalg.NUMPY, rows, right, plan))
     return np.stack(np.broadcast_arrays(*[r[0] for r in x])) if vector else _stack(x)
 
 

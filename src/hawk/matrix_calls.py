@@ -236,19 +236,17 @@ def lower_call(lowering, name: str, args: list, node: ast.AST):
 
 
 def _sparse_factors(lowering, ops: Ops, rows: list[list]):
-    """``(plan, factors)`` of ``hawk.sparse_lu`` for the matrix ``rows``, or None where it has
-    no structural zero (``structural_pattern``; it is solved as ``hawk.solve`` then). Made
+    """``(plan, factors)`` of ``hawk.sparse_lu`` for the matrix ``rows``, or None where its
+    structural pattern (``structural_pattern``) is too dense to pay (``sparse_lu.plan_for``;
+    it is solved as ``hawk.solve`` then). Made
     once per matrix in a lowering (``lowering.sparse_factors``, by its elements' ids): a
     Rosenbrock step solves one ``W`` eight times, and emitting its factorisation once spares
     the tracing what common-subexpression elimination would merge anyway."""
     key = tuple(c.id for row in rows for c in row)
     if key not in lowering.sparse_factors:
-        pattern, size = structural_pattern(lowering, rows), len(rows)
-        if len(pattern) == size * size:
-            lowering.sparse_factors[key] = None
-        else:
-            plan = sparse_lu.SparsePlan.of(pattern, size)
-            lowering.sparse_factors[key] = (plan, sparse_lu.factor(ops, rows, plan))
+        plan = sparse_lu.plan_for(structural_pattern(lowering, rows), len(rows))
+        lowering.sparse_factors[key] = (None if plan is None
+                                        else (plan, sparse_lu.factor(ops, rows, plan)))
     return lowering.sparse_factors[key]
 
 

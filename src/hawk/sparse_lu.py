@@ -44,9 +44,32 @@ from dataclasses import dataclass
 
 from .linalg import Arithmetic
 
-__all__ = ["SparsePlan", "markowitz_order", "factor", "substitute", "solve"]
+__all__ = ["SparsePlan", "DENSE_SHARE", "dense_multiply_adds", "plan_for", "markowitz_order",
+           "factor", "substitute", "solve"]
 
 Pattern = frozenset[tuple[int, int]]
+
+#: the largest share of the dense elimination's multiply-subtracts a sparse plan may make:
+#: where the pattern (or its fill) is so dense that the ordering cannot halve the work,
+#: ``hawk.sparse_solve`` solves as ``hawk.solve`` does (partial pivoting, and above
+#: ``hawk.linalg.UNROLLED_SIDE`` loops, whose compile time does not grow with the nonzeros)
+DENSE_SHARE = 0.5
+
+
+def dense_multiply_adds(size: int) -> int:
+    """The dense elimination's multiply-subtracts on a ``size`` x ``size`` matrix."""
+    return (size - 1) * size * (2 * size - 1) // 6
+
+
+def plan_for(pattern, size: int) -> SparsePlan | None:
+    """``SparsePlan.of(pattern, size)``, or None where ``hawk.sparse_solve`` solves as
+    ``hawk.solve``: a pattern with no zero, or a plan above ``DENSE_SHARE`` of the dense
+    work."""
+    pattern = frozenset(pattern)
+    if len(pattern | {(k, k) for k in range(size)}) == size * size:
+        return None
+    plan = SparsePlan.of(pattern, size)
+    return plan if plan.multiply_adds <= DENSE_SHARE * dense_multiply_adds(size) else None
 
 
 def markowitz_order(pattern: Pattern, size: int) -> tuple[int, ...]:

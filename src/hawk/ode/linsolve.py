@@ -13,9 +13,10 @@
   the chemistry solvers KPP generates and the pyJac-based GPU integrators do: ``W = I / (h
   gamma) - J``'s diagonal dominates for the small ``h gamma`` of a stiff solve, and a step too
   large for it is rejected by its error estimate as any bad step is. So the bits differ from
-  ``"lu"``'s. A ``W`` with no structural zero is solved as ``"lu"`` solves it (falling back,
-  rather than refusing: whether a model's Jacobian has zeros is the model's business, and the
-  dense solve with pivoting is the right one for a dense ``W``).
+  ``"lu"``'s. A ``W`` too dense for it to pay (no structural zero, or an ordered elimination
+  still above half the dense one's work: ``hawk.sparse_lu.DENSE_SHARE``) is solved as ``"lu"``
+  solves it (falling back, rather than refusing: how sparse a model's Jacobian is is the
+  model's business, and the dense solve with pivoting is the right one for a dense ``W``).
 
 Why a second solve exists: a Rosenbrock stage solves ``W k = rhs`` with ``W = I / (h gamma) -
 J``. Along a linear invariant of the model ``J`` has a zero eigenvalue, so ``W``'s is
