@@ -12,7 +12,10 @@ OH``, the chain branching) both ways.
 - ``gri30_source(name)``: the model as a ``@hawk.func name(u, t, s)``, each rate once as a
   local and each species' terms in reaction order, and ``load(folder)`` it;
 - ``gri30_numpy(t, y, s)`` and ``gri30_jacobian(t, y, s)`` for ``solve_ivp``;
-- ``model()``: a ``stiff_size_peers.Model`` of it (no Numba or diffrax peers).
+- ``gri30_rhs`` and ``gri30_jac``: ``@njit`` ``(y, p, out)`` functions for ``stiff_numba``
+  (the Jacobian's nonzero entries only), generated on first use (``numba_functions``), and
+  ``peers()`` their integrators (a dense LU with partial pivoting per step);
+- ``model()``: a ``stiff_size_peers.Model`` of it (the Numba peers, no diffrax field).
 """
 
 from __future__ import annotations
@@ -133,6 +136,55 @@ def gri30_jacobian(t: float, y: np.ndarray, s: float) -> np.ndarray:
     return nu @ drate[:, :SPECIES]
 
 
+def _jacobian_entries(y: str, scale: str) -> dict:
+    """``{(i, m): expression}``: the nonzero ``dy_i' / dy_m``, reaction order."""
+    entries: dict = {}
+    for j, (kf, kr, a, b) in enumerate(_REACTIONS):
+        factor = f" * {scale}" if j == DATA["scaled"] else ""
+        for k, species, sign in ((kf, a, 1.0), (kr, b, -1.0)):
+            if k == 0.0:
+                continue
+            for m, count in species.items():
+                others = [f"{y}[{o}]" for o, c in species.items() for _ in range(c - (o == m))]
+                partial = " * ".join([f"{sign * count * k!r}{factor}", *others])
+                for i in set(a) | set(b):
+                    nu = b.get(i, 0) - a.get(i, 0)
+                    if nu:
+                        term = f"{float(nu)!r} * {partial}"
+                        entries[i, m] = f"{entries[i, m]} + {term}" if (i, m) in entries \
+                            else term
+    return entries
+
+
+@functools.cache
+def numba_functions():
+    """The module of ``@njit`` ``gri30_rhs(y, p, out)`` and ``gri30_jac(y, p, jac_out)``
+    (``stiff_numba``'s model functions, ``p[0]`` the scale ``s``); also bound here as
+    ``gri30_rhs`` and ``gri30_jac`` for ``stiff_numba.make_peers``."""
+    import peer_numba
+
+    rates = "".join(f"    r{j} = {e}\n" for j, e in enumerate(_rates("y", "s")))
+    rhs = "".join(f"    out[{i}] = {e}\n" for i, e in enumerate(_derivatives("r")))
+    jac = "".join(f"    jac_out[{i}, {m}] = {e}\n"
+                  for (i, m), e in sorted(_jacobian_entries("y", "s").items()))
+    source = (f"@njit(nogil=True, error_model='numpy', cache=True)\n"
+              f"def gri30_rhs(y, p, out):\n    s = p[0]\n{rates}{rhs}\n\n"
+              f"@njit(nogil=True, error_model='numpy', cache=True)\n"
+              f"def gri30_jac(y, p, jac_out):\n    s = p[0]\n{jac}")
+    module = peer_numba.load_source(source, "stiff_gri30_model")
+    globals().update(gri30_rhs=module.gri30_rhs, gri30_jac=module.gri30_jac)
+    return module
+
+
+@functools.cache
+def peers() -> dict:
+    """``{method: integrator}`` of ``stiff_numba`` for this model."""
+    import stiff_numba
+
+    numba_functions()
+    return stiff_numba.make_peers("stiff_gri30", "gri30_rhs", "gri30_jac")
+
+
 def model():
     """A ``stiff_size_peers.Model`` (``s`` per member ``U(0.8, 1.2)``)."""
     import ode_peers
@@ -144,4 +196,4 @@ def model():
         return ode_peers.Ensemble(np.ascontiguousarray(u0), np.ascontiguousarray(s[None, :]))
 
     return stiff_size_peers.Model("GRI-Mech 3.0 isothermal, 53 species", SPECIES, T1, ensemble,
-                                  load, gri30_numpy, gri30_jacobian, {}, None)
+                                  load, gri30_numpy, gri30_jacobian, peers(), None)
