@@ -238,10 +238,10 @@ def lower_call(lowering, name: str, args: list, node: ast.AST):
 def _sparse_factors(lowering, ops: Ops, rows: list[list]):
     """``(plan, factors)`` of ``hawk.sparse_lu`` for the matrix ``rows``, or None where its
     structural pattern (``structural_pattern``) is too dense to pay (``sparse_lu.plan_for``;
-    it is solved as ``hawk.solve`` then). Made
-    once per matrix in a lowering (``lowering.sparse_factors``, by its elements' ids): a
-    Rosenbrock step solves one ``W`` eight times, and emitting its factorisation once spares
-    the tracing what common-subexpression elimination would merge anyway."""
+    it is solved as ``hawk.solve`` then). Made once per matrix in a lowering
+    (``lowering.sparse_factors``, by its elements' ids): a Rosenbrock step solves one ``W``
+    eight times, and emitting its factorisation once spares the tracing what
+    common-subexpression elimination would merge anyway."""
     key = tuple(c.id for row in rows for c in row)
     if key not in lowering.sparse_factors:
         plan = sparse_lu.plan_for(structural_pattern(lowering, rows), len(rows))
@@ -289,12 +289,12 @@ def structural_pattern(lowering, rows: list[list]) -> frozenset[tuple[int, int]]
     """The ``(row, column)`` of each element of ``rows`` that is not zero by construction:
     zero by construction is a constant 0, or arithmetic that gives 0 whatever finite values
     its other operands hold (a product with a factor zero by construction, a quotient of one
-    by a nonzero divisor,
-    a sum, difference, negation, cast, ``min``/``max``/``abs``/select of such values). These
-    are ``hawk.jacobian``'s structural zeros (an output that does not depend on an input gets
-    the constant 0) carried through ``scale * identity - J``. Only where an operand is inf or
-    NaN (an infinite ``1 / (h gamma)``) or a divisor 0 does such an element differ from 0;
-    the sparse solve then reads it as 0 where ``hawk.solve`` would spread the NaN."""
+    by a nonzero divisor, a sum, difference, negation, cast, ``min``/``max``/``abs``/select of
+    such values). These are ``hawk.jacobian``'s structural zeros (an output that does not
+    depend on an input gets the constant 0) carried through ``scale * identity - J``. Only
+    where an operand is inf or NaN (an infinite ``1 / (h gamma)``) or a divisor 0 does such
+    an element differ from 0; the sparse solve then reads it as 0 where ``hawk.solve`` would
+    spread the NaN."""
     memo: dict[int, bool] = {}
 
     def zero(index: int) -> bool:  # depth-first without recursion: a sum may be long
