@@ -134,7 +134,7 @@ def test_a_scalar_state_is_refined_by_division():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(linsolve="qr"), r"linsolve must be one of 'lu', 'refined', got 'qr'"),
+    (dict(linsolve="qr"), r"linsolve must be one of 'lu', 'refined', 'sparse', got 'qr'"),
     (dict(linsolve="refined", method="dopri5"),
      r"linsolve is for the Rosenbrock methods \('rosenbrock23', 'rodas5p'\), not "
      r"method='dopri5'"),

@@ -72,6 +72,8 @@ class Lowering:
         # the funcs being inlined, outermost first (func_calls.Frame)
         self.frames: list[func_calls.Frame] = []
         self._interned: dict[tuple, int] = {}
+        # hawk.sparse_solve's factorisations by the matrix's element ids (matrix_calls)
+        self.sparse_factors: dict[tuple[int, ...], object] = {}
         self.env: dict[str, object] = {}
         self.initial: dict[str, object] = {}
         self.node: ast.AST = source.tree

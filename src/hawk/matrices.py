@@ -1,22 +1,23 @@
 """hawk's matrix helpers: ``matrix``, ``zeros``, ``identity``, ``outer``, ``transpose``,
-``matmul`` (``@`` in a body), ``trace``, ``det``, ``inverse`` and ``solve``.
+``matmul`` (``@`` in a body), ``trace``, ``det``, ``inverse``, ``solve`` and ``sparse_solve``
+(``hawk.sparse_lu``).
 
 In a kernel body they are understood by the frontend and lowered to scalar ops. Outside one
 they compute on NumPy arrays in hawk's SoA layout (a vector is ``(K,)`` or ``(K, n)``, a matrix
 ``(R, C)`` or ``(R, C, n)``: the sample axis last), with the same expressions in the same order
-(``hawk.linalg`` defines them once for both), so a result on the host is bit-for-bit what a
-kernel computes.
+(``hawk.linalg`` and ``hawk.sparse_lu`` define them once for both), so a result on the host
+is bit-for-bit what a kernel computes (``sparse_solve``: for the same pattern).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import linalg
+from . import linalg, sparse_lu
 from .ir import MAX_MATRIX_SIDE
 
 __all__ = ["matrix", "zeros", "identity", "outer", "transpose", "matmul", "trace", "det",
-           "inverse", "solve", "concat"]
+           "inverse", "solve", "sparse_solve", "concat"]
 
 
 def _rows(a, what: str) -> list[list]:
@@ -177,6 +178,39 @@ def solve(a, b):
     if len(right) != len(rows):
         raise ValueError(f"solve() needs b of {len(rows)} rows, got {len(right)}")
     x = linalg.solve(linalg.NUMPY, rows, right)
+    return np.stack(np.broadcast_arrays(*[r[0] for r in x])) if vector else _stack(x)
+
+
+def sparse_solve(a, b):
+    """``x`` with ``a @ x == b`` by a static sparse LU (``hawk.sparse_lu``): Gaussian
+    elimination without pivoting over ``a``'s nonzeros and their fill only, the pivots in a
+    fill-reducing (Markowitz) order. For matrices whose diagonal dominates, such as a stiff
+    solver's ``W = I / (h gamma) - J``; the bits differ from ``solve``'s (no row swaps), and a
+    zero pivot gives inf or NaN components.
+
+    In a kernel the pattern is the elements that are not zero by construction (a constant 0,
+    or arithmetic that gives 0 for any finite operands: ``x * 0``, ``0 - 0``: the structural
+    zeros of ``hawk.jacobian``'s Jacobian and of ``hawk.identity``). Outside a kernel it is
+    the elements not exactly 0 in some sample. A pattern with no zero, or one whose ordered
+    elimination would still make more than half the dense one's multiply-subtracts
+    (``hawk.sparse_lu.DENSE_SHARE``), is solved by ``solve``.
+
+    Args:
+        a: a square matrix ``(K, K)`` or ``(K, K, n)`` outside a kernel.
+        b: a vector ``(K,)``/``(K, n)`` (the result is a vector) or a matrix of ``K`` rows
+            (the result is a matrix).
+    """
+    a, b = _float(a), _float(b)
+    rows = _square(a, "sparse_solve()")
+    vector = _is_vector(b, a)
+    right = [[x] for x in b] if vector else _rows(b, "sparse_solve()")
+    if len(right) != len(rows):
+        raise ValueError(f"sparse_solve() needs b of {len(rows)} rows, got {len(right)}")
+    size = len(rows)
+    pattern = [(i, j) for i in range(size) for j in range(size) if np.any(rows[i][j] != 0)]
+    plan = sparse_lu.plan_for(pattern, size)
+    x = (linalg.solve(linalg.NUMPY, rows, right) if plan is None
+         else sparse_lu.solve(linalg.NUMPY, rows, right, plan))
     return np.stack(np.broadcast_arrays(*[r[0] for r in x])) if vector else _stack(x)
 
 

@@ -1,23 +1,25 @@
 """Lowering calls of hawk's matrix helpers in a kernel body (``hawk.matrices`` names them):
 ``matrix``, ``zeros``, ``identity``, ``outer``, ``transpose``, ``matmul``, ``trace``, ``det``,
-``inverse`` and ``solve``, each to the scalar ops ``hawk.linalg`` writes out, and the ``@``
-operator. ``lowering`` is the ``frontend.Lowering`` doing the walk."""
+``inverse``, ``solve`` and ``sparse_solve``, each to the scalar ops ``hawk.linalg`` (or
+``hawk.sparse_lu``) writes out, and the ``@`` operator. ``lowering`` is the
+``frontend.Lowering`` doing the walk."""
 
 from __future__ import annotations
 
 import ast
 import operator
 
-from . import linalg
+from . import linalg, sparse_lu
 from .ir import MAX_MATRIX_SIDE, MAX_WIDTH, DType, OpKind
 from .values import Lit, S, V
 
-__all__ = ["Ops", "lower_call", "matmul", "matrix_value", "ARITY"]
+__all__ = ["Ops", "lower_call", "matmul", "matrix_value", "structural_pattern", "ARITY"]
 
 #: how many arguments each helper takes
 ARITY = {"matrix": range(1, MAX_MATRIX_SIDE + 1), "zeros": (1, 2), "identity": (1,),
          "outer": (2,), "transpose": (1,), "matmul": (2,), "trace": (1,), "det": (1,),
-         "inverse": (1,), "solve": (2,), "concat": range(1, MAX_WIDTH + 1)}  # fmt: skip
+         "inverse": (1,), "solve": (2,), "sparse_solve": (2,),
+         "concat": range(1, MAX_WIDTH + 1)}  # fmt: skip
 
 
 class Ops(linalg.Arithmetic):
@@ -213,21 +215,39 @@ def lower_call(lowering, name: str, args: list, node: ast.AST):
                         for i in range(len(rows))]
             return matrix_value(_solved_by_loops(lowering, rows, identity))
         return matrix_value(linalg.inverse(ops, rows, one, zero))
-    b = args[1]  # solve(a, b)
+    b = args[1]  # solve(a, b), sparse_solve(a, b)
     if not isinstance(b, V):
-        raise lowering.error(f"hawk.solve(a, b) takes a vector or a matrix b, not "
+        raise lowering.error(f"hawk.{name}(a, b) takes a vector or a matrix b, not "
                              f"{lowering.describe(b)}", node)
     right = b.rows if b.is_matrix else [[c] for c in b.comps]
     if len(right) != len(rows):
-        raise lowering.error(f"hawk.solve(a, b) needs b of {len(rows)} rows for a "
+        raise lowering.error(f"hawk.{name}(a, b) needs b of {len(rows)} rows for a "
                              f"{a.type_name}, got {lowering.describe(b)}", node)
     dtype = rows[0][0].dtype
     right = [[lowering.cast(c, dtype) for c in r] for r in right]
-    if len(rows) > linalg.UNROLLED_SIDE:
+    factored = _sparse_factors(lowering, ops, rows) if name == "sparse_solve" else None
+    if factored is not None:
+        x = sparse_lu.substitute(ops, factored[1], right, factored[0])
+    elif len(rows) > linalg.UNROLLED_SIDE:
         x = _solved_by_loops(lowering, rows, right)
     else:
         x = linalg.solve(ops, rows, right)
     return matrix_value(x) if b.is_matrix else _vector_value([r[0] for r in x])
+
+
+def _sparse_factors(lowering, ops: Ops, rows: list[list]):
+    """``(plan, factors)`` of ``hawk.sparse_lu`` for the matrix ``rows``, or None where its
+    structural pattern (``structural_pattern``) is too dense to pay (``sparse_lu.plan_for``;
+    it is solved as ``hawk.solve`` then). Made once per matrix in a lowering
+    (``lowering.sparse_factors``, by its elements' ids): a Rosenbrock step solves one ``W``
+    eight times, and emitting its factorisation once spares the tracing what
+    common-subexpression elimination would merge anyway."""
+    key = tuple(c.id for row in rows for c in row)
+    if key not in lowering.sparse_factors:
+        plan = sparse_lu.plan_for(structural_pattern(lowering, rows), len(rows))
+        lowering.sparse_factors[key] = (None if plan is None
+                                        else (plan, sparse_lu.factor(ops, rows, plan)))
+    return lowering.sparse_factors[key]
 
 
 def _solved_by_loops(lowering, a: list[list], b: list[list]) -> list[list]:
@@ -243,3 +263,56 @@ def _solved_by_loops(lowering, a: list[list], b: list[list]) -> list[list]:
     solution = lowering.emit(OpKind.LU_SOLVE, dtype, (lu.id, *ids(b)), (size, columns))
     return [[lowering.emit(OpKind.PART, dtype, (solution.id,), i * columns + j)
              for j in range(columns)] for i in range(size)]
+
+
+#: ops that are zero when every operand is (``x - y`` with ``x``, ``y`` zero); a ``SELECT``'s
+#: condition is not an operand here (``_zero_when``)
+_ZERO_WHEN_ALL = frozenset({OpKind.ADD, OpKind.SUB, OpKind.NEG, OpKind.CAST, OpKind.MIN,
+                            OpKind.MAX, OpKind.ABS})
+
+
+def _zero_when(op) -> tuple[tuple[int, ...], bool] | None:
+    """Which of ``op``'s operands make it zero, and whether any one does (a product) or all
+    must (a sum); None for an op that is not zero by construction."""
+    if op.kind in _ZERO_WHEN_ALL:
+        return op.args, False
+    if op.kind is OpKind.SELECT:
+        return op.args[1:], False
+    if op.kind is OpKind.MUL:
+        return op.args, True
+    if op.kind is OpKind.DIV:
+        return op.args[:1], True
+    return None
+
+
+def structural_pattern(lowering, rows: list[list]) -> frozenset[tuple[int, int]]:
+    """The ``(row, column)`` of each element of ``rows`` that is not zero by construction:
+    zero by construction is a constant 0, or arithmetic that gives 0 whatever finite values
+    its other operands hold (a product with a factor zero by construction, a quotient of one
+    by a nonzero divisor, a sum, difference, negation, cast, ``min``/``max``/``abs``/select of
+    such values). These are ``hawk.jacobian``'s structural zeros (an output that does not
+    depend on an input gets the constant 0) carried through ``scale * identity - J``. Only
+    where an operand is inf or NaN (an infinite ``1 / (h gamma)``) or a divisor 0 does such
+    an element differ from 0; the sparse solve then reads it as 0 where ``hawk.solve`` would
+    spread the NaN."""
+    memo: dict[int, bool] = {}
+
+    def zero(index: int) -> bool:  # depth-first without recursion: a sum may be long
+        stack = [index]
+        while stack:
+            op = lowering.ops[stack[-1]]
+            rule = None if op.kind is OpKind.CONST else _zero_when(op)
+            waiting = [i for i in (rule[0] if rule else ()) if i not in memo]
+            if waiting:
+                stack += waiting
+                continue
+            if op.kind is OpKind.CONST:
+                memo[stack.pop()] = op.attr == 0
+            else:
+                memo[stack.pop()] = rule is not None and (any if rule[1] else all)(
+                    memo[i] for i in rule[0])
+        return memo[index]
+
+    return frozenset((i, j) for i, row in enumerate(rows) for j, c in enumerate(row)
+                     if not (isinstance(c, Lit) and c.value == 0 or isinstance(c, S)
+                             and zero(c.id)))

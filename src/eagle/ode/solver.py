@@ -316,7 +316,11 @@ def solve(f: Func, u0, t_span, p=None, *, args=None, method: str = "dopri5", rto
             states. ``"refined"`` is for models with a linear invariant whose end state hangs
             on it (the test set's E5): a stage solve multiplies its own rounding by ``h *
             gamma`` along the invariant, which the refinement removes. It costs about 2.5x the
-            time per step at 4 states.
+            time per step at 4 states. ``"sparse"``: a static sparse LU over the Jacobian's
+            structural nonzeros and their fill, in a fill-reducing order chosen at compile
+            time, without pivoting (``W``'s diagonal dominates for a stiff solve's steps; the
+            bits differ from ``"lu"``'s), for reaction networks and other sparse models of
+            more than a few states; a ``W`` too dense for it to pay is solved as ``"lu"``.
         sensitivity: ``"p"`` for ``Solution.du_dp`` (the derivatives of the end state in each
             of ``p``'s components), ``"u0"`` for ``Solution.du_du0``, by forward sensitivity:
             the tangent system is integrated with the state (``hawk.ode.sensitivity``), under

@@ -55,7 +55,7 @@ from .kernels import (
     rosenbrock23_kernel,
     sde_kernel,
 )
-from .linsolve import LINSOLVES, refined_solve
+from .linsolve import LINSOLVES, refined_solve, sparse_stage_solve
 from .methods import METHODS, Method
 from .rodas import rodas5p_attempt, rodas5p_control, rodas5p_value
 from .rosenbrock import (
@@ -83,7 +83,7 @@ __all__ = [
     "locate", "dopri5_kernel", "dopri5_start_kernel", "fixed_step_kernel", "sde_kernel",
     "rosenbrock23_kernel", "rosenbrock23_attempt", "rosenbrock23_control", "rosenbrock23_value",
     "rodas5p_attempt", "rodas5p_control", "rodas5p_value", "automatic_jacobian",
-    "refined_solve", "LINSOLVES", "forward_sensitivity",
+    "refined_solve", "sparse_stage_solve", "LINSOLVES", "forward_sensitivity",
     "event_correction_kernel", "tsit5_attempt", "tsit5_value",
     "vern7_attempt", "vern7_value", "vern7_control", "vern9_attempt", "vern9_value",
     "vern9_control", "pi_control", "i_control", "controller", "METHODS", "Method",

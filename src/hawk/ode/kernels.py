@@ -166,8 +166,8 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
             (tables after ``p``) returning ``df/du`` (a ``Matrix[k, k]``, a number for a
             scalar state) in place of ``hawk.jacobian``'s; ``df/dt`` is still taken by
             ``hawk.jacobian``.
-        linsolve: for those methods, how their stages are solved: ``"lu"`` or ``"refined"``
-            (``hawk.ode.linsolve``).
+        linsolve: for those methods, how their stages are solved: ``"lu"``, ``"refined"``
+            or ``"sparse"`` (``hawk.ode.linsolve``).
         locate_after: for an event that only ends samples (``locates_after``): a step in
             which a terminal component crosses is not taken; the sample stops at the step's
             start with ``status`` ``STATUS_LOCATING``, and the same kernel without

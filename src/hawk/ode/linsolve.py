@@ -6,6 +6,17 @@
   residual ``r = b - W x`` summed in doubled precision (Ogita, Rump and Oishi's Dot2: Dekker's
   exact product and Knuth's exact sum, no FMA needed) and rounded once; the correction reuses
   the factorisation.
+- ``"sparse"``: ``hawk.sparse_solve``, a static sparse LU (``hawk.sparse_lu``): elimination
+  over ``W``'s structural nonzeros (the Jacobian's pattern, as ``hawk.jacobian`` or the user's
+  ``jac`` builds it, plus the diagonal) and their fill only, the pivots in a fill-reducing
+  Markowitz order chosen at trace time, written out straight-line. No partial pivoting, as
+  the chemistry solvers KPP generates and the pyJac-based GPU integrators do: ``W = I / (h
+  gamma) - J``'s diagonal dominates for the small ``h gamma`` of a stiff solve, and a step too
+  large for it is rejected by its error estimate as any bad step is. So the bits differ from
+  ``"lu"``'s. A ``W`` too dense for it to pay (no structural zero, or an ordered elimination
+  still above half the dense one's work: ``hawk.sparse_lu.DENSE_SHARE``) is solved as ``"lu"``
+  solves it (falling back, rather than refusing: how sparse a model's Jacobian is is the
+  model's business, and the dense solve with pivoting is the right one for a dense ``W``).
 
 Why a second solve exists: a Rosenbrock stage solves ``W k = rhs`` with ``W = I / (h gamma) -
 J``. Along a linear invariant of the model ``J`` has a zero eigenvalue, so ``W``'s is
@@ -26,8 +37,8 @@ import hawk
 
 from .rosenbrock import _solve, automatic_jacobian
 
-__all__ = ["LINSOLVES", "REFINED_MAX_STATES", "refined_solve", "two_product", "two_sum",
-           "with_linsolve"]
+__all__ = ["LINSOLVES", "REFINED_MAX_STATES", "refined_solve", "sparse_stage_solve",
+           "two_product", "two_sum", "with_linsolve"]
 
 #: the most states ``"refined"`` takes (its residual is written out, about 25 n**2 ops a solve)
 REFINED_MAX_STATES = 8
@@ -80,8 +91,21 @@ def refined_solve(w, b):
     return x + hawk.solve(w, hawk.vector(*residual))
 
 
+@hawk.func
+def sparse_stage_solve(w, b):
+    """``w \\ b`` by ``hawk.sparse_solve`` (a division for a scalar state): ``"sparse"``.
+
+    Args:
+        w: the matrix (a ``Matrix[k, k]``; a number for a scalar ``b``).
+        b: the right-hand side (a ``Vector[k]`` or a number).
+    """
+    if hawk.width(b) == 1:
+        return b / w
+    return hawk.sparse_solve(w, b)
+
+
 #: ``linsolve=`` names and the solve each one picks
-LINSOLVES = {"lu": _solve, "refined": refined_solve}
+LINSOLVES = {"lu": _solve, "refined": refined_solve, "sparse": sparse_stage_solve}
 
 
 def with_linsolve(method, name: str):
