@@ -15,6 +15,7 @@ import pytest
 import eagle
 import hawk
 from ode_models import lorenz
+from test_ode_cluster_inputs import lazy, lorenz_sweep
 from test_stiff import _robertson_rates, robertson
 
 distributed = pytest.importorskip("distributed")
@@ -29,11 +30,6 @@ def client():
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as dask_client:
         yield dask_client
-
-
-def lazy(value, chunk=5):
-    """``value`` as a dask array cut every ``chunk`` samples (not the solve's chunks)."""
-    return da.from_array(value, chunks=(*value.shape[:-1], chunk))
 
 
 def is_lazy(value) -> bool:
@@ -57,13 +53,6 @@ def assert_same_gradients(here, there):
             x = np.asarray(x)
             assert x.shape == y.shape and x.dtype == y.dtype, name
             assert x.tobytes() == y.tobytes(), name
-
-
-def lorenz_sweep(n=N):
-    rho = np.linspace(20.0, 40.0, n)
-    p = np.stack([np.full(n, 10.0), rho, np.full(n, 8.0 / 3.0)])
-    u0 = np.stack([np.ones(n), np.linspace(0.9, 1.1, n), np.full(n, 20.0)])
-    return u0, p
 
 
 @hawk.func

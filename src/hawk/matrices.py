@@ -171,14 +171,8 @@ def solve(a, b):
         b: a vector ``(K,)``/``(K, n)`` (the result is a vector) or a matrix of ``K`` rows
             (the result is a matrix).
     """
-    a, b = _float(a), _float(b)
-    rows = _square(a, "solve()")
-    vector = _is_vector(b, a)
-    right = [[x] for x in b] if vector else _rows(b, "solve()")
-    if len(right) != len(rows):
-        raise ValueError(f"solve() needs b of {len(rows)} rows, got {len(right)}")
-    x = linalg.solve(linalg.NUMPY, rows, right)
-    return np.stack(np.broadcast_arrays(*[r[0] for r in x])) if vector else _stack(x)
+    rows, right, vector = _system(a, b, "solve()")
+    return _solution(linalg.solve(linalg.NUMPY, rows, right), vector)
 
 
 def sparse_solve(a, b):
@@ -200,17 +194,29 @@ def sparse_solve(a, b):
         b: a vector ``(K,)``/``(K, n)`` (the result is a vector) or a matrix of ``K`` rows
             (the result is a matrix).
     """
-    a, b = _float(a), _float(b)
-    rows = _square(a, "sparse_solve()")
-    vector = _is_vector(b, a)
-    right = [[x] for x in b] if vector else _rows(b, "sparse_solve()")
-    if len(right) != len(rows):
-        raise ValueError(f"sparse_solve() needs b of {len(rows)} rows, got {len(right)}")
+    rows, right, vector = _system(a, b, "sparse_solve()")
     size = len(rows)
     pattern = [(i, j) for i in range(size) for j in range(size) if np.any(rows[i][j] != 0)]
     plan = sparse_lu.plan_for(pattern, size)
     x = (linalg.solve(linalg.NUMPY, rows, right) if plan is None
          else sparse_lu.solve(linalg.NUMPY, rows, right, plan))
+    return _solution(x, vector)
+
+
+def _system(a, b, what: str) -> tuple[list, list, bool]:
+    """``solve``'s and ``sparse_solve``'s arguments as rows: ``(a's rows, b's rows, whether b
+    is a vector)``, ``what`` naming the call in a refusal."""
+    a, b = _float(a), _float(b)
+    rows = _square(a, what)
+    vector = _is_vector(b, a)
+    right = [[x] for x in b] if vector else _rows(b, what)
+    if len(right) != len(rows):
+        raise ValueError(f"{what} needs b of {len(rows)} rows, got {len(right)}")
+    return rows, right, vector
+
+
+def _solution(x: list[list], vector: bool):
+    """A solve's rows ``x`` as an array: a vector for a vector ``b``, else a matrix."""
     return np.stack(np.broadcast_arrays(*[r[0] for r in x])) if vector else _stack(x)
 
 
