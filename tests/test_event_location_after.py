@@ -223,3 +223,26 @@ def test_a_cluster_solve_locates_on_the_client_with_the_same_bits(monkeypatch):
         remote = eagle.ode.solve(fall, u0, (0.0, 3.0), p, client=client, chunks=4, **common)
     _assert_same_bits(remote, in_step)
     assert (remote.status == hawk.ode.STATUS_EVENT).sum() >= N // 4
+
+
+def test_a_left_step_that_does_not_cross_again_is_run_on_to_its_end(monkeypatch):
+    """Were the locating kernel to compute the left step differently (a device compiling the
+    two kernels apart), its samples would go on from the step's start as that kernel runs
+    them, to their end, not stop after one step: here the locating kernel's event is one that
+    never fires, so every left sample runs on to ``t_end``."""
+    u0, p = _fall_start()
+    real_kernel = hawk.ode.dopri5_kernel
+
+    def never_locating(*args, locate_after=False, **kwargs):
+        if not locate_after:
+            kwargs["event"] = never_fires
+        return real_kernel(*args, locate_after=locate_after, **kwargs)
+
+    monkeypatch.setattr(hawk.ode, "dopri5_kernel", never_locating)
+    solution = eagle.ode.solve(fall, u0, (0.0, 3.0), p, event=ground, rtol=1e-8, atol=1e-8)
+    assert (solution.status == hawk.ode.STATUS_DONE).all() and (solution.t == 3.0).all()
+
+
+@hawk.func
+def never_fires(u, t, p):
+    return 1.0

@@ -181,11 +181,14 @@ def _integrate(kernel, prepare, arrays: dict, bound: dict, tables: dict, xp, n: 
         else:
             runner = until_done(plan, max_steps=max_steps, seed=seed, **bound, **tables)
             report = runner.run(progress=progress)
-        if locating is not None:  # here: one step per sample that crossed
+        if locating is not None:  # here: the step each sample that crossed left
             left = arrays["status"] == hawk_ode.STATUS_LOCATING
             if left.any():
                 arrays["status"][left] = hawk_ode.STATUS_RUNNING
-                simulate(locating, max_steps=1, seed=seed, **bound,
+                # one step each: the same step, crossing again; a device that compiled the
+                # two kernels to different bits would have a sample go on from there, as the
+                # locating kernel runs it (never left half-done)
+                simulate(locating, max_steps=max_steps, seed=seed, **bound,
                          terminated=xp.logical_not(left), **tables)
         return plan, runner, report
     finally:

@@ -87,6 +87,7 @@ def locates_after(event, on_event, record_events) -> bool:
     terminal component ends the sample and nothing after it in the run depends on where."""
     return event is not None and on_event is None and not record_events
 
+
 #: the adaptive methods ``dopri5_kernel`` runs (``METHODS``' adaptive ones)
 ADAPTIVE_METHODS = {name: m for name, m in METHODS.items() if m.adaptive}
 #: the methods that take a Jacobian (``dopri5_kernel``'s ``jac=``)
