@@ -40,7 +40,11 @@ class Solution:
             samples are done or at ``max_steps``); its arrays are the ones above. None for a
             solve on a Dask cluster (``client=``), whose ``report`` is a
             ``DistributedReport``.
-        plan: the deployed kernel (``eagle.Plan``), to bind again without compiling.
+        plan: the deployed kernel (``eagle.Plan``), to bind again without compiling. For an
+            event that only ends samples it is the kernel that leaves each crossing step
+            (``hawk.ode.dopri5_kernel(locate_after=True)``: such a sample stops at
+            ``STATUS_LOCATING``), which ``solve`` follows with the kernel that takes that step
+            again and locates the event.
         arrays: every array the kernel was bound to, by parameter name (for a dask ``u0``,
             the arrays it wrote, as dask arrays on the workers).
         du_dp: with ``sensitivity="p"``, ``d u(end) / d p``: ``(k, m, n)`` for ``k`` states
