@@ -26,7 +26,7 @@ from .events import first_crossing, locate
 
 __all__ = ["STATUS_RUNNING", "STATUS_DONE", "STATUS_EVENT", "STATUS_FAILED", "STATUS_LOCATING",
            "SMALLEST_STEP", "NO_STOPS", "step_size", "attempt_with", "controlled_attempt",
-           "terminal_crossing", "crosses", "event_end", "saves_passed", "tally"]
+           "terminal_crossing", "event_end", "saves_passed", "tally"]
 
 #: ``status`` values of an adaptive run, per sample
 STATUS_RUNNING, STATUS_DONE, STATUS_EVENT, STATUS_FAILED = 0, 1, 2, -1
@@ -113,15 +113,6 @@ def terminal_crossing(event, u, t, h_step, q, args, u_new, t_new, ok, direction,
     theta = locate(event, u, t, h_step, q, args, sign, lo, hi, f_lo, f_hi, tol, iterations,
                    value)
     return hit, theta
-
-
-@hawk.func
-def crosses(event, u, t, h_step, q, args, u_new, t_new, ok, direction, samples, value):
-    """Whether the single event ``event(u, t, args)`` ends the accepted step, found as
-    ``terminal_crossing`` finds it (the same samples of the interpolant) but not located."""
-    hit = first_crossing(event, u, t, h_step, q, args, event(u, t, args),
-                         event(u_new, t_new, args), direction, samples, value)[0]
-    return hit and ok
 
 
 @hawk.func

@@ -35,7 +35,6 @@ from .adaptive_step import (
     STATUS_LOCATING,
     STATUS_RUNNING,
     controlled_attempt,
-    crosses,
     event_end,
     saves_passed,
     step_size,
@@ -288,37 +287,30 @@ def dopri5_kernel(f: Func, state=Vec3, params=Scalar, *, event: Func | None = No
         hit = False
         leaving = False  # the step crossed the event, and is left for the locating kernel
         t_reached = t_new
-        if has_event and locate_after and not multi:
-            leaving = crosses(event, u, t, h_step, q, args, u_new, t_new, ok, direction,
-                              event_samples, value)
-        elif has_event and not multi:
+        if has_event and not multi:
             hit, theta = terminal_crossing(event, u, t, h_step, q, args, u_new, t_new, ok,
                                            direction, event_samples, event_tol,
                                            event_iterations, value)
+            if locate_after:  # whether, not where: theta is left unread (never computed)
+                leaving, hit = hit, False
         if has_event and multi:  # the earliest terminal crossing of the step, and records
             if carried > 0:
                 g_old, g_new = g_start, event(u_new, t_new, args)
             else:
                 g_old, g_new = event(u, t, args), event(u_new, t_new, args)
             hit, theta, which = False, 2.0, 0
-            if locate_after:  # found, left for the locating kernel
-                for i in range(hawk.width(g_old)):
-                    crossing = _component_crossing(picked, u, t, h_step, q, (args, i), g_old,
-                                                   g_new, (directions // 3**i) % 3 - 1,
-                                                   event_samples, value)
-                    if ok and crossing[0] and (terminals >> i) & 1 == 1:
+            for i in range(hawk.width(g_old)):
+                crossed_i, theta_i = _crossing_of(picked, u, t, h_step, q, (args, i), g_old,
+                                                  g_new, (directions // 3**i) % 3 - 1,
+                                                  event_samples, event_tol,
+                                                  event_iterations, value)
+                # a terminal component ends the sample; with on_event every one acts
+                acts = not ends_at_event or (terminals >> i) & 1 == 1
+                if locate_after:  # whether, not where: theta_i is left unread
+                    if ok and crossed_i and acts:
                         leaving = True
-            else:
-                for i in range(hawk.width(g_old)):
-                    crossed_i, theta_i = _crossing_of(picked, u, t, h_step, q, (args, i),
-                                                      g_old, g_new,
-                                                      (directions // 3**i) % 3 - 1,
-                                                      event_samples, event_tol,
-                                                      event_iterations, value)
-                    # a terminal component ends the sample; with on_event every one acts
-                    acts = not ends_at_event or (terminals >> i) & 1 == 1
-                    if ok and crossed_i and acts and theta_i < theta:
-                        hit, theta, which = True, theta_i, i
+                elif ok and crossed_i and acts and theta_i < theta:
+                    hit, theta, which = True, theta_i, i
             if records and row_width > 0:  # the step of each crossing, for after the run
                 for i in range(hawk.width(g_old)):
                     crossing = _component_crossing(picked, u, t, h_step, q, (args, i), g_old,
