@@ -33,18 +33,20 @@ from . import adjoint as adjoints
 from . import arguments as args
 from . import ensemble
 from .adjoint import Gradients, Record
-from .dask_chunks import LazyRun, chunk_layout, chunk_p, chunk_times, sample_blocks
+from .dask_chunks import (
+    LazyRun,
+    chunk_bounds,
+    chunk_layout,
+    chunk_p,
+    chunk_times,
+    sample_blocks,
+)
 from .dask_inputs import LazyInputs, is_dask
 
 __all__ = ["first_saves", "check_budget", "vjp"]
 
 #: the recording kernel's written arrays a chunk's backward pass reads
 RECORDED = ("steps_u", "steps_t", "steps_h", "t", "saves", "status", "accepted", "theta_end")
-
-
-def _bounds(sizes) -> list[tuple[int, int]]:
-    edges = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64).tolist()
-    return list(zip(edges[:-1], edges[1:], strict=True))
 
 
 def first_saves(lazy: LazyInputs, layout: ensemble.Layout):
@@ -56,7 +58,7 @@ def first_saves(lazy: LazyInputs, layout: ensemble.Layout):
 
     parts = []
     starts = sample_blocks(lazy.blocks["t0"], lazy.chunks) if "t0" in lazy.blocks else None
-    for k, (lo, hi) in enumerate(_bounds(lazy.chunks)):
+    for k, (lo, hi) in enumerate(chunk_bounds(lazy.chunks)):
         t0 = lazy.numbers["t_span[0]"] if starts is None else starts[k]
         made = delayed(_first_saves, pure=True)(chunk_layout(layout, lo, hi), t0, hi - lo)
         parts.append(da.from_delayed(made, (hi - lo,), np.int64))
@@ -139,7 +141,7 @@ def _cotangent_pieces(name: str, value, expected: tuple, run: LazyRun) -> list:
     shape = tuple(getattr(value, "shape", np.shape(value)))
     if shape != expected:
         raise ValueError(f"{name} must be shaped as {what}, {expected}, got {shape}")
-    bounds = _bounds(sizes)
+    bounds = chunk_bounds(sizes)
     if is_dask(value):
         if tuple(value.chunks[-1]) != tuple(sizes):
             raise ValueError(f"{name} as a dask array must be chunked along its last axis as "
@@ -185,7 +187,7 @@ def vjp(solution, du=None, dsaved=None) -> Gradients:
     p_blocks = {name: sample_blocks(value, sizes) for name, value in p_inputs.items()}
     first_save = None if record.first_save is None else sample_blocks(record.first_save, sizes)
     lams, mus, total = [], [], None
-    for k, (lo, hi) in enumerate(_bounds(sizes)):
+    for k, (lo, hi) in enumerate(chunk_bounds(sizes)):
         m = hi - lo
         made = delayed(_backward_chunk, pure=True, nout=3)(
             back, travelling, run.recipe, shared, lo, hi,
@@ -210,7 +212,7 @@ def vjp(solution, du=None, dsaved=None) -> Gradients:
         lead = _per_sample_lead(record)
         per_sample = da.concatenate(
             [da.from_delayed(mu, (*lead, hi - lo), dtype)
-             for mu, (lo, hi) in zip(mus, _bounds(sizes), strict=True)], axis=-1)
+             for mu, (lo, hi) in zip(mus, chunk_bounds(sizes), strict=True)], axis=-1)
     gradients = _assembled(record, u0_bar, per_sample, summed)
     return _persisted(client, gradients)
 

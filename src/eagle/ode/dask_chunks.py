@@ -40,8 +40,8 @@ from . import adjoint as adjoints
 from . import arguments, ensemble, events, model_args
 from .dask_inputs import PER_SAMPLE_NUMBERS, LazyInputs
 
-__all__ = ["ChunkRecipe", "LazyRun", "chunk_arrays", "chunk_layout", "chunk_p", "chunk_times",
-           "sample_blocks", "run"]
+__all__ = ["ChunkRecipe", "LazyRun", "chunk_arrays", "chunk_bounds", "chunk_layout", "chunk_p",
+           "chunk_times", "sample_blocks", "run"]
 
 #: the roles bound to one value shared by every sample (sent whole, never cut)
 _WHOLE = (Role.PARAM, Role.TABLE)
@@ -189,13 +189,12 @@ class LazyRun:
         from dask import delayed
 
         sizes = self.lazy.chunks
-        edges = np.concatenate([[0], np.cumsum(sizes)]).tolist()
         given = {name: value for name, value in self.lazy.blocks.items()
                  if name != "u0" and (inputs is None or name in inputs)}
         results = {name: sample_blocks(value, sizes) for name, value in results.items()}
         given = {name: sample_blocks(value, sizes) for name, value in given.items()}
         parts = [[] for _ in outputs]
-        for k, (lo, hi) in enumerate(zip(edges[:-1], edges[1:], strict=True)):
+        for k, (lo, hi) in enumerate(chunk_bounds(sizes)):
             made = delayed(_on_chunk, pure=True, nout=len(outputs))(
                 function, self.recipe, hi - lo,
                 {name: blocks[k] for name, blocks in results.items()},
@@ -203,6 +202,12 @@ class LazyRun:
             for j, (lead, dtype) in enumerate(outputs):
                 parts[j].append(da.from_delayed(made[j], (*lead, hi - lo), dtype))
         return [da.concatenate(chunks, axis=-1) for chunks in parts]
+
+
+def chunk_bounds(sizes) -> list[tuple[int, int]]:
+    """Each chunk's ``(lo, hi)``: samples ``lo`` to ``hi - 1``, for chunks of ``sizes``."""
+    edges = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64).tolist()
+    return list(zip(edges[:-1], edges[1:], strict=True))
 
 
 def sample_blocks(value, sizes) -> list:
