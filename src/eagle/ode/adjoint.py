@@ -52,7 +52,7 @@ from . import arguments as args
 
 __all__ = ["Record", "Gradients", "check", "check_tables", "scratch", "kernel",
            "check_least_steps", "check_budget", "refuse_budget", "check_request", "backward_pass",
-           "run_backward", "vjp", "DEFAULT_STEPS"]
+           "run_backward", "per_table", "vjp", "DEFAULT_STEPS"]
 
 #: the accepted steps kept per sample unless ``adjoint_steps=`` says otherwise
 DEFAULT_STEPS = 1024
@@ -416,7 +416,12 @@ def _per_table(mu_tables, record: Record, xp) -> tuple:
     """The per-sample cotangent of every table element together (``mu_tables``, ``(elements,
     n)`` or ``(n,)`` for one) summed over the samples (``_summed``) and cut into one array per
     table, shaped as it."""
-    summed = _summed(mu_tables.reshape(-1, mu_tables.shape[-1]), xp)
+    return per_table(_summed(mu_tables.reshape(-1, mu_tables.shape[-1]), xp), record)
+
+
+def per_table(summed, record: Record) -> tuple:
+    """Every table element's summed cotangent (``summed``, 1-D, the tables in order) cut into
+    one array per table, shaped as it."""
     out, offset = [], 0
     for table, size in zip(record.tables.values(), record.table_sizes, strict=True):
         out.append(summed[offset:offset + size].reshape(table.shape))

@@ -305,11 +305,7 @@ def _assembled(record: Record, u0_bar, per_sample, summed) -> Gradients:
     else:
         gradient_p = per_sample
     if record.table_sizes is not None:
-        out = []
-        for table, size in zip(record.tables.values(), record.table_sizes, strict=True):
-            out.append(summed[offset:offset + size].reshape(table.shape))
-            offset += size
-        tables = tuple(out)
+        tables = adjoints.per_table(summed[offset:], record)
     return Gradients(p=gradient_p, u0=u0_bar, args=gradient_args, tables=tables)
 
 
